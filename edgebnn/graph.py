@@ -1,0 +1,277 @@
+"""The deployment graph: the single source of truth for every exported number.
+
+``freeze`` builds it from a trained Keras model; ``emulate``, ``export`` and ``estimate`` read
+only this. It holds integer codes and fixed-point types, never floats that need rounding, and
+saves to one ``.npz`` file that loads with NumPy alone (no TensorFlow, no pickle).
+
+Nodes (each produces one tensor; ``shape`` excludes the batch axis, channels last):
+
+``input``
+    The raw float input, quantized onto ``type`` (its rounding and overflow modes apply).
+``dense``
+    ``y = x @ weight + bias`` with ``params['weight']`` int codes (n_in, n_out) on
+    ``attrs['weight_type']`` and optional ``params['bias']`` codes on ``attrs['bias_type']``.
+    ``type`` is the accumulator type, wide enough that nothing rounds or overflows.
+``threshold``
+    Requantization of an accumulator into a few levels, per channel ``c``:
+    ``y = levels[c, n]`` where ``n`` counts the ``thresholds[c, k] <= x``.  Thresholds are
+    codes on the input's type (ascending per channel), levels codes on ``type``.
+
+Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds of its output
+values from interval analysis over the actual integer weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from .fixed import FixedType
+
+FORMAT = "edgebnn-graph"
+FORMAT_VERSION = 1
+OPS = ("input", "dense", "threshold")
+
+
+class GraphError(ValueError):
+    """A deployment graph that is malformed or cannot be loaded."""
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    op: str
+    inputs: list[str]
+    shape: tuple[int, ...]
+    type: FixedType
+    params: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    source: str = ""  # the Keras layer(s) this node was frozen from
+
+    @property
+    def lo(self) -> np.ndarray:
+        return self.params["lo"]
+
+    @property
+    def hi(self) -> np.ndarray:
+        return self.params["hi"]
+
+    def fixed_attr(self, key: str) -> FixedType | None:
+        value = self.attrs.get(key)
+        return None if value is None else FixedType.from_string(value)
+
+
+@dataclasses.dataclass
+class Graph:
+    name: str
+    nodes: list[Node]
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        self.validate()
+
+    # ---------------------------------------------------------------- access
+    def __getitem__(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    @property
+    def input(self) -> Node:
+        return self.nodes[0]
+
+    @property
+    def output(self) -> Node:
+        return self.nodes[-1]
+
+    def compute_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.op != "input"]
+
+    # ------------------------------------------------------------ validation
+    def validate(self) -> None:
+        if not self.nodes or self.nodes[0].op != "input":
+            raise GraphError(f"graph {self.name!r} must start with an input node")
+        seen: dict[str, Node] = {}
+        for node in self.nodes:
+            where = f"graph node {node.name!r} ({node.op})"
+            if node.op not in OPS:
+                raise GraphError(f"{where}: unknown op; this edgebnn knows {', '.join(OPS)}")
+            if node.name in seen:
+                raise GraphError(f"{where}: duplicate node name")
+            for inp in node.inputs:
+                if inp not in seen:
+                    raise GraphError(f"{where}: input {inp!r} is not an earlier node")
+            expected_inputs = 0 if node.op == "input" else 1
+            if len(node.inputs) != expected_inputs:
+                raise GraphError(f"{where}: takes {expected_inputs} input(s), has {len(node.inputs)}")
+            for key in ("lo", "hi"):
+                if key not in node.params:
+                    raise GraphError(f"{where}: missing bounds params[{key!r}]")
+            if not (node.type.contains(node.lo) and node.type.contains(node.hi)):
+                raise GraphError(f"{where}: bounds do not fit its type {node.type}")
+            if node.op == "dense":
+                self._check_dense(node, seen[node.inputs[0]], where)
+            elif node.op == "threshold":
+                self._check_threshold(node, seen[node.inputs[0]], where)
+            seen[node.name] = node
+
+    @staticmethod
+    def _check_dense(node: Node, src: Node, where: str) -> None:
+        w = node.params.get("weight")
+        if w is None or w.ndim != 2 or w.shape[0] != src.shape[-1] or w.shape[1] != node.shape[-1]:
+            raise GraphError(f"{where}: weight must have shape ({src.shape[-1]}, {node.shape[-1]})")
+        wt = node.fixed_attr("weight_type")
+        if wt is None or not (w.min(initial=0) >= wt.min_code and w.max(initial=0) <= wt.max_code):
+            raise GraphError(f"{where}: weight codes do not fit weight_type {wt}")
+        if "bias" in node.params:
+            bt = node.fixed_attr("bias_type")
+            b = node.params["bias"]
+            if bt is None or b.shape != (node.shape[-1],):
+                raise GraphError(f"{where}: bias needs shape ({node.shape[-1]},) and a bias_type")
+
+    @staticmethod
+    def _check_threshold(node: Node, src: Node, where: str) -> None:
+        t, lv = node.params.get("thresholds"), node.params.get("levels")
+        c = node.shape[-1]
+        if t is None or lv is None or t.ndim != 2 or t.shape[0] != c or lv.shape != (c, t.shape[1] + 1):
+            raise GraphError(f"{where}: thresholds must be (C, K) and levels (C, K+1) with C={c}")
+        if src.shape != node.shape:
+            raise GraphError(f"{where}: output shape must equal its input's shape {src.shape}")
+        if np.any(np.diff(t, axis=1) < 0):
+            raise GraphError(f"{where}: thresholds must ascend per channel")
+        if lv.min() < node.type.min_code or lv.max() > node.type.max_code:
+            raise GraphError(f"{where}: levels do not fit its type {node.type}")
+        if t.min() < src.type.min_code or t.max() > src.type.max_code:
+            raise GraphError(f"{where}: thresholds do not fit the input type {src.type}")
+
+    # -------------------------------------------------------------- save/load
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the graph to one ``.npz`` file, atomically."""
+        arrays: dict[str, np.ndarray] = {}
+        header_nodes = []
+        for i, node in enumerate(self.nodes):
+            keys = []
+            for key, value in node.params.items():
+                arrays[f"n{i}/{key}"] = np.asarray(value)
+                keys.append(key)
+            header_nodes.append(
+                {
+                    "name": node.name,
+                    "op": node.op,
+                    "inputs": list(node.inputs),
+                    "shape": list(node.shape),
+                    "type": str(node.type),
+                    "attrs": node.attrs,
+                    "source": node.source,
+                    "params": keys,
+                }
+            )
+        header = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "name": self.name,
+            "meta": self.meta,
+            "nodes": header_nodes,
+        }
+        arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        path = os.fspath(path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Graph":
+        """Read a graph written by :meth:`save` (NumPy only, no pickle)."""
+        try:
+            with open(path, "rb") as fh:
+                data = np.load(io.BytesIO(fh.read()), allow_pickle=False)
+                arrays = {k: data[k] for k in data.files}
+            header = json.loads(arrays.pop("__header__").tobytes().decode())
+        except (OSError, ValueError, KeyError) as err:
+            raise GraphError(f"cannot read graph file {os.fspath(path)!r} ({err}); pass a file written by edgebnn freeze") from None
+        if header.get("format") != FORMAT or header.get("version") != FORMAT_VERSION:
+            raise GraphError(f"{os.fspath(path)!r} is not an edgebnn graph of format version {FORMAT_VERSION}")
+        nodes = []
+        for i, h in enumerate(header["nodes"]):
+            nodes.append(
+                Node(
+                    name=h["name"],
+                    op=h["op"],
+                    inputs=list(h["inputs"]),
+                    shape=tuple(h["shape"]),
+                    type=FixedType.from_string(h["type"]),
+                    params={k: arrays[f"n{i}/{k}"] for k in h["params"]},
+                    attrs=h["attrs"],
+                    source=h.get("source", ""),
+                )
+            )
+        return cls(header["name"], nodes, header.get("meta", {}))
+
+    def summary(self) -> str:
+        lines = [f"graph {self.name}: {len(self.nodes)} nodes"]
+        for n in self.nodes:
+            extra = ""
+            if n.op == "dense":
+                extra = f" weight {n.attrs['weight_type']}"
+            elif n.op == "threshold":
+                extra = f" {n.params['thresholds'].shape[1]} threshold(s)/channel"
+            lines.append(f"  {n.name:<20} {n.op:<10} {str(n.shape):<10} {n.type}{extra}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- builders
+# freeze and the tests build nodes through these, so bounds and accumulator types are
+# derived in one place.
+
+
+def input_node(name: str, shape, type_: FixedType, source: str = "") -> Node:
+    c = shape[-1]
+    return Node(name, "input", [], tuple(shape), type_,
+                {"lo": np.full(c, type_.min), "hi": np.full(c, type_.max)}, {}, source)
+
+
+def dense_node(name: str, src: Node, weight, weight_type: FixedType, bias=None,
+               bias_type: FixedType | None = None, source: str = "") -> Node:
+    """A dense node whose accumulator type is the narrowest exact one for these weights."""
+    from .fixed import dot_interval
+
+    weight = np.asarray(weight, dtype=np.int64)
+    w_vals = weight_type.from_codes(weight)
+    lo, hi = dot_interval(_per_feature(src.lo, src.shape), _per_feature(src.hi, src.shape), w_vals)
+    lsb_exp = src.type.lsb_exp + weight_type.lsb_exp
+    params = {"weight": weight}
+    attrs: dict[str, Any] = {"weight_type": str(weight_type)}
+    if bias is not None:
+        bias = np.asarray(bias, dtype=np.int64)
+        b_vals = bias_type.from_codes(bias)
+        lo, hi = lo + b_vals, hi + b_vals
+        lsb_exp = min(lsb_exp, bias_type.lsb_exp)
+        params["bias"] = bias
+        attrs["bias_type"] = str(bias_type)
+    acc_type = FixedType.for_range(float(lo.min()), float(hi.max()), lsb_exp)
+    params.update(lo=lo, hi=hi)
+    return Node(name, "dense", [src.name], src.shape[:-1] + (weight.shape[1],), acc_type, params, attrs, source)
+
+
+def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType, source: str = "") -> Node:
+    thresholds = np.asarray(thresholds, dtype=np.int64)
+    levels = np.asarray(levels, dtype=np.int64)
+    vals = out_type.from_codes(levels)
+    params = {"thresholds": thresholds, "levels": levels, "lo": vals.min(axis=1), "hi": vals.max(axis=1)}
+    return Node(name, "threshold", [src.name], src.shape, out_type, params, {}, source)
+
+
+def _per_feature(bound: np.ndarray, shape) -> np.ndarray:
+    """Per-channel bounds broadcast to the flat feature axis a dense layer reads."""
+    return np.broadcast_to(bound, (int(np.prod(shape[:-1])), shape[-1])).reshape(-1) if len(shape) > 1 else bound
