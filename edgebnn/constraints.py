@@ -1,0 +1,19 @@
+"""Weight constraints used while training binarized layers."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class WeightClip(keras.constraints.Constraint):
+    """Clip latent weights to ``[-clip_value, clip_value]`` (larq's ``weight_clip``) so that
+    the straight-through estimator of a sign keeps passing gradients to them."""
+
+    def __init__(self, clip_value: float = 1.0):
+        self.clip_value = float(clip_value)
+
+    def __call__(self, w):
+        return ops.clip(w, -self.clip_value, self.clip_value)
+
+    def get_config(self):
+        return {"clip_value": self.clip_value}
