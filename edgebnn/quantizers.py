@@ -118,6 +118,13 @@ def fixed_quantize(x, t: FixedType):
     return r / scale
 
 
+def _tensor(x):
+    """A plain tensor: custom gradients must not capture a variable read inside them."""
+    if isinstance(x, keras.Variable):
+        return ops.copy(x.value)
+    return ops.convert_to_tensor(x)
+
+
 def _ste_identity(q_fn):
     """Forward ``q_fn(x)``, gradient 1 everywhere."""
 
@@ -160,7 +167,7 @@ class SteSign(Quantizer):
 
             return ops.where(x < 0, -ops.ones_like(x), ops.ones_like(x)), grad
 
-        return f(ops.convert_to_tensor(x))
+        return f(_tensor(x))
 
     def hardware(self) -> Hardware:
         return Hardware("binary", FixedType(2, 2))
@@ -211,7 +218,7 @@ class QuantizedBits(Quantizer):
 
     def __call__(self, x, training=None):
         t = self.type
-        return _ste_identity(lambda v: fixed_quantize(v, t))(ops.convert_to_tensor(x))
+        return _ste_identity(lambda v: fixed_quantize(v, t))(_tensor(x))
 
     def hardware(self) -> Hardware:
         return Hardware("fixed", self.type)

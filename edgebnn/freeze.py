@@ -1,0 +1,293 @@
+"""Freeze a trained Keras model into a deployment graph of integers and fixed-point types.
+
+The model is read as a chain of steps:
+
+* the first layer's ``input_quantizer`` fixes the input's fixed-point type;
+* a ``QuantDense`` becomes an exact dense node (integer kernel codes, accumulator type from
+  interval analysis);
+* the float operations after an accumulator (a float bias, ``BatchNormalization``, an
+  elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
+  or the next layer's ``input_quantizer``) become one threshold node.
+
+Thresholds are not derived by algebra: freeze runs the model's *own* inference arithmetic
+(the same Keras ops through ``predict``) on every integer value the accumulator can take, per
+channel, and records where the quantized output changes. Ties, float32 rounding, negative or
+zero gamma therefore come out exactly as Keras computes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import keras
+import numpy as np
+from keras import ops
+
+from . import quantizers as qz
+from .fixed import FixedType
+from .graph import Graph, Node, dense_node, input_node, threshold_node
+from .layers import QuantActivation, QuantDense
+
+# accumulator values enumerated per threshold node (channels x values); above this a search
+# per level would be needed, which freeze does not do yet
+MAX_ENUMERATION = 1 << 24
+
+
+class FreezeError(ValueError):
+    """The model cannot be frozen into an exact deployment graph."""
+
+
+@dataclasses.dataclass
+class _FloatOp:
+    """An elementwise float operation between an accumulator and its quantizer."""
+
+    label: str
+    fn: Callable  # keras tensor -> keras tensor, exactly as the layer computes it at inference
+
+
+@dataclasses.dataclass
+class Step:
+    """One node of the graph and how Keras computes the same values."""
+
+    name: str
+    kind: str  # "input" | "dense" | "requant"
+    layer: keras.layers.Layer
+    quantizer: qz.Quantizer | None = None
+    float_ops: list[_FloatOp] = dataclasses.field(default_factory=list)
+    sources: list[str] = dataclasses.field(default_factory=list)
+
+    def keras_eval(self, x):
+        """This step's output in Keras (eager, inference mode) given the previous output."""
+        if self.kind == "input":
+            return self.quantizer(x, training=False)
+        if self.kind == "dense":
+            return ops.matmul(x, self.layer.quantized_kernel())
+        for op in self.float_ops:
+            x = op.fn(x)
+        return self.quantizer(x, training=False)
+
+
+# ------------------------------------------------------------------------------ walking
+
+
+def _layer_chain(model) -> list:
+    layers = [l for l in model.layers if not isinstance(l, keras.layers.InputLayer)]
+    if not isinstance(model, keras.Sequential):
+        prev = None
+        for layer in layers:
+            inbound = layer._inbound_nodes
+            ok = len(inbound) == 1 and len(inbound[0].parent_nodes) <= 1
+            if ok and prev is not None:
+                parents = inbound[0].parent_nodes
+                ok = bool(parents) and parents[0].operation is prev
+            if not ok:
+                raise FreezeError(
+                    f"layer {layer.name!r} ({type(layer).__name__}) is not part of a simple chain; "
+                    "freeze supports sequential models for now"
+                )
+            prev = layer
+    return layers
+
+
+def plan(model) -> list[Step]:
+    """The steps of ``model`` in order; raises FreezeError for anything not exportable."""
+    steps: list[Step] = []
+    pending: list[_FloatOp] = []  # float ops after the last accumulator
+    pending_layers: list[str] = []
+    started = False
+
+    def requant(name, quantizer, layer, extra_sources):
+        steps.append(Step(name, "requant", layer, quantizer, list(pending), pending_layers + extra_sources))
+        pending.clear()
+        pending_layers.clear()
+
+    def where(layer):
+        return f"layer {layer.name!r} ({type(layer).__name__})"
+
+    for layer in _layer_chain(model):
+        if isinstance(layer, QuantDense):
+            if not started:
+                if layer.input_quantizer is None or layer.input_quantizer.hardware().kind != "fixed":
+                    raise FreezeError(
+                        f"{where(layer)} is the first layer and needs a fixed-point input_quantizer "
+                        "(e.g. quantized_bits(8, 0, keep_negative=False)) so inputs lie on a grid"
+                    )
+                steps.append(Step("input", "input", layer, layer.input_quantizer, sources=[layer.name]))
+                started = True
+            elif layer.input_quantizer is not None:
+                requant(f"{layer.name}_input", layer.input_quantizer, layer, [layer.name])
+            elif pending:
+                raise FreezeError(
+                    f"{where(layer)} receives real-valued inputs from {', '.join(pending_layers)}; "
+                    "give it an input_quantizer or insert a QuantActivation before it"
+                )
+            if layer.kernel_quantizer is None:
+                raise FreezeError(
+                    f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'"
+                )
+            steps.append(Step(layer.name, "dense", layer, sources=[layer.name]))
+            if layer.use_bias:
+                pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias)))
+                pending_layers.append(layer.name)
+            if layer.activation is not None and layer.activation is not keras.activations.linear:
+                _check_elementwise_activation(layer, layer.activation)
+                pending.append(_FloatOp(f"{layer.name}.activation", layer.activation))
+                pending_layers.append(layer.name)
+        elif not started:
+            raise FreezeError(
+                f"{where(layer)} comes before the first QuantDense; the model must start with a "
+                "QuantDense whose input_quantizer sets the input's fixed-point type"
+            )
+        elif isinstance(layer, keras.layers.BatchNormalization):
+            if layer.axis not in (-1, len(layer.input.shape) - 1):
+                raise FreezeError(f"{where(layer)} normalizes axis {layer.axis}; only the channel axis (-1) is supported")
+            pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x, training=False)))
+            pending_layers.append(layer.name)
+        elif isinstance(layer, QuantActivation):
+            requant(layer.name, layer.quantizer, layer, [layer.name])
+        elif isinstance(layer, keras.layers.Activation):
+            if layer.activation is not keras.activations.linear:
+                _check_elementwise_activation(layer, layer.activation)
+                pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x)))
+                pending_layers.append(layer.name)
+        elif isinstance(layer, keras.layers.Dropout):
+            continue  # identity at inference
+        elif isinstance(layer, keras.layers.Flatten) and len(layer.input.shape) == 2:
+            continue
+        else:
+            raise FreezeError(
+                f"{where(layer)} cannot be frozen; supported layers are QuantDense, "
+                "BatchNormalization, QuantActivation, elementwise Activation and Dropout"
+            )
+    if pending:
+        raise FreezeError(
+            f"the model ends with real-valued outputs of {', '.join(pending_layers)} that hardware cannot "
+            "reproduce exactly; end it with a QuantActivation (e.g. quantized_bits(8, 3)) or a QuantDense"
+        )
+    if not started:
+        raise FreezeError("the model has no QuantDense layer; nothing to freeze")
+    return steps
+
+
+def _check_elementwise_activation(layer, fn):
+    name = getattr(fn, "__name__", str(fn))
+    if name in ("softmax", "log_softmax"):
+        raise FreezeError(
+            f"layer {layer.name!r} ({type(layer).__name__}) applies {name}, which is not elementwise and not "
+            "exact in hardware; remove it and train with from_logits=True (argmax is unchanged)"
+        )
+
+
+# ------------------------------------------------------------------------------ freezing
+
+
+def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None) -> Graph:
+    """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`."""
+    steps = plan(model)
+    nodes: list[Node] = []
+    input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
+    jit = _model_jit(model)
+    for step in steps:
+        if progress:
+            progress(f"freezing {step.name}")
+        if step.kind == "input":
+            nodes.append(input_node("input", input_shape, step.quantizer.hardware().type, ",".join(step.sources)))
+        elif step.kind == "dense":
+            nodes.append(_dense(step, nodes[-1]))
+        else:
+            nodes.append(_requant(step, nodes[-1], jit))
+    meta = {"keras_model": model.name, "input_dtype": "float32"}
+    return Graph(name or model.name, nodes, meta)
+
+
+def _model_jit(model) -> bool:
+    try:
+        return bool(model.jit_compile)
+    except Exception:  # an uncompiled model resolves "auto" lazily
+        return False
+
+
+def _dense(step: Step, src: Node) -> Node:
+    layer = step.layer
+    hw = layer.kernel_quantizer.hardware()
+    values = np.asarray(ops.convert_to_numpy(layer.quantized_kernel()), dtype=np.float64)
+    if not hw.type.contains(values):
+        raise FreezeError(
+            f"layer {layer.name!r} (QuantDense): its kernel_quantizer output is not on the grid {hw.type} it declares"
+        )
+    return dense_node(step.name, src, hw.type.codes(values), hw.type, source=",".join(step.sources))
+
+
+class _Replay(keras.layers.Layer):
+    """The float ops and quantizer of one requantization step, as one layer."""
+
+    def __init__(self, step: Step, **kwargs):
+        super().__init__(**kwargs)
+        self._step = step
+
+    def call(self, x):
+        for op in self._step.float_ops:
+            x = op.fn(x)
+        return self._step.quantizer(x, training=False)
+
+
+def _requant(step: Step, src: Node, jit: bool) -> Node:
+    hw = step.quantizer.hardware()
+    lo = src.type.codes(src.lo)
+    hi = src.type.codes(src.hi)
+    span = int((hi - lo).max()) + 1
+    channels = lo.shape[0]
+    if span * channels > MAX_ENUMERATION or int(np.abs(np.concatenate([lo, hi])).max()) >= 1 << 24:
+        raise FreezeError(
+            f"step {step.name!r}: the accumulator of {src.name!r} ({src.type}) spans {span} values per channel, "
+            f"too many to derive thresholds by enumeration; use narrower inputs or weights before this quantizer"
+        )
+    codes = np.minimum(lo[None, :] + np.arange(span)[:, None], hi[None, :])
+    values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
+    out = _evaluate(step, values, jit)
+    if not hw.type.contains(out):
+        raise FreezeError(
+            f"step {step.name!r}: quantizer {step.quantizer!r} produced values off its declared grid {hw.type}"
+        )
+    out_codes = hw.type.codes(out)
+    changes = np.diff(out_codes, axis=0) != 0  # (span-1, C): the level changes entering row r+1
+    k = max(int(changes.sum(axis=0).max()), 1)
+    thresholds = np.empty((channels, k), dtype=np.int64)
+    levels = np.empty((channels, k + 1), dtype=np.int64)
+    for c in range(channels):
+        rows = np.nonzero(changes[:, c])[0] + 1
+        t = codes[rows, c]
+        lv = np.concatenate([[out_codes[0, c]], out_codes[rows, c]])
+        if len(t) == 0:  # constant output: one threshold that changes nothing
+            t = np.array([lo[c]])
+            lv = np.array([lv[0], lv[0]])
+        pad = k - len(t)
+        thresholds[c] = np.concatenate([t, np.repeat(t[-1], pad)])
+        levels[c] = np.concatenate([lv, np.repeat(lv[-1], pad)])
+    return threshold_node(step.name, src, thresholds, levels, hw.type, source=",".join(step.sources))
+
+
+def _evaluate(step: Step, values: np.ndarray, jit: bool) -> np.ndarray:
+    """Run the step's float ops and quantizer through Keras ``predict``, as the model does."""
+    inp = keras.Input(shape=values.shape[1:], dtype="float32")
+    replay = keras.Model(inp, _Replay(step)(inp))
+    replay.jit_compile = jit
+    out = replay.predict(values, batch_size=min(len(values), 4096), verbose=0)
+    return np.asarray(out, dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------ tracing
+
+
+def trace(model, x) -> dict[str, np.ndarray]:
+    """Each step's output computed by Keras (eager, inference mode), by graph node name.
+
+    Used to find the first layer where Keras and the emulator part ways.
+    """
+    out = {}
+    h = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
+    for step in plan(model):
+        h = step.keras_eval(h)
+        out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
+    return out
