@@ -17,3 +17,15 @@ class WeightClip(keras.constraints.Constraint):
 
     def get_config(self):
         return {"clip_value": self.clip_value}
+
+
+def get(identifier):
+    """A constraint from an instance, ``"weight_clip"`` or ``"weight_clip(0.5)"``."""
+    if identifier is None or isinstance(identifier, keras.constraints.Constraint):
+        return identifier
+    from .quantizers import _parse_call
+
+    name, args, kwargs = _parse_call(identifier)
+    if name != "weight_clip":
+        raise ValueError(f"unknown constraint {identifier!r}; edgebnn has 'weight_clip(clip_value)'")
+    return WeightClip(*args, **kwargs)

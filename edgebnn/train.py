@@ -1,0 +1,43 @@
+"""Quantization-aware training with progress, reproducible from a seed."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import keras
+import numpy as np
+
+
+class _Progress(keras.callbacks.Callback):
+    def __init__(self, epochs: int, log: Callable[[str], None]):
+        super().__init__()
+        self.epochs = epochs
+        self.log = log
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        every = max(1, self.epochs // 10)
+        if (epoch + 1) % every == 0 or epoch == 0 or epoch + 1 == self.epochs:
+            self.log(
+                f"  epoch {epoch + 1:>3}/{self.epochs}  loss {logs.get('loss', float('nan')):.4f}  "
+                f"train accuracy {100 * logs.get('accuracy', float('nan')):.1f}%"
+            )
+
+
+def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate=0.01,
+          learning_rate_decay=1.0, seed=0, log: Callable[[str], None] = print):
+    """Compile and fit ``model`` on integer labels ``y`` with logits outputs.
+
+    ``learning_rate_decay`` multiplies the learning rate once per epoch (exponential decay).
+    """
+    keras.utils.set_random_seed(seed)
+    steps = int(np.ceil(len(x) / batch_size))
+    lr = keras.optimizers.schedules.ExponentialDecay(learning_rate, steps, learning_rate_decay)
+    opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop}[optimizer]
+    model.compile(
+        optimizer=opt(learning_rate=lr),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    return model.fit(x, y, epochs=epochs, batch_size=batch_size, verbose=0, shuffle=True,
+                     callbacks=[_Progress(epochs, log)])

@@ -1,0 +1,118 @@
+"""Prove Keras = emulator = C-simulation, bit for bit, and say where they part ways."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from .emulate import emulate
+from .graph import Graph
+
+
+@dataclasses.dataclass
+class Mismatch:
+    between: str  # "keras/emulator" or "emulator/csim"
+    sample: int
+    layer: str  # graph node where the two first differ
+    source: str  # the Keras layer(s) that node was frozen from
+    expected: list
+    got: list
+
+    def describe(self) -> str:
+        return (
+            f"{self.between}: sample {self.sample} first differs at node {self.layer!r} "
+            f"(from {self.source}): {self.expected} vs {self.got}"
+        )
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    samples: int
+    keras_vs_emulator: int | None
+    emulator_vs_csim: int | None
+    first_mismatches: list[Mismatch]
+    outputs: dict[str, np.ndarray]
+
+    @property
+    def ok(self) -> bool:
+        return not self.keras_vs_emulator and not self.emulator_vs_csim
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "keras_vs_emulator": self.keras_vs_emulator,
+            "emulator_vs_csim": self.emulator_vs_csim,
+            "first_mismatches": [dataclasses.asdict(m) for m in self.first_mismatches],
+        }
+
+    def describe(self) -> str:
+        parts = [f"{self.samples} samples"]
+        for key in ("keras_vs_emulator", "emulator_vs_csim"):
+            value = getattr(self, key)
+            parts.append(f"{key.replace('_vs_', ' vs ')}: {'not run' if value is None else f'{value} mismatching'}")
+        lines = [", ".join(parts)]
+        lines += ["  " + m.describe() for m in self.first_mismatches]
+        return "\n".join(lines)
+
+
+def _mismatching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Indices of samples whose outputs are not identical (exact equality, no tolerance)."""
+    a = a.reshape(len(a), -1)
+    b = b.reshape(len(b), -1)
+    return np.nonzero(np.any(a != b, axis=1))[0]
+
+
+def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyReport:
+    """Compare ``model.predict`` (inference mode), ``emulate(graph)`` and, when ``project``
+    (an exported HLS project) is given, its C-simulation, with exact equality.
+
+    ``x`` is cast to float32 once (the precision Keras computes in) and then given to all three,
+    so every path sees the same numbers. ``keras_output`` skips a second ``predict`` when the
+    caller already has it for these inputs.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    outputs: dict[str, np.ndarray] = {}
+    mismatches: list[Mismatch] = []
+    emu = emulate(graph, x)
+    outputs["emulator"] = emu
+    k_vs_e = None
+    if model is not None:
+        ker = keras_output if keras_output is not None else model.predict(x, verbose=0)
+        ker = np.asarray(ker, dtype=np.float64)
+        outputs["keras"] = ker
+        bad = _mismatching(ker, emu)
+        k_vs_e = int(len(bad))
+        if len(bad):
+            mismatches.append(_locate_keras(model, graph, x, int(bad[0]), ker, emu))
+    e_vs_c = None
+    if project is not None:
+        csim = np.asarray(project.predict(x.astype(np.float64)), dtype=np.float64).reshape(emu.shape)
+        outputs["csim"] = csim
+        bad = _mismatching(emu, csim)
+        e_vs_c = int(len(bad))
+        if len(bad):
+            i = int(bad[0])
+            mismatches.append(
+                Mismatch("emulator/csim", i, graph.output.name, graph.output.source, emu[i].tolist(), csim[i].tolist())
+            )
+    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs)
+
+
+def _locate_keras(model, graph: Graph, x, i: int, ker, emu) -> Mismatch:
+    from .freeze import trace  # Keras side only
+
+    k_nodes = trace(model, x[i : i + 1])
+    e_nodes = emulate(graph, x[i : i + 1], return_all=True)
+    for node in graph.nodes:
+        if node.name in k_nodes and not np.array_equal(k_nodes[node.name], e_nodes[node.name]):
+            return Mismatch(
+                "keras/emulator", i, node.name, node.source,
+                k_nodes[node.name][0].tolist(), e_nodes[node.name][0].tolist(),
+            )
+    # eager Keras agrees node by node: the compiled predict path computed differently
+    return Mismatch(
+        "keras/emulator", i, graph.output.name + " (model.predict only; eager Keras agrees)",
+        graph.output.source, ker[i].tolist(), emu[i].tolist(),
+    )
