@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from .errors import EdgebnnError
+
 SCHEMA: dict[str, Any] = {
     "name": str,
     "board": str,
@@ -60,7 +62,7 @@ DEFAULTS: dict[str, Any] = {
 OPTIMIZERS = ("adam", "sgd", "rmsprop")
 
 
-class ConfigError(ValueError):
+class ConfigError(EdgebnnError):
     """A configuration file that cannot be used; the message names the file and key."""
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from keras import ops
 
 from . import quantizers as qz
+from .errors import EdgebnnError
 from .fixed import FixedType
 from .graph import Graph, Node, dense_node, input_node, threshold_node
 from .layers import QuantActivation, QuantDense
@@ -34,7 +35,7 @@ from .layers import QuantActivation, QuantDense
 MAX_ENUMERATION = 1 << 24
 
 
-class FreezeError(ValueError):
+class FreezeError(EdgebnnError):
     """The model cannot be frozen into an exact deployment graph."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import EdgebnnError
 from .fixed import FixedType
 
 FORMAT = "edgebnn-graph"
@@ -38,7 +39,7 @@ FORMAT_VERSION = 1
 OPS = ("input", "dense", "threshold")
 
 
-class GraphError(ValueError):
+class GraphError(EdgebnnError):
     """A deployment graph that is malformed or cannot be loaded."""
 
 

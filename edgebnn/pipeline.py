@@ -1,0 +1,110 @@
+"""``edgebnn run``: train, freeze, emulate, export, C-simulate, verify and estimate, in order.
+
+Everything is written into a staging folder that becomes the output folder only when the run
+completes, so an interrupted run leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .config import build_model, load_config
+
+
+def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False,
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the whole pipeline for one configuration; returns the summary (also in summary.json)."""
+    from .boards import load_board
+    from .data import load_dataset
+    from .estimate import estimate
+    from .freeze import freeze
+    from .hls import export
+    from .outputs import staged_dir
+    from .train import train
+    from .verify import verify
+
+    config = load_config(config_path)
+    board = load_board(config["board"])  # fail on a bad board before training
+    exp = config["export"]
+    final = pathlib.Path(output_dir).absolute()
+    with staged_dir(final, force=force, what="run folder") as work:
+        t0 = time.time()
+        x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
+        log(f"data: {config['data']['dataset']}, {len(x_tr)} training and {len(x_te)} test samples")
+        model = build_model(config, x_tr.shape[1:])
+        log(f"training {model.name} for {config['train']['epochs']} epochs")
+        train(model, x_tr, y_tr, log=log, **config["train"])
+        model.save(work / "model.keras")
+
+        log("freezing")
+        graph = freeze(model, name=config["name"])
+        graph.save(work / "graph.npz")
+
+        log(f"exporting the HLS project for {board.name} ({board.part})")
+        project = export(
+            graph, work / "hls_project", board=board, backend=exp["backend"], io_type=exp["io_type"],
+            strategy=exp["strategy"], reuse_factor=exp["reuse_factor"], clock_period=exp["clock_period_ns"],
+        )
+        for warning in project.warnings:
+            log(f"  warning: {warning}")
+        log("compiling the C-simulation (g++)")
+        project.compile()
+
+        log(f"verifying Keras = emulator = C-simulation on {len(x_te)} test samples")
+        keras_out = model.predict(x_te, verbose=0)
+        report = verify(model, graph, x_te, project=project, keras_output=keras_out)
+
+        log(f"estimating resources on {board.name}")
+        est = estimate(graph, board, strategy=exp["strategy"], reuse_factor=exp["reuse_factor"],
+                       io_type=exp["io_type"], clock_period=exp["clock_period_ns"])
+
+        acc = {k: float(np.mean(np.argmax(v.reshape(len(v), -1), axis=1) == y_te)) for k, v in report.outputs.items()}
+        summary = {
+            "name": config["name"],
+            "samples": report.samples,
+            "accuracy_keras": acc["keras"],
+            "accuracy_deployed": acc["csim"],
+            "accuracy_emulator": acc["emulator"],
+            "mismatches": {
+                "keras_vs_emulator": report.keras_vs_emulator,
+                "emulator_vs_csim": report.emulator_vs_csim,
+            },
+            "first_mismatches": report.to_dict()["first_mismatches"],
+            "board": board.name,
+            "part": board.part,
+            "project_dir": str(final / "hls_project"),
+            "graph": str(final / "graph.npz"),
+            "model": str(final / "model.keras"),
+            "resources": est.to_dict(),
+            "export": exp,
+            "seconds": round(time.time() - t0, 1),
+        }
+        (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (work / "estimate.txt").write_text(est.table() + "\n")
+    log("")
+    log(format_summary(summary, est))
+    return summary
+
+
+def format_summary(summary: dict[str, Any], est) -> str:
+    mm = summary["mismatches"]
+    total = est.to_dict()["totals"] if hasattr(est, "to_dict") else {}
+    lines = [
+        f"edgebnn run {summary['name']}: {'VERIFIED bit for bit' if not any(mm.values()) else 'MISMATCH'}",
+        f"  test samples          {summary['samples']}",
+        f"  accuracy (Keras)      {100 * summary['accuracy_keras']:.2f}%",
+        f"  accuracy (deployed)   {100 * summary['accuracy_deployed']:.2f}%  (C-simulation)",
+        f"  mismatches            Keras vs emulator {mm['keras_vs_emulator']}, emulator vs C-sim {mm['emulator_vs_csim']}",
+    ]
+    for m in summary["first_mismatches"]:
+        lines.append(f"    first {m['between']}: sample {m['sample']} at {m['layer']} ({m['source']})")
+    lines.append(f"  resources on {summary['board']} ({summary['part']}):")
+    lines += ["    " + line for line in est.table().splitlines()]
+    lines.append(f"  project               {summary['project_dir']}  (build: vitis_hls -f build_prj.tcl)")
+    return "\n".join(lines)

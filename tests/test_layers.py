@@ -1,0 +1,44 @@
+import keras
+import numpy as np
+
+import edgebnn  # noqa: F401
+from edgebnn.constraints import WeightClip
+from edgebnn.layers import QuantActivation, QuantDense
+
+
+def small_bnn():
+    return keras.Sequential([
+        keras.Input((12,)),
+        QuantDense(8, input_quantizer="quantized_bits(6, 0, keep_negative=False)", kernel_quantizer="ste_sign",
+                   kernel_constraint=WeightClip(0.8), use_bias=False),
+        keras.layers.BatchNormalization(),
+        QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        QuantActivation("quantized_bits(6, 2)"),
+    ])
+
+
+def test_keras_file_round_trip_predicts_identically(tmp_path):
+    model = small_bnn()
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 12)).astype(np.float32)
+    y = rng.integers(0, 4, 64)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, epochs=2, verbose=0)
+    path = tmp_path / "m.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)  # safe_mode on, no custom_objects
+    np.testing.assert_array_equal(model.predict(x, verbose=0), loaded.predict(x, verbose=0))
+    assert loaded.layers[0].input_quantizer == model.layers[0].input_quantizer
+    assert loaded.layers[0].kernel_constraint.clip_value == 0.8
+
+
+def test_weight_clip_and_quantized_kernel():
+    layer = QuantDense(3, kernel_quantizer="ste_sign", kernel_constraint=WeightClip(0.5))
+    layer.build((None, 2))
+    layer.kernel.assign(np.array([[0.7, -0.2, 0.0], [-3.0, 0.1, -0.0]], dtype=np.float32))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.quantized_kernel()), [[1, -1, 1], [-1, 1, 1]])
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(layer.kernel_constraint(layer.kernel)),
+        np.array([[0.5, -0.2, 0.0], [-0.5, 0.1, 0.0]], dtype=np.float32),
+    )

@@ -1,0 +1,74 @@
+import itertools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import edgebnn  # noqa: F401  (registers the Keras objects)
+from edgebnn import quantizers as qz
+from edgebnn.fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
+
+
+def fwd_grad(q, values):
+    x = tf.constant(np.asarray(values, dtype=np.float32))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = q(x)
+    return y.numpy(), tape.gradient(y, x).numpy()
+
+
+def test_ste_sign_zero_is_plus_one_and_window_inclusive():
+    y, g = fwd_grad(qz.SteSign(), [-2.0, -1.0, -1e-7, -0.0, 0.0, 1e-7, 1.0, 1.0000001, 3.0])
+    np.testing.assert_array_equal(y, [-1, -1, -1, 1, 1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 1, 0, 0])
+
+
+def test_ste_sign_clip_value():
+    y, g = fwd_grad(qz.SteSign(clip_value=0.5), [-0.75, -0.5, 0.25, 0.5, 0.5000001])
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 0])
+
+
+def test_quantized_bits_qkeras_numbers():
+    # quantized_bits(4, 1): step 2**(1-4+1) = 0.25, codes -8..7 -> values -2..1.75
+    q = qz.QuantizedBits(4, 1)
+    y, g = fwd_grad(q, [0.125, 0.375, -0.125, -0.375, 1.8, 5.0, -2.1, -9.0, 0.3])
+    np.testing.assert_array_equal(y, [0.0, 0.5, 0.0, -0.5, 1.75, 1.75, -2.0, -2.0, 0.25])
+    np.testing.assert_array_equal(g, np.ones(9))  # gradient 1 everywhere, even when clipped
+    assert q.hardware().type == FixedType(4, 2, True, "RND_CONV", "SAT")
+
+
+def test_quantized_bits_unsigned_and_symmetric():
+    y, _ = fwd_grad(qz.QuantizedBits(8, 0, keep_negative=False), [-0.5, 1.0, 0.5 / 256, 1.5 / 256])
+    np.testing.assert_array_equal(y, [0.0, 255 / 256, 0.0, 2 / 256])
+    y, _ = fwd_grad(qz.QuantizedBits(3, 0, symmetric=True), [-5.0, 5.0])
+    np.testing.assert_array_equal(y, [-0.75, 0.75])
+
+
+@pytest.mark.parametrize("rounding,overflow", list(itertools.product(ROUNDING_MODES, OVERFLOW_MODES)))
+def test_keras_rounding_agrees_with_fixed_type(rounding, overflow):
+    """The training-side quantization and the fixed-point core are one semantics."""
+    for t in (FixedType(5, 2, True, rounding, overflow), FixedType(4, 1, False, rounding, overflow),
+              FixedType(6, -1, True, rounding, overflow)):
+        codes = np.arange(-300, 300)
+        x = np.concatenate([codes * t.lsb / 2, codes * t.lsb / 4, [-0.0, 0.0]]).astype(np.float32)
+        got = keras.ops.convert_to_numpy(qz.fixed_quantize(x, t))
+        np.testing.assert_array_equal(got.astype(np.float64), t.quantize(x.astype(np.float64)))
+
+
+def test_aliases_and_call_strings():
+    assert qz.get("ste_sign") == qz.SteSign()
+    assert qz.get("quantized_bits(8, 0, keep_negative=False)") == qz.QuantizedBits(8, 0, keep_negative=False)
+    assert qz.get({"class": "quantized_bits", "bits": 4}) == qz.QuantizedBits(4)
+    with pytest.raises(ValueError, match="unknown quantizer 'ste_sgn'"):
+        qz.get("ste_sgn")
+    with pytest.raises(ValueError, match="literals"):
+        qz.get("quantized_bits(__import__('os'))")
+    with pytest.raises(ValueError, match="alpha"):
+        qz.QuantizedBits(8, 0, alpha="auto")
+
+
+def test_quantizers_serialize():
+    for q in (qz.SteSign(0.5), qz.QuantizedBits(6, 2, symmetric=True, rounding="RND", overflow="WRAP")):
+        back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(q))
+        assert back == q and back is not q
