@@ -17,8 +17,8 @@ def _package_dir(package: str, repo_folder: str) -> pathlib.Path:
 
 
 def boards_dir() -> pathlib.Path:
-    return _package_dir("edgebnn.boards", "boards")
+    return _package_dir("edgebnn._boards", "boards")
 
 
 def templates_dir() -> pathlib.Path:
-    return _package_dir("edgebnn.hls_templates", "hls_templates")
+    return _package_dir("edgebnn._hls_templates", "hls_templates")

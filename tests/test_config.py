@@ -1,0 +1,47 @@
+import pytest
+import yaml
+
+from edgebnn.config import ConfigError, build_model, check_config, load_config
+
+
+def write(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_example_loads_and_builds():
+    config = load_config("examples/digits_bnn.yaml")
+    assert config["board"] == "pynq-z2" and config["data"]["test_fraction"] == 0.2
+    model = build_model(config, (64,))
+    assert [type(l).__name__ for l in model.layers][:2] == ["QuantDense", "BatchNormalization"]
+    assert model.layers[0].input_quantizer.hardware().type.width == 8
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("model: []\ntrain: {epoch: 3}\n", r"unknown key 'train\.epoch'"),
+    ("model: []\ntrain: {epochs: ten}\n", r"key 'train\.epochs' must be an integer, got str 'ten'"),
+    ("model: []\nbord: pynq-z2\n", r"unknown key 'bord'"),
+    ("model: []\ndata: 3\n", r"key 'data' must be a mapping"),
+    ("model: []\ntrain: {epochs: true}\n", r"'train\.epochs' must be an integer"),
+    ("model:\n  - QuantDense: {unit: 3}\n", r"model\[0\]\.QuantDense: unknown key 'unit'"),
+    ("model:\n  - Conv9D: {}\n", r"model\[0\]: unknown layer 'Conv9D'"),
+    ("train: {epochs: 3}\n", r"missing key 'model'"),
+    ("model: [\n", r"not valid YAML"),
+])
+def test_bad_configs_name_the_key(tmp_path, text, pattern):
+    with pytest.raises(ConfigError, match=pattern) as info:
+        load_config(write(tmp_path, text))
+    assert "\n" not in str(info.value)
+
+
+def test_bad_quantizer_string_is_named():
+    config = check_config({"model": [{"QuantDense": {"units": 3, "kernel_quantizer": "ste_sgn"}}]})
+    with pytest.raises(ConfigError, match=r"model\[0\]\.QuantDense\.kernel_quantizer: unknown quantizer 'ste_sgn'"):
+        build_model(config, (4,))
+
+
+def test_yaml_is_loaded_safely(tmp_path):
+    with pytest.raises(ConfigError):
+        load_config(write(tmp_path, "model: !!python/object/apply:os.system ['true']\n"))
+    assert yaml  # safe_load refuses python tags: the error above is a YAML error, nothing ran
