@@ -10,6 +10,12 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+def _quiet_tensorflow() -> None:
+    import logging
+
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
 def _log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -17,6 +23,7 @@ def _log(msg: str) -> None:
 def cmd_run(args) -> int:
     from .pipeline import run
 
+    _quiet_tensorflow()
     summary = run(args.config, args.output, force=args.force, log=_log)
     mm = summary["mismatches"]
     return 1 if any(mm.values()) else 0

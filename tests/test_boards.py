@@ -1,0 +1,185 @@
+"""Board profiles: the shipped files, lookup by name or path, and refusal of malformed files."""
+
+import ast
+import pathlib
+
+import pytest
+import yaml
+
+from edgebnn.boards import DSP_TYPES, Board, BoardError, list_boards, load_board
+from edgebnn.errors import EdgebnnError
+from edgebnn.resources import boards_dir
+
+SHIPPED = sorted(p for p in boards_dir().glob("*.yaml"))
+
+VALID = {
+    "name": "my-board",
+    "part": "xc7z010clg400-1",
+    "family": "zynq-7000",
+    "lut": 17600,
+    "ff": 35200,
+    "dsp": 80,
+    "dsp_type": "DSP48E1",
+    "bram18": 120,
+    "uram": 0,
+    "clock_period_ns": 10,
+    "source": "DS190 device table",
+}
+
+
+def write(folder: pathlib.Path, data, name="my-board.yaml") -> pathlib.Path:
+    path = folder / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+def test_pynq_z2_numbers():
+    b = load_board("pynq-z2")
+    assert isinstance(b, Board)
+    assert (b.part, b.lut, b.ff, b.dsp, b.dsp_type, b.bram18, b.uram, b.clock_period_ns) == (
+        "xc7z020clg400-1", 53200, 106400, 220, "DSP48E1", 280, 0, 10.0)
+    assert b.dsp_ports == (25, 18)
+    assert b.resources() == {"lut": 53200, "ff": 106400, "dsp": 220, "bram18": 280, "uram": 0}
+
+
+def test_zcu104_numbers():
+    b = load_board("zcu104")
+    assert (b.part, b.lut, b.ff, b.dsp, b.dsp_type, b.bram18, b.uram) == (
+        "xczu7ev-ffvc1156-2-e", 230400, 460800, 1728, "DSP48E2", 624, 96)
+    assert b.dsp_ports == (27, 18)
+
+
+def test_shipped_boards_are_the_ones_later_issues_want():
+    names = {p.stem for p in SHIPPED}
+    assert names >= {"pynq-z2", "zcu104", "pynq-z1", "arty-a7-100t", "zc706", "ultra96-v2", "zcu102",
+                     "kv260", "alveo-u50", "alveo-u200", "alveo-u250", "alveo-u280", "vcu118"}
+    assert (boards_dir() / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_file_is_valid(path):
+    b = load_board(path)
+    assert b.name == path.stem
+    assert b == load_board(path.stem) == load_board(str(path))
+    assert b.source.strip() and b.part.startswith("xc")
+    assert b.dsp_type in DSP_TYPES
+    # datasheet structure: a 36 Kb block is two BRAM18, and 7-series / UltraScale+ logic has
+    # two flip-flops per LUT
+    assert b.bram18 % 2 == 0
+    assert b.ff == 2 * b.lut
+    assert min(b.lut, b.dsp, b.bram18) > 0 and b.uram >= 0
+    raw = yaml.safe_load(path.read_text())
+    assert set(raw) == {"name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram",
+                        "clock_period_ns", "source"}
+
+
+def test_list_boards_is_every_file_sorted():
+    boards = list_boards()
+    assert [b.name for b in boards] == sorted(p.stem for p in SHIPPED)
+    assert all(isinstance(b, Board) for b in boards)
+
+
+def test_unknown_name_lists_the_known_names():
+    with pytest.raises(BoardError) as err:
+        load_board("pynq-z3")
+    msg = str(err.value)
+    assert "'pynq-z3'" in msg
+    for p in SHIPPED:
+        assert p.stem in msg
+    assert "\n" not in msg
+
+
+def test_board_error_is_a_value_error_and_a_user_error():
+    assert issubclass(BoardError, ValueError) and issubclass(BoardError, EdgebnnError)
+
+
+def test_load_from_path_and_board_passthrough(tmp_path):
+    path = write(tmp_path, VALID)
+    b = load_board(path)
+    assert (b.name, b.lut, b.clock_period_ns, b.path) == ("my-board", 17600, 10.0, str(path))
+    assert load_board(str(path)) == b
+    assert load_board(b) is b
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(BoardError, match="does not exist"):
+        load_board(tmp_path / "nothere.yaml")
+
+
+def test_user_folder_adds_a_board(tmp_path, monkeypatch):
+    write(tmp_path, VALID)
+    monkeypatch.setenv("EDGEBNN_BOARD_PATH", str(tmp_path))
+    assert load_board("my-board").lut == 17600
+    assert "my-board" in [b.name for b in list_boards()]
+    assert load_board("pynq-z2").lut == 53200
+
+
+def test_user_folder_can_replace_a_shipped_board(tmp_path, monkeypatch):
+    write(tmp_path, {**VALID, "name": "pynq-z2", "lut": 1}, name="pynq-z2.yaml")
+    monkeypatch.setenv("EDGEBNN_BOARD_PATH", str(tmp_path))
+    assert load_board("pynq-z2").lut == 1
+
+
+def test_name_must_match_the_file_name(tmp_path, monkeypatch):
+    write(tmp_path, {**VALID, "name": "other"})
+    monkeypatch.setenv("EDGEBNN_BOARD_PATH", str(tmp_path))
+    with pytest.raises(BoardError) as err:
+        load_board("my-board")
+    assert "my-board.yaml" in str(err.value) and "'name'" in str(err.value)
+
+
+def _without(key):
+    return {k: v for k, v in VALID.items() if k != key}
+
+
+MALFORMED = [
+    ("missing", _without("lut"), "lut", "missing field"),
+    ("missing-source", _without("source"), "source", "missing field"),
+    ("string-count", {**VALID, "dsp": "many"}, "dsp", "integer"),
+    ("float-count", {**VALID, "bram18": 140.5}, "bram18", "integer"),
+    ("bool-count", {**VALID, "uram": True}, "uram", "integer"),
+    ("negative", {**VALID, "ff": -1}, "ff", "negative"),
+    ("unknown-key", {**VALID, "luts": 5}, "luts", "unknown field"),
+    ("empty-name", {**VALID, "name": ""}, "name", "string"),
+    ("number-part", {**VALID, "part": 7020}, "part", "string"),
+    ("zero-clock", {**VALID, "clock_period_ns": 0}, "clock_period_ns", "positive"),
+    ("text-clock", {**VALID, "clock_period_ns": "10ns"}, "clock_period_ns", "positive"),
+    ("dsp-type", {**VALID, "dsp_type": "DSP58"}, "dsp_type", "DSP48E1"),
+]
+
+
+@pytest.mark.parametrize("data,field,words", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_file_names_file_and_field(tmp_path, data, field, words):
+    path = write(tmp_path, data)
+    with pytest.raises(BoardError) as err:
+        load_board(path)
+    msg = str(err.value)
+    assert str(path) in msg
+    assert f"'{field}'" in msg
+    assert words in msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "lut: [1, 2\n", ""], ids=["list", "bad-yaml", "empty"])
+def test_not_a_mapping_is_refused_naming_the_file(tmp_path, text):
+    path = write(tmp_path, text)
+    with pytest.raises(BoardError) as err:
+        load_board(path)
+    assert str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_malformed_file_in_the_search_path_stops_list_boards(tmp_path, monkeypatch):
+    write(tmp_path, {**VALID, "lut": -5})
+    monkeypatch.setenv("EDGEBNN_BOARD_PATH", str(tmp_path))
+    with pytest.raises(BoardError, match="'lut'"):
+        list_boards()
+
+
+def test_board_module_imports_no_tensorflow_or_hls4ml():
+    import edgebnn.boards as mod
+
+    tree = ast.parse(pathlib.Path(mod.__file__).read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {n for n in names if n.split(".")[0] in ("tensorflow", "keras", "hls4ml")}

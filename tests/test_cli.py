@@ -1,0 +1,66 @@
+"""The command line end to end: the demo run, and how it fails."""
+
+import json
+import os
+
+import pytest
+
+from edgebnn import cli
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "digits_bnn.yaml")
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "digits"
+    code = cli.main(["run", EXAMPLE, "-o", str(out)])
+    return code, out
+
+
+@pytest.mark.slow
+def test_demo_run_is_verified_and_accurate(demo_run):
+    code, out = demo_run
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 360
+    assert summary["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": 0}
+    assert summary["accuracy_deployed"] >= 0.92
+    assert summary["accuracy_deployed"] == summary["accuracy_keras"] == summary["accuracy_emulator"]
+    assert summary["board"] == "pynq-z2"
+    assert summary["resources"]["totals"]["dsp"] == 0  # binary layers need no multiplier
+    project = out / "hls_project"
+    assert summary["project_dir"] == str(project)
+    assert (project / "build_prj.tcl").is_file() and (project / "firmware").is_dir()
+    texts = [p.read_text(errors="ignore") for p in project.iterdir() if p.is_file() and p.suffix in (".tcl", ".yml")]
+    assert any("xc7z020clg400-1" in t for t in texts)
+    assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
+
+
+@pytest.mark.slow
+def test_existing_output_is_refused_without_force(demo_run, capsys):
+    _, out = demo_run
+    before = sorted(os.listdir(out))
+    assert cli.main(["run", EXAMPLE, "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(out) in err and "--force" in err
+    assert sorted(os.listdir(out)) == before
+
+
+def test_bad_config_is_one_line(tmp_path, capsys):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("model: []\ntrain: {epochz: 3}\n")
+    assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train.epochz" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch, capsys):
+    import edgebnn.train
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(edgebnn.train, "train", interrupted)
+    assert cli.main(["run", EXAMPLE, "-o", str(tmp_path / "out")]) == 130
+    assert os.listdir(tmp_path) == []

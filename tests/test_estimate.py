@@ -1,0 +1,399 @@
+"""The first resource/latency model: exact values of its documented formulas on hand-made
+graphs, and the directions every later model must keep."""
+
+import ast
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+from edgebnn.boards import load_board
+from edgebnn.estimate import (CONSTANTS, Estimate, EstimateError, _closest_reuse_factor, estimate,
+                              valid_reuse_factors)
+from edgebnn.fixed import FixedType, dot_interval
+from edgebnn.graph import Graph, Node, dense_node, input_node, threshold_node
+from graphs import BINARY, binary_mlp
+
+W8 = FixedType(8, 1)
+
+
+def dense_graph(n_in=64, n_out=32, weight_type=W8, input_type="fixed<8,3>", seed=0, zero_fraction=0.0,
+                weight=None, bias=None, bias_type=None):
+    """Input -> one dense with random weight codes over the whole range of ``weight_type``."""
+    rng = np.random.default_rng(seed)
+    if weight is None:
+        weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(n_in, n_out))
+        weight[rng.random(weight.shape) < zero_fraction] = 0
+    weight = np.asarray(weight)
+    inp = input_node("input", (weight.shape[0],), FixedType.from_string(input_type))
+    return Graph("dense_graph", [inp, dense_node("dense", inp, weight, weight_type, bias, bias_type)])
+
+
+def row(est: Estimate, name="dense"):
+    return next(r for r in est.rows if r.name == name)
+
+
+# ------------------------------------------------------------------ exact formula values
+
+
+def test_exact_lut_multipliers_on_a_tiny_layer():
+    # column 0: 3 (CSD 2 digits: one 8+3-bit adder) and 64 (a power of two: free);
+    # column 1: 0 (nothing) and -100 (odd part 25 -> 5 bits + sign = 6, CSD 32-8+1: two 8+6-bit adders)
+    g = dense_graph(weight=[[3, 0], [64, -100]])
+    wa = g["dense"].type.width
+    est = estimate(g, "pynq-z2")
+    r = row(est)
+    assert r.detail["products"] == {"zero": 1, "free": 1, "lut": 2, "dsp": 0}
+    # one adder (column 0's two terms), level 1 of 8 + 8 + 1 bits capped by the accumulator
+    add = min(wa, 17)
+    assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0}
+    assert (r.lut, r.dsp, r.bram18, r.uram) == (39 + add, 0, 0, 0)
+    # registered LUT products (8+3 and 8+6 bits) and the 2-output register
+    assert r.ff == 11 + 14 + 2 * wa
+    # 10 ns less 12.5 %: 1 multiply cycle, 1 adder level (7 fit a cycle), 1 output register
+    assert (r.latency, r.ii) == (3, 1)
+
+
+def test_exact_dsp_product_and_post_adder():
+    g = dense_graph(weight=[[127], [1]], input_type="fixed<16,6>")
+    r = row(estimate(g, "pynq-z2"))
+    assert r.detail["products"] == {"zero": 0, "free": 1, "lut": 0, "dsp": 1}
+    assert (r.dsp, r.lut) == (1, 0)  # the one add sits in the DSP's post-adder
+    assert r.ff == g["dense"].type.width
+    assert (r.latency, r.ii) == (3, 1)
+
+
+def test_exact_threshold_costs_only_live_distinct_comparators():
+    inp = input_node("input", (2,), FixedType.from_string("fixed<8,3>"))  # codes -128..127
+    t = np.array([[-128, -128, 5, 5],      # x >= -128 always holds; 5 twice: one comparator
+                  [-128, -3, 0, 7]])       # three live comparators
+    levels = np.array([[-2, -1, 0, 1, 2], [-4, -1, 0, 1, 3]])
+    g = Graph("thr", [inp, threshold_node("thr", inp, t, levels, FixedType(3, 3))])
+    r = row(estimate(g, "pynq-z2"), "thr")
+    assert r.detail["live_comparators"] == 4
+    assert r.lut == 4 * 8 + 3 * 1     # comparators of 8 bits, 3 output bits from 3 comparator bits
+    assert (r.ff, r.dsp, r.bram18, r.latency, r.ii) == (2 * 3, 0, 0, 1, 1)
+
+
+def test_binary_mlp_rows_match_the_formulas():
+    g = binary_mlp()
+    est = estimate(g, "pynq-z2")
+    d0 = g["dense0"]
+    r = row(est, "dense0")
+    n_in, n_out = d0.params["weight"].shape
+    assert r.detail["products"]["free"] == n_in * n_out
+    # the adder tree is the popcount: 8 + 4 + 2 + 1 adders per output, terms of 8 + 2 bits,
+    # levels 11, 12, 13, 13 bits wide (capped by the 13-bit accumulator)
+    assert (n_in, n_out, d0.type.width) == (16, 12, 13)
+    assert r.detail["adders"] == n_out * (n_in - 1)
+    assert r.lut == n_out * (8 * 11 + 4 * 12 + 2 * 13 + 1 * 13)
+    assert r.ff == n_out * d0.type.width
+    assert (r.dsp, r.latency, r.ii) == (0, 2, 1)              # no multiply cycle
+
+
+# ------------------------------------------------------------------------- directions
+
+
+@pytest.mark.parametrize("strategy", ["Latency", "Resource"])
+@pytest.mark.parametrize("board", ["pynq-z2", "zcu104"])
+def test_binary_layers_use_no_dsp(strategy, board):
+    g = binary_mlp(sizes=(64, 32, 32, 10), out_levels="fixed<4,2>")
+    for rf in (1, 2, 4, 8, 16):
+        est = estimate(g, board, strategy=strategy, reuse_factor=rf)
+        assert est.totals["dsp"] == 0
+        assert all(r.detail["products"]["dsp"] == r.detail["products"]["lut"] == 0
+                   for r in est.rows if r.op == "dense")
+
+
+def test_binary_activations_times_wide_weights_use_no_dsp():
+    g = dense_graph(input_type=str(BINARY), weight_type=FixedType(12, 2))
+    assert estimate(g, "zcu104").totals["dsp"] == 0
+    assert estimate(dense_graph(weight_type=FixedType(12, 2)), "zcu104").totals["dsp"] > 0
+
+
+@pytest.mark.parametrize("strategy", ["Latency", "Resource"])
+def test_larger_reuse_factor_fewer_dsp_longer_latency(strategy):
+    g = dense_graph(input_type="fixed<16,6>")
+    rows = [row(estimate(g, "zcu104", strategy=strategy, reuse_factor=rf)) for rf in (1, 2, 4, 8, 16, 32)]
+    dsp = [r.dsp for r in rows]
+    lat = [r.latency for r in rows]
+    assert dsp[0] > 0 and all(a > b for a, b in zip(dsp, dsp[1:]))
+    assert all(a < b for a, b in zip(lat, lat[1:]))
+    assert [r.ii for r in rows] == [1, 2, 4, 8, 16, 32]
+    assert dsp[-1] == math.ceil(dsp[0] / 32) or strategy == "Resource"
+
+
+def test_latency_strategy_dsp_is_hls4ml_multiplier_limit_for_single_slice_products():
+    g = dense_graph(input_type="fixed<16,6>", weight_type=FixedType(16, 2), zero_fraction=0.3)
+    products = row(estimate(g, "zcu104")).detail["products"]
+    for rf in (1, 3, 7, 64):
+        assert row(estimate(g, "zcu104", reuse_factor=rf)).dsp == math.ceil(products["dsp"] / rf)
+
+
+def test_resource_strategy_stores_weights_in_bram():
+    g = dense_graph(weight_type=W8)
+    r1 = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=1))
+    assert r1.bram18 == 0  # hls4ml keeps RF=1 weights as constants
+    for rf, brams in ((8, math.ceil(64 * 32 // 8 * 8 / 36)), (64, math.ceil(32 * 8 / 36)),
+                      (1024, math.ceil(2 * 8 / 18))):
+        r = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=rf))
+        assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8}
+        assert r.bram18 == brams
+    assert row(estimate(g, "pynq-z2", strategy="Latency", reuse_factor=8)).bram18 == 0
+
+
+def test_resource_rf1_is_the_latency_design():
+    g = dense_graph()
+    a = estimate(g, "pynq-z2", strategy="Resource")
+    b = estimate(g, "pynq-z2", strategy="latency")
+    assert a.rows == b.rows
+
+
+def test_wider_weights_cost_more():
+    lut = {}
+    dsp = {}
+    bram = {}
+    for bits in (3, 4, 5, 6, 8, 12, 16, 24):
+        g = dense_graph(weight_type=FixedType(bits, 1), input_type="fixed<16,6>")
+        r = row(estimate(g, "pynq-z2"))
+        lut[bits], dsp[bits] = r.lut, r.dsp
+        bram[bits] = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=16)).bram18
+    # while products stay in LUTs, LUTs grow with the width; then DSPs take over and grow
+    assert lut[3] < lut[4] < lut[5] < lut[6]
+    assert dsp[3] == dsp[4] == dsp[5] == dsp[6] == 0
+    assert 0 < dsp[8] < dsp[12] < dsp[16] <= dsp[24]
+    assert all(bram[a] < bram[b] for a, b in zip(sorted(bram), sorted(bram)[1:]))
+
+
+def test_products_wider_than_one_dsp_take_several():
+    # 32-bit weights x 16-bit inputs: 2 slices of DSP48E1 25x18 (32 = 25 + 7 on the A port)
+    g = dense_graph(n_in=4, n_out=1, weight=[[2**30 + 1], [2**29 + 3], [2**28 + 5], [2**27 + 7]],
+                    weight_type=FixedType(32, 1), input_type="fixed<16,6>")
+    r = row(estimate(g, "pynq-z2"))
+    assert r.detail["products"]["dsp"] == 4
+    assert r.dsp == 8
+    # the same weights fit one slice when the input has at most 18 bits... they do not on B=18
+    # with 19-bit input: ceil(32/25)*ceil(19/18) = 4 vs ceil(32/18)*ceil(19/25) = 2 -> 2 each
+    g19 = dense_graph(n_in=1, n_out=1, weight=[[2**30 + 1]], weight_type=FixedType(32, 1),
+                      input_type="fixed<19,6>")
+    assert row(estimate(g19, "pynq-z2")).dsp == 2
+
+
+def test_zero_weights_cost_nothing():
+    dense = dense_graph(input_type="fixed<16,6>")
+    pruned_w = dense["dense"].params["weight"].copy()
+    pruned_w[:, ::2] = 0  # prune every other output column entirely
+    pruned = dense_graph(weight=pruned_w, input_type="fixed<16,6>")
+    a, b = row(estimate(dense, "zcu104")), row(estimate(pruned, "zcu104"))
+    assert b.detail["products"]["zero"] == int((pruned_w == 0).sum())
+    assert b.dsp < a.dsp and b.lut < a.lut
+    # a layer of zeros is free apart from its output register
+    zero = dense_graph(weight=np.zeros((16, 4), dtype=np.int64))
+    z = row(estimate(zero, "zcu104"))
+    assert (z.lut, z.dsp, z.bram18) == (0, 0, 0)
+    assert z.detail["products"]["zero"] == 64
+
+
+def test_zeros_save_nothing_when_weights_are_in_memory():
+    w = dense_graph()["dense"].params["weight"].copy()
+    w[: w.shape[0] // 2] = 0
+    a = row(estimate(dense_graph(), "zcu104", strategy="Resource", reuse_factor=4))
+    b = row(estimate(dense_graph(weight=w), "zcu104", strategy="Resource", reuse_factor=4))
+    assert (a.dsp, a.bram18) == (b.dsp, b.bram18)
+
+
+def test_power_of_two_weights_need_no_multiplier():
+    rng = np.random.default_rng(1)
+    w = rng.choice(np.array([-64, -8, -2, -1, 1, 2, 4, 32, -128]), size=(32, 16))
+    r = row(estimate(dense_graph(weight=w, input_type="fixed<16,6>"), "zcu104"))
+    assert r.detail["products"]["free"] == w.size
+    assert r.dsp == 0 and r.detail["lut_split"]["multipliers"] == 0
+
+
+def test_a_bias_is_one_more_adder_term():
+    w = np.full((8, 2), 3)
+    bias_type = FixedType(8, 4)
+    no = row(estimate(dense_graph(weight=w), "pynq-z2"))
+    yes = row(estimate(dense_graph(weight=w, bias=[5, 0], bias_type=bias_type), "pynq-z2"))
+    assert yes.detail["adders"] == no.detail["adders"] + 1
+
+
+def test_shorter_clock_more_cycles():
+    g = dense_graph(n_in=256, n_out=8, input_type="fixed<16,6>")
+    slow = estimate(g, "zcu104", clock_period=10)
+    fast = estimate(g, "zcu104", clock_period=2)
+    assert fast.latency_cycles > slow.latency_cycles
+    assert fast.totals["ff"] > slow.totals["ff"]
+    assert estimate(g, "zcu104").clock_period_ns == 5.0
+
+
+def test_io_stream_adds_a_cycle_and_a_fifo_per_node():
+    g = binary_mlp()
+    par = estimate(g, "pynq-z2")
+    stream = estimate(g, "pynq-z2", io_type="io_stream")
+    for a, b, node in zip(par.rows, stream.rows, g.compute_nodes()):
+        assert b.latency == a.latency + 1
+        assert b.ff == a.ff + node.shape[-1] * node.type.width
+        assert (a.lut, a.dsp) == (b.lut, b.dsp)
+
+
+def test_positions_reuse_one_dense_unit():
+    w = np.array([[1, 3], [5, -7], [2, 9], [-3, 4]])
+    wt = FixedType(5, 1)
+    inp = input_node("input", (3, 4), FixedType.from_string("fixed<8,3>"))
+    lo, hi = dot_interval(inp.lo, inp.hi, wt.from_codes(w))
+    acc = FixedType.for_range(float(lo.min()), float(hi.max()), inp.type.lsb_exp + wt.lsb_exp)
+    node = Node("dense", "dense", ["input"], (3, 2), acc, {"weight": w, "lo": lo, "hi": hi},
+                {"weight_type": str(wt)})
+    flat = dense_graph(weight=w, weight_type=wt)
+    multi = Graph("multi", [inp, node])
+    a, b = row(estimate(flat, "pynq-z2", reuse_factor=2)), row(estimate(multi, "pynq-z2", reuse_factor=2))
+    assert (b.lut, b.dsp, b.ff) == (a.lut, a.dsp, a.ff)
+    assert b.ii == 3 * a.ii and b.latency == a.latency + 2 * 2
+
+
+# ------------------------------------------------------------------- whole design
+
+
+def test_totals_are_sums_of_rows_and_utilization_is_percent_of_board():
+    g = binary_mlp(sizes=(64, 32, 32, 10), out_levels="fixed<4,2>")
+    board = load_board("pynq-z2")
+    est = estimate(g, board, reuse_factor={"dense0": 4, "dense2": 2})
+    assert [r.name for r in est.rows] == [n.name for n in g.compute_nodes()]
+    for key in ("lut", "ff", "dsp", "bram18", "uram"):
+        assert est.totals[key] == sum(getattr(r, key) for r in est.rows)
+        assert est.utilization[key] == pytest.approx(100 * est.totals[key] / getattr(board, key)) \
+            if getattr(board, key) else est.utilization[key] == 0.0
+    assert est.latency_cycles == sum(r.latency for r in est.rows)
+    assert est.ii == max(r.ii for r in est.rows) == 4
+    assert est.latency_ns == est.latency_cycles * 10.0
+    assert row(est, "dense1").ii == 1 and row(est, "dense2").ii == 2
+
+
+def test_fits_flag_follows_the_limit():
+    g = dense_graph(input_type="fixed<16,6>", n_in=16, n_out=8)
+    est = estimate(g, "pynq-z2")
+    board = est.board
+    fraction = max(est.totals[k] / board.resources()[k] for k in est.totals if board.resources()[k])
+    assert 0 < fraction < 1
+    assert estimate(g, "pynq-z2", utilization_limit=fraction).fits
+    assert not estimate(g, "pynq-z2", utilization_limit=fraction * 0.999).fits
+    assert est.fits == (fraction <= 0.8)
+
+
+def test_too_many_dsps_do_not_fit_and_warn():
+    g = dense_graph(n_in=64, n_out=64, input_type="fixed<16,6>", weight_type=FixedType(16, 2))
+    est = estimate(g, "pynq-z2", utilization_limit=1.0)
+    assert est.totals["dsp"] > 220 and not est.fits
+    assert any("220" in w and "LUT" in w for w in est.warnings)
+    assert estimate(g, "alveo-u250").fits
+
+
+def test_to_dict_is_strict_json_and_consistent():
+    est = estimate(binary_mlp(), "pynq-z2", reuse_factor={"dense1": 2})
+    d = json.loads(json.dumps(est.to_dict(), allow_nan=False))
+    assert d["totals"] == est.totals
+    assert d["fits"] is est.fits
+    assert d["board"]["name"] == "pynq-z2" and d["board"]["lut"] == 53200
+    assert [r["name"] for r in d["rows"]] == [r.name for r in est.rows]
+    assert d["rows"][0]["lut"] == est.rows[0].lut
+    assert d["reuse_factor"] == {"dense1": 2}
+    assert d["latency_cycles"] == est.latency_cycles and d["ii"] == est.ii == 2
+    assert d["utilization_percent"]["uram"] == 0.0
+
+
+def test_used_resource_the_board_lacks_is_inf_and_null_in_json():
+    est = estimate(binary_mlp(), "pynq-z2")
+    fake = type(est.board)(**{**{f: getattr(est.board, f) for f in
+                                 ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18",
+                                  "uram", "clock_period_ns", "source")}, "lut": 0})
+    est0 = estimate(binary_mlp(), fake)
+    assert math.isinf(est0.utilization["lut"]) and not est0.fits
+    assert json.loads(json.dumps(est0.to_dict(), allow_nan=False))["utilization_percent"]["lut"] is None
+    assert "inf" in est0.table()
+
+
+def test_table_shows_rows_totals_board_and_percent():
+    est = estimate(binary_mlp(), "zcu104", strategy="resource", reuse_factor=2)
+    text = est.table()
+    for r in est.rows:
+        assert r.name in text
+    lines = text.splitlines()
+    assert any(line.startswith("total") and str(est.totals["lut"]) in line for line in lines)
+    assert any(line.startswith("zcu104") and "230400" in line for line in lines)
+    assert any(line.startswith("% of board") and "%" in line for line in lines)
+    assert "Resource" in text and "xczu7ev-ffvc1156-2-e" in text and "fits under 80%" in text
+
+
+def test_resource_reuse_factor_snaps_like_hls4ml():
+    g = binary_mlp(sizes=(64, 32, 10))
+    est = estimate(g, "zcu104", strategy="Resource", reuse_factor=7)
+    assert row(est, "dense0").detail["reuse_factor"] == 8
+    assert row(est, "dense0").detail["reuse_factor_requested"] == 7
+    assert row(est, "dense0").ii == 8
+    assert any("'dense0'" in w and "uses 8" in w for w in est.warnings)
+    assert not estimate(g, "zcu104", strategy="Latency", reuse_factor=7).warnings
+
+
+def test_valid_reuse_factors_match_hls4ml():
+    fpga_backend = pytest.importorskip("hls4ml.backends.fpga.fpga_backend")
+    backend = fpga_backend.FPGABackend
+
+    class Stub:  # the two methods only use each other
+        _validate_reuse_factor = backend._validate_reuse_factor
+
+    for n_in, n_out in [(1, 1), (16, 12), (64, 32), (32, 10), (7, 13), (100, 6), (27, 36)]:
+        valid = backend.get_valid_reuse_factors(Stub(), n_in, n_out)
+        assert valid_reuse_factors(n_in, n_out) == valid
+        for chosen in (1, 3, 7, 10, 50, 5000):
+            assert _closest_reuse_factor(valid, chosen) == backend.get_closest_reuse_factor(None, valid, chosen)
+
+
+def test_graph_file_path_is_accepted(tmp_path):
+    g = binary_mlp()
+    g.save(tmp_path / "g.npz")
+    assert estimate(tmp_path / "g.npz", "pynq-z2").rows == estimate(g, "pynq-z2").rows
+    assert estimate(str(tmp_path / "g.npz"), load_board("pynq-z2").path).totals == estimate(g, "pynq-z2").totals
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    ({"strategy": "Fast"}, "strategy"),
+    ({"strategy": "Resource_Unrolled"}, "strategy"),
+    ({"io_type": "io_serial"}, "io_type"),
+    ({"reuse_factor": 0}, "reuse factor"),
+    ({"reuse_factor": 2.5}, "reuse factor"),
+    ({"reuse_factor": True}, "reuse factor"),
+    ({"reuse_factor": {"sign0": 2}}, "'sign0'"),
+    ({"reuse_factor": {"dense0": -1}}, "'dense0'"),
+    ({"clock_period": 0}, "clock_period"),
+    ({"clock_period": "5"}, "clock_period"),
+    ({"utilization_limit": 0}, "utilization_limit"),
+    ({"utilization_limit": 1.5}, "utilization_limit"),
+])
+def test_bad_options_are_refused_in_one_sentence(kwargs, words):
+    with pytest.raises(EstimateError) as err:
+        estimate(binary_mlp(), "pynq-z2", **kwargs)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_not_a_graph_is_refused():
+    with pytest.raises(EstimateError, match="graph"):
+        estimate({"nodes": []}, "pynq-z2")
+
+
+def test_constants_live_in_one_table():
+    assert CONSTANTS.lut_mult_max_bits == 6 and CONSTANTS.clock_uncertainty == 0.125
+    cheap = type(CONSTANTS)(lut_per_adder_bit=0.5)
+    g = binary_mlp()
+    assert estimate(g, "pynq-z2", constants=cheap).totals["lut"] < estimate(g, "pynq-z2").totals["lut"]
+
+
+def test_estimate_module_imports_no_tensorflow_or_hls4ml():
+    import edgebnn.estimate as mod
+
+    tree = ast.parse(pathlib.Path(mod.__file__).read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {n for n in names if n.split(".")[0] in ("tensorflow", "keras", "hls4ml")}
