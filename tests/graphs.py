@@ -37,3 +37,51 @@ def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT
             levels = np.sort(rng.integers(ot.min_code, ot.max_code + 1, size=(n_out, k + 1)), axis=1)
             nodes.append(threshold_node(f"levels{i}", d, t, levels, ot))
     return Graph("binary_mlp", nodes)
+
+
+def calibrated_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="fixed<7,2,RND_CONV,SAT>", weight_type="fixed<3,1>",
+                   bias_type="fixed<6,2>", act_type="ufixed<2,1>", act_thresholds=3, input_levels=None,
+                   out_levels="fixed<6,3,RND_CONV,SAT>", weight_codes=None, act_levels=None, n_calib=512):
+    """Input -> [threshold on the input] -> [dense(multi-bit weights, bias) -> k-level threshold] * n.
+
+    Thresholds sit at quantiles of each channel's values on random inputs, so outputs vary and
+    some inputs land exactly on a threshold. ``input_levels`` (a FixedType string) first
+    requantizes the input itself; ``out_levels=None`` ends on the last dense accumulator.
+    ``weight_codes`` / ``act_levels`` restrict weights / hidden activations to those codes
+    (e.g. (-1, 1) for a BNN); by default weights span their type and levels spread over it.
+    """
+    from edgebnn.emulate import emulate
+
+    rng = np.random.default_rng(seed)
+    it, wt, bt, at = (FixedType.from_string(s) for s in (input_type, weight_type, bias_type, act_type))
+    x = rng.uniform(it.min, it.max, size=(n_calib, sizes[0]))
+    nodes = [input_node("input", (sizes[0],), it)]
+
+    def add_threshold(name, out_type, k, levels=None):
+        src = nodes[-1]
+        values = emulate(Graph("partial", list(nodes)), x, return_all=True)[src.name]
+        quantiles = np.linspace(0, 1, k + 2)[1:-1]
+        t = np.quantile(src.type.codes(values), quantiles, axis=0, method="nearest").T.astype(np.int64)
+        if levels is None:  # evenly spread over the type: every level distinct when it fits
+            levels = np.round(np.linspace(out_type.min_code, out_type.max_code, k + 1)).astype(np.int64)
+        levels = np.array(np.broadcast_to(levels, (t.shape[0], k + 1)))
+        nodes.append(threshold_node(name, src, t, levels, out_type))
+
+    if input_levels is not None:
+        add_threshold("input_levels", FixedType.from_string(input_levels), 3)
+    for i, n_out in enumerate(sizes[1:]):
+        src = nodes[-1]
+        if weight_codes is None:
+            w = rng.integers(wt.min_code, wt.max_code + 1, size=(src.shape[-1], n_out))
+        else:
+            w = rng.choice(np.asarray(weight_codes), size=(src.shape[-1], n_out))
+        b = rng.integers(bt.min_code, bt.max_code + 1, size=n_out)
+        nodes.append(dense_node(f"dense{i}", src, w, wt, b, bt))
+        if i < len(sizes) - 2:
+            add_threshold(f"act{i}", at, act_thresholds, act_levels)
+        elif out_levels is not None:
+            ot = FixedType.from_string(out_levels)
+            k = 5
+            levels = np.sort(rng.integers(ot.min_code, ot.max_code + 1, size=(n_out, k + 1)), axis=1)
+            add_threshold(f"levels{i}", ot, k, levels)
+    return Graph("calibrated_mlp", nodes)

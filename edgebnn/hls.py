@@ -1,0 +1,533 @@
+"""Export a deployment graph to an hls4ml project and run its C-simulation.
+
+The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, writer and
+``nnet_utils``); edgebnn only hands it a layer list and a configuration read from the graph:
+
+``input``      hls4ml ``Input``; its type is the graph's input type, so the bridge's float to
+               ``ap_fixed`` conversion *is* the input quantization (rounding and overflow mode).
+``dense``      hls4ml ``Dense`` with weights and bias given as values (code * lsb) in their exact
+               types; accumulator and result both take the node's type, which is exact (wide
+               enough, on the product grid, WRAP), so nothing rounds.
+``threshold``  edgebnn's own ``EdgebnnThreshold`` layer (``hls_templates/nnet_edgebnn_threshold.h``):
+               thresholds held in the input's type, levels in the output type.
+
+Every precision is set explicitly, and after hls4ml's flows have run the model is checked
+against the graph (layers, every type, every weight), so an hls4ml pass that rewrites
+anything stops the export instead of producing a project that is silently not bit-exact.
+
+Nothing here imports TensorFlow or Keras.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import keyword
+import math
+import os
+import pathlib
+import re
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from hls4ml.backends import get_backend
+from hls4ml.backends.template import FunctionCallTemplate, LayerConfigTemplate
+from hls4ml.model import ModelGraph
+from hls4ml.model.attributes import Attribute, TypeAttribute, WeightAttribute
+from hls4ml.model.layers import Layer, layer_map, register_layer
+from hls4ml.model.optimizer.optimizer import optimizer_map
+
+from .errors import EdgebnnError
+from .fixed import FixedType
+from .graph import Graph, Node
+from .outputs import staged_dir
+from .resources import templates_dir
+
+BACKENDS = ("Vitis", "Vivado")
+IO_TYPES = ("io_parallel",)
+STRATEGIES = ("Latency", "Resource")
+THRESHOLD_CLASS = "EdgebnnThreshold"
+THRESHOLD_HEADER = "nnet_edgebnn_threshold.h"
+
+# every code that reaches C++ goes through a decimal literal parsed as a double
+_MAX_EXACT_CODE = 2**53
+
+
+class HLSExportWarning(UserWarning):
+    """Something the user should know about an exported project (e.g. a snapped reuse factor)."""
+
+
+# ----------------------------------------------------------------------------- project
+class HLSProject:
+    """An exported hls4ml project: ``path`` on disk, C-simulation through ``predict``.
+
+    Attributes:
+        path: the project folder (holds ``build_prj.tcl`` and ``firmware/``).
+        graph: the deployment graph it was exported from.
+        model: the underlying ``hls4ml.model.ModelGraph``.
+        warnings: messages about the export the user should read (one sentence each).
+    """
+
+    def __init__(self, path: str, model, graph: Graph, warnings_: list[str]):
+        self.path = path
+        self.model = model
+        self.graph = graph
+        self.warnings = list(warnings_)
+        self._compiled = False
+
+    def __repr__(self) -> str:
+        return f"HLSProject({self.path!r}, graph={self.graph.name!r})"
+
+    def compile(self) -> "HLSProject":
+        """Build the C-simulation library with g++ (hls4ml's ``build_lib.sh``) and load it.
+
+        The project on disk is compiled as exported; it is not rewritten.
+        """
+        if not os.path.isdir(self.path):
+            raise FileNotFoundError(f"HLS project folder {self.path!r} no longer exists; export the graph again")
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                self.model._compile()  # ModelGraph.compile() would first rewrite the whole project
+        except Exception as err:
+            raise RuntimeError(
+                f"could not build or load the C-simulation of {self.path!r} ({err}):\n{out.getvalue()}"
+            ) from err
+        self._compiled = True
+        return self
+
+    def predict(self, x) -> np.ndarray:
+        """C-simulation of a batch: ``x`` has shape (N, *input_shape), float; returns float64
+        of shape (N, *output_shape). Inputs are passed to C++ as float64, so the input
+        quantization happens in ``ap_fixed`` exactly as on the FPGA."""
+        inp, outp = self.graph.input, self.graph.output
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape[1:] != tuple(inp.shape):
+            raise EdgebnnError(
+                f"input has shape {x.shape[1:]} per sample but graph {self.graph.name!r} expects {tuple(inp.shape)}"
+            )
+        if not np.all(np.isfinite(x)):
+            raise EdgebnnError("cannot simulate NaN or infinite inputs; clean the input first")
+        n = x.shape[0]
+        out_size = int(np.prod(outp.shape))
+        if n == 0:
+            return np.zeros((0, *outp.shape), dtype=np.float64)
+        if not self._compiled:
+            self.compile()
+        flat = np.ascontiguousarray(x.reshape(n, -1))
+        y = self.model.predict(flat)
+        return np.asarray(y, dtype=np.float64).reshape(n, out_size).reshape((n, *outp.shape))
+
+
+# ----------------------------------------------------------------------------- export
+def export(
+    graph: Graph,
+    output_dir,
+    board: Mapping[str, Any] | None = None,
+    part: str | None = None,
+    clock_period: float | None = None,
+    backend: str = "Vitis",
+    io_type: str = "io_parallel",
+    strategy: str = "Latency",
+    reuse_factor: int = 1,
+    project_name: str = "myproject",
+    force: bool = False,
+) -> HLSProject:
+    """Write ``graph`` as an hls4ml project into ``output_dir``.
+
+    Args:
+        graph: the deployment graph.
+        output_dir: folder to create. An existing one is refused unless ``force``; the project
+            is written into a temporary sibling folder and moved into place when complete.
+        board: a board description with ``part`` and ``clock_period_ns`` (a dict or an
+            ``edgebnn.boards`` entry); ``part`` / ``clock_period`` given here override it.
+        part: FPGA part string, e.g. ``xc7z020clg400-1``.
+        clock_period: target clock period in ns.
+        backend: ``Vitis`` or ``Vivado``.
+        io_type: ``io_parallel`` (the only one supported so far).
+        strategy: ``Latency`` or ``Resource``.
+        reuse_factor: hls4ml reuse factor for every layer (hls4ml may snap it; see ``.warnings``).
+        project_name: the HLS top function / project name (a C identifier).
+        force: replace an existing ``output_dir``, only after the new project is complete.
+
+    Returns:
+        an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
+    """
+    backend_name = _check_choice("backend", backend, BACKENDS, "use Vitis or Vivado")
+    io_type = _check_choice("io_type", io_type, IO_TYPES, "use io_parallel (io_stream is not supported yet)")
+    strategy = _check_choice("strategy", strategy, STRATEGIES, "use Latency or Resource")
+    if isinstance(reuse_factor, bool) or not isinstance(reuse_factor, (int, np.integer)) or reuse_factor < 1:
+        raise EdgebnnError(f"reuse_factor must be an integer >= 1, got {reuse_factor!r}")
+    reuse_factor = int(reuse_factor)
+    if not isinstance(project_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name) \
+            or keyword.iskeyword(project_name):
+        raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
+    part, clock_period = _target(board, part, clock_period)
+    _check_graph(graph)
+
+    _register_hls4ml()
+    final = pathlib.Path(output_dir).absolute()
+    names = _hls_names(graph)
+    layers = _layer_list(graph, names)
+    messages: list[str] = []
+    with staged_dir(final, force=force, what="HLS project folder") as tmp:
+        config = _hls_config(graph, names, str(tmp), project_name, backend_name, part, clock_period,
+                             io_type, strategy, reuse_factor)
+        out = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
+            warnings.simplefilter("always")
+            model = ModelGraph.from_layer_list(config, layers, [names[graph.input.name]],
+                                               [names[graph.output.name]])
+            messages += _check_model(model, graph, names, reuse_factor)
+            model.write()
+        messages += [f"hls4ml: {w.message}" for w in caught]
+        messages += _printed_warnings(out.getvalue())
+        if graph.output.type.width > 53:
+            messages.append(
+                f"the output type {graph.output.type} is wider than 53 bits, so predict() (float64) "
+                "cannot return every output value exactly; the HLS project itself is exact"
+            )
+        _retarget_paths(str(tmp), str(final))
+    model.config.config["OutputDir"] = str(final)
+    for msg in messages:
+        warnings.warn(msg, HLSExportWarning, stacklevel=2)
+    return HLSProject(str(final), model, graph, messages)
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_choice(what: str, value, choices, advice: str) -> str:
+    for choice in choices:
+        if isinstance(value, str) and value.lower() == choice.lower():
+            return choice
+    raise EdgebnnError(f"{what} {value!r} is not supported by edgebnn export; {advice}")
+
+
+def _target(board, part, clock_period):
+    if board is not None:
+        if part is None:
+            part = _board_value(board, "part")
+        if clock_period is None:
+            clock_period = _board_value(board, "clock_period_ns")
+    if part is not None and (not isinstance(part, str) or not part.strip()):
+        raise EdgebnnError(f"FPGA part must be a non-empty string like 'xc7z020clg400-1', got {part!r}")
+    if clock_period is not None:
+        if isinstance(clock_period, bool) or not isinstance(clock_period, (int, float, np.number)) \
+                or not math.isfinite(clock_period) or clock_period <= 0:
+            raise EdgebnnError(f"clock period must be a positive number of ns, got {clock_period!r}")
+        clock_period = int(clock_period) if float(clock_period).is_integer() else float(clock_period)
+    return part, clock_period
+
+
+def _board_value(board, key, default=None, required=True):
+    """``board[key]`` for a dict, ``board.key`` for an ``edgebnn.boards.Board``."""
+    if isinstance(board, Mapping):
+        value = board.get(key, default)
+    else:
+        value = getattr(board, key, default)
+    if value is None and required:
+        name = _board_value(board, "name", repr(board), required=False)
+        raise EdgebnnError(f"board {name} has no {key!r}; add it to the board profile or pass it to export")
+    return value
+
+
+def _check_graph(graph: Graph) -> None:
+    """Refuse anything this exporter cannot reproduce bit for bit, with one sentence each."""
+    previous = None
+    for node in graph.nodes:
+        where = f"graph node {node.name!r} ({node.op})"
+        if node.op not in ("input", "dense", "threshold"):
+            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense and "
+                               "threshold nodes")
+        if previous is not None and node.inputs != [previous.name]:
+            raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
+        if node.op == "dense":
+            _check_dense(node, previous, where)
+        for key in ("weight", "bias", "thresholds", "levels"):
+            if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
+                raise EdgebnnError(f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write "
+                                   "exactly; use narrower types")
+        previous = node
+
+
+def _check_dense(node: Node, src: Node, where: str) -> None:
+    if len(src.shape) != 1:
+        raise EdgebnnError(
+            f"{where} reads a tensor of shape {src.shape}; export supports dense layers on flat inputs only, "
+            "flatten before the dense layer"
+        )
+    acc = node.type
+    wt = node.fixed_attr("weight_type")
+    grid = src.type.lsb_exp + wt.lsb_exp
+    if "bias" in node.params:
+        grid = min(grid, node.fixed_attr("bias_type").lsb_exp)
+    if acc.overflow != "WRAP" or acc.sat_bits or acc.lsb_exp > grid:
+        raise EdgebnnError(
+            f"{where}: its type {acc} is not an exact accumulator (needs WRAP overflow and a step of at most "
+            f"2**{grid}); rebuild the node with edgebnn.graph.dense_node"
+        )
+
+
+# ----------------------------------------------------------------------------- hls4ml model
+def _precision(t: FixedType) -> str:
+    """hls4ml precision string with every mode spelled out (always a fixed type: hls4ml
+    special-cases ``ap_uint<1>`` data and ``ap_int<2>`` weights)."""
+    u = "" if t.signed else "u"
+    return f"{u}fixed<{t.width},{t.integer},{t.rounding},{t.overflow},{t.sat_bits}>"
+
+
+def _weight_precision(t: FixedType, codes: np.ndarray) -> str:
+    # int<2> weights make hls4ml pick its 'weight_ternary' product (0, -x or x), which is cheap
+    # and exact for codes -1, 0, +1 only (it maps -2 to +x); any other weight uses a plain product.
+    if t.signed and t.width == 2 and t.integer == 2 and np.isin(codes, (-1, 0, 1)).all():
+        return "int<2>"
+    return _precision(t)
+
+
+def _hls_names(graph: Graph) -> dict[str, str]:
+    """Graph node name -> a C-identifier layer name hls4ml accepts ('input' is reserved)."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for node in graph.nodes:
+        base = re.sub(r"\W", "_", node.name, flags=re.ASCII).lower() or node.op
+        if base[0].isdigit():
+            base = f"{node.op}_{base}"
+        if base == "input" or keyword.iskeyword(base):
+            base = f"{base}_layer"
+        name, i = base, 1
+        while name in used:
+            i += 1
+            name = f"{base}_{i}"
+        used.add(name)
+        names[node.name] = name
+    return names
+
+
+def _hls_config(graph, names, output_dir, project_name, backend, part, clock_period, io_type,
+                strategy, reuse_factor) -> dict:
+    kwargs = {"io_type": io_type}
+    if part is not None:
+        kwargs["part"] = part
+    if clock_period is not None:
+        kwargs["clock_period"] = clock_period
+    config = get_backend(backend).create_initial_config(**kwargs)
+    config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend,
+                  InputData=None, OutputPredictions=None)
+    config["WriterConfig"]["WriteTar"] = False
+    layer_cfg = {}
+    for node in graph.nodes:
+        layer_cfg[names[node.name]] = {
+            "Precision": _layer_precisions(graph, node),
+            "ReuseFactor": reuse_factor,
+            "Strategy": strategy,
+            "Trace": False,
+        }
+    config["HLSConfig"] = {
+        # no model-wide default precision: a layer hls4ml might add without one fails loudly
+        "Model": {"ReuseFactor": reuse_factor, "Strategy": strategy, "BitExact": False},
+        "LayerName": layer_cfg,
+    }
+    return config
+
+
+def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
+    if node.op == "input":
+        return {"result": _precision(node.type)}
+    if node.op == "dense":
+        p = {
+            "weight": _weight_precision(node.fixed_attr("weight_type"), node.params["weight"]),
+            "accum": _precision(node.type),
+            "result": _precision(node.type),
+        }
+        if "bias" in node.params:
+            p["bias"] = _precision(node.fixed_attr("bias_type"))
+        return p
+    src = graph[node.inputs[0]]
+    return {"thresholds": _precision(src.type), "levels": _precision(node.type), "result": _precision(node.type)}
+
+
+def _layer_list(graph: Graph, names: dict[str, str]) -> list[dict]:
+    layers = []
+    for node in graph.nodes:
+        name = names[node.name]
+        if node.op == "input":
+            layers.append({"class_name": "InputLayer", "name": name, "input_shape": list(node.shape)})
+            continue
+        src = graph[node.inputs[0]]
+        entry = {"name": name, "inputs": [names[src.name]]}
+        if node.op == "dense":
+            w = node.params["weight"]
+            wt = node.fixed_attr("weight_type")
+            bias = None
+            if "bias" in node.params:
+                bias = node.fixed_attr("bias_type").from_codes(node.params["bias"])
+            entry.update(class_name="Dense", n_in=int(w.shape[0]), n_out=int(w.shape[1]),
+                         data_format="channels_last", weight_data=wt.from_codes(w), bias_data=bias)
+        else:
+            t, lv = _threshold_tables(node)
+            entry.update(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(node.shape[-1]),
+                         n_thresholds=int(t.shape[1]),
+                         thresholds_data=src.type.from_codes(t).reshape(-1),
+                         levels_data=node.type.from_codes(lv).reshape(-1))
+        layers.append(entry)
+    return layers
+
+
+def _threshold_tables(node: Node):
+    t, lv = node.params["thresholds"], node.params["levels"]
+    if t.shape[1] == 0:
+        # a constant channel: one dummy threshold whose both levels are the constant
+        t = np.zeros((t.shape[0], 1), dtype=np.int64)
+        lv = np.repeat(lv, 2, axis=1)
+    return t, lv
+
+
+def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) -> list[str]:
+    """Compare the hls4ml model after its flows with the graph; returns warnings, raises on
+    anything that would break bit-exactness."""
+    backend = model.config.backend
+    layers = list(model.get_layers())
+    got = [(layer.name, layer.class_name) for layer in layers]
+    want = [(names[n.name], {"input": "Input", "dense": "Dense", "threshold": THRESHOLD_CLASS}[n.op])
+            for n in graph.nodes]
+    if got != want:
+        raise RuntimeError(f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
+                           "bit-exact, please report this to edgebnn")
+    messages = []
+
+    def expect(layer, what, precision, text):
+        want_p = backend.convert_precision_string(text)
+        # transform_types wraps precisions in backend subclasses, hence isinstance
+        ok = isinstance(precision, type(want_p)) and precision == want_p
+        if not ok:
+            raise RuntimeError(f"hls4ml changed the {what} type of layer {layer.name!r} to {precision} "
+                               f"(expected {text}); please report this to edgebnn")
+
+    for layer, node in zip(layers, graph.nodes):
+        prec = _layer_precisions(graph, node)
+        expect(layer, "result", layer.get_output_variable().type.precision, prec["result"])
+        if node.op == "dense":
+            expect(layer, "accumulator", layer.get_attr("accum_t").precision, prec["accum"])
+            wvar = layer.get_weights("weight")
+            expect(layer, "weight", wvar.type.precision, prec["weight"])
+            w = node.fixed_attr("weight_type").from_codes(node.params["weight"])
+            data = wvar.data.T if layer.get_attr("_weights_transposed", False) else wvar.data
+            if not np.array_equal(data, w):
+                raise RuntimeError(f"hls4ml changed the weights of layer {layer.name!r}; please report this to edgebnn")
+            bvar = layer.get_weights("bias")
+            if "bias" in node.params:
+                expect(layer, "bias", bvar.type.precision, prec["bias"])
+                b = node.fixed_attr("bias_type").from_codes(node.params["bias"])
+            else:
+                b = np.zeros(node.shape[-1])
+            if not np.array_equal(bvar.data, b):
+                raise RuntimeError(f"hls4ml changed the bias of layer {layer.name!r}; please report this to edgebnn")
+            rf = layer.get_attr("reuse_factor")
+            if rf != reuse_factor:
+                valid = backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
+                messages.append(
+                    f"hls4ml changed the reuse factor of layer {node.name!r} from {reuse_factor} to {rf}; "
+                    f"valid reuse factors there are {', '.join(map(str, valid))}"
+                )
+        elif node.op == "threshold":
+            expect(layer, "thresholds", layer.get_weights("thresholds").type.precision, prec["thresholds"])
+            expect(layer, "levels", layer.get_weights("levels").type.precision, prec["levels"])
+    return messages
+
+
+def _printed_warnings(text: str) -> list[str]:
+    """hls4ml's printed ``WARNING: ...`` messages (continuation lines joined), except the
+    reuse-factor one, which _check_model words for the user."""
+    messages: list[list[str]] = []
+    current = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("WARNING"):
+            current = [line.removeprefix("WARNING:").strip()]
+            messages.append(current)
+        elif line and current is not None:
+            current.append(line)
+        else:
+            current = None
+    return [f"hls4ml: {' '.join(m)}" for m in messages if "ReuseFactor" not in m[0]]
+
+
+# ----------------------------------------------------------------------------- files
+def _retarget_paths(tmp: str, final: str) -> None:
+    """hls4ml writes its output folder into some files (hls4ml_config.yml); point them at the
+    final folder so nothing refers to the temporary one."""
+    needle = tmp.encode()
+    for root, _, files in os.walk(tmp):
+        for fname in files:
+            path = os.path.join(root, fname)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if needle in data:
+                with open(path, "wb") as fh:
+                    fh.write(data.replace(needle, final.encode()))
+
+
+# ----------------------------------------------------------------------------- hls4ml extension
+class EdgebnnThreshold(Layer):
+    """hls4ml layer of a graph ``threshold`` node: y = levels[c, #{k: thresholds[c, k] <= x}]."""
+
+    _expected_attributes = [
+        Attribute("n_in"),
+        Attribute("n_chan"),
+        Attribute("n_thresholds"),
+        WeightAttribute("thresholds"),
+        WeightAttribute("levels"),
+        TypeAttribute("thresholds"),
+        TypeAttribute("levels"),
+    ]
+
+    def initialize(self):
+        self.add_output_variable(list(self.get_input_variable().shape))
+        # precisions come from the layer's config: the input's type and the node's type
+        self.add_weights_variable(name="thresholds", var_name="t{index}", data="thresholds")
+        self.add_weights_variable(name="levels", var_name="l{index}", data="levels")
+
+
+class EdgebnnThresholdConfigTemplate(LayerConfigTemplate):
+    def __init__(self):
+        super().__init__(EdgebnnThreshold)
+        self.template = """struct config{index} : nnet::edgebnn_threshold_config {{
+    static const unsigned n_in = {n_in};
+    static const unsigned n_chan = {n_chan};
+    static const unsigned n_thresholds = {n_thresholds};
+    static const unsigned io_type = nnet::{iotype};
+    static const unsigned reuse_factor = {reuse};
+    typedef {thresholds_t.name} threshold_t;
+    typedef {levels_t.name} level_t;
+}};\n"""
+
+    def format(self, node):
+        return self.template.format(**self._default_config_params(node))
+
+
+class EdgebnnThresholdFunctionTemplate(FunctionCallTemplate):
+    def __init__(self):
+        super().__init__(EdgebnnThreshold, include_header=[f"nnet_utils/{THRESHOLD_HEADER}"])
+        self.template = "nnet::edgebnn_threshold<{input_t}, {output_t}, {config}>({input}, {output}, {t}, {l});"
+
+    def format(self, node):
+        params = self._default_function_params(node)
+        params["t"] = node.get_weights("thresholds").name
+        params["l"] = node.get_weights("levels").name
+        return self.template.format(**params)
+
+
+def _register_hls4ml() -> None:
+    """Teach hls4ml the threshold layer, its templates and its header. Idempotent: hls4ml's
+    registries are global and refuse a second registration, so each step checks first."""
+    if THRESHOLD_CLASS not in layer_map:
+        register_layer(THRESHOLD_CLASS, EdgebnnThreshold)
+    # templates go to the Vivado backend only: the Vitis flow applies vivado:apply_templates too
+    vivado = get_backend("Vivado")
+    for template in (EdgebnnThresholdConfigTemplate, EdgebnnThresholdFunctionTemplate):
+        if f"vivado:{template().get_name()}" not in optimizer_map:
+            vivado.register_template(template)
+    header = str(templates_dir() / THRESHOLD_HEADER)
+    for name in BACKENDS:
+        get_backend(name).register_source(header)  # kept in a dict by destination: idempotent

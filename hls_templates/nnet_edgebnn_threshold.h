@@ -1,0 +1,54 @@
+// edgebnn multi-threshold requantization (io_parallel).
+//
+// Per channel c = i % n_chan:   n = #{ k : thresholds[c][k] <= x }   and   y = levels[c][n].
+//
+// thresholds are held in the input's own type, so every comparison is exact; levels are held
+// in the output type, so the result is a plain copy. Nothing here rounds or overflows: the
+// output is bit-exact with edgebnn.emulate by construction.
+
+#ifndef NNET_EDGEBNN_THRESHOLD_H_
+#define NNET_EDGEBNN_THRESHOLD_H_
+
+#include "nnet_common.h"
+
+namespace nnet {
+
+struct edgebnn_threshold_config {
+    static const unsigned n_in = 10;         // elements per sample
+    static const unsigned n_chan = 10;       // channels (the last axis); n_in % n_chan == 0
+    static const unsigned n_thresholds = 1;  // thresholds per channel (>= 1)
+    static const unsigned io_type = io_parallel;
+    static const unsigned reuse_factor = 1;
+    typedef ap_fixed<16, 6> threshold_t;  // the input's type
+    typedef ap_fixed<2, 2> level_t;       // the output's type
+};
+
+template <class data_T, class res_T, typename CONFIG_T>
+void edgebnn_threshold(data_T data[CONFIG_T::n_in], res_T res[CONFIG_T::n_in],
+                       typename CONFIG_T::threshold_t thresholds[CONFIG_T::n_chan * CONFIG_T::n_thresholds],
+                       typename CONFIG_T::level_t levels[CONFIG_T::n_chan * (CONFIG_T::n_thresholds + 1)]) {
+    // constant tables: let HLS fold the comparisons per call site, as nnet::dense does
+    #pragma HLS function_instantiate variable=thresholds,levels
+    #pragma HLS PIPELINE
+    #pragma HLS ARRAY_PARTITION variable=thresholds complete
+    #pragma HLS ARRAY_PARTITION variable=levels complete
+
+Element:
+    for (unsigned i = 0; i < CONFIG_T::n_in; i++) {
+        #pragma HLS UNROLL
+        const unsigned c = i % CONFIG_T::n_chan;
+        const data_T x = data[i];
+        unsigned n = 0;
+    Compare:
+        for (unsigned k = 0; k < CONFIG_T::n_thresholds; k++) {
+            #pragma HLS UNROLL
+            // thresholds ascend, so the count of passed thresholds indexes the level table
+            n += (x >= thresholds[c * CONFIG_T::n_thresholds + k]) ? 1 : 0;
+        }
+        res[i] = (res_T)levels[c * (CONFIG_T::n_thresholds + 1) + n];
+    }
+}
+
+} // namespace nnet
+
+#endif

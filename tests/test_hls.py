@@ -1,0 +1,328 @@
+"""export: hls4ml C-simulation equals the emulator bit for bit; project folders are all-or-nothing."""
+
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from edgebnn import hls
+from edgebnn.emulate import emulate
+from edgebnn.errors import EdgebnnError
+from edgebnn.fixed import FixedType
+from edgebnn.graph import Graph, Node, dense_node, input_node, threshold_node
+from graphs import binary_mlp, calibrated_mlp
+
+PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10}
+
+
+def edge_inputs(graph, n=300, seed=0):
+    """Random inputs, exact rounding ties of the input type (k + 1/2 steps), values on the grid,
+    values far beyond its range (saturation or wrap-around), and zeros."""
+    t = graph.input.type
+    shape = (n // 4, *graph.input.shape)
+    rng = np.random.default_rng(seed)
+    span = t.max - t.min
+    uniform = rng.uniform(t.min - 0.3 * span, t.max + 0.3 * span, size=shape)
+    ties = (rng.integers(t.min_code - 8, t.max_code + 8, size=shape) + 0.5) * t.lsb
+    grid = rng.integers(t.min_code, t.max_code + 1, size=shape) * t.lsb
+    far = rng.choice([-1e6, -3.0 * span, 3.0 * span, 1e6, 0.0], size=shape)
+    return np.concatenate([uniform, ties, grid, far])
+
+
+def assert_csim_equals_emulator(project, graph, x):
+    got = project.predict(x)
+    want = emulate(graph, x)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    mismatches = np.flatnonzero((got != want).any(axis=tuple(range(1, got.ndim))))
+    assert np.array_equal(got, want), f"{len(mismatches)} samples differ, first {x[mismatches[:1]]}"
+
+
+def export_quietly(graph, path, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hls.HLSExportWarning)
+        return hls.export(graph, path, **kwargs)
+
+
+def odd_types_graph(seed=0):
+    """Types with more integer bits than bits (step 4) and with negative integer bits."""
+    rng = np.random.default_rng(seed)
+    inp = input_node("x", (5,), FixedType.from_string("ufixed<4,6,RND,SAT>"))
+    thresholds = np.sort(rng.integers(0, 16, size=(5, 3)), axis=1)
+    levels = np.sort(rng.integers(-4, 4, size=(5, 4)), axis=1)
+    q = threshold_node("q", inp, thresholds, levels, FixedType.from_string("fixed<3,-1>"))
+    d = dense_node("d", q, rng.integers(-3, 4, size=(5, 3)), FixedType.from_string("fixed<3,5>"),
+                   rng.integers(-8, 8, size=3), FixedType.from_string("fixed<4,-2>"))
+    return Graph("odd_types", [inp, q, d])
+
+
+# --------------------------------------------------------------- exported and compiled once per graph
+CASES = {
+    # binary_mlp's random thresholds make its outputs nearly constant; the others vary
+    "binary": (lambda: binary_mlp(), {}),
+    "binary_levels": (lambda: binary_mlp(out_levels="fixed<6,3,RND_CONV,SAT>"), {}),
+    # a BNN: +-1 weights (hls4ml's ternary product), +-1 activations, 8-bit unsigned input
+    "bnn": (lambda: calibrated_mlp(seed=2, input_type="ufixed<8,0,RND_CONV,SAT>", weight_type="int<2>",
+                                   weight_codes=(-1, 1), act_type="int<2>", act_thresholds=1,
+                                   act_levels=(-1, 1)), {}),
+    # multi-bit weights with bias, 2-bit activations, a threshold right on the input's codes
+    "calibrated": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {}),
+    # wrap-around input, int<2> weights including -2, Vivado backend, Resource strategy, snapped reuse factor
+    "resource": (
+        lambda: calibrated_mlp(seed=1, input_type="fixed<6,1,TRN,WRAP>", weight_type="int<2>",
+                               act_type="int<2>", act_thresholds=1, out_levels=None),
+        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 5},
+    ),
+    "odd_types": (odd_types_graph, {}),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def compiled(request, tmp_path_factory):
+    build, kwargs = CASES[request.param]
+    graph = build()
+    path = tmp_path_factory.mktemp("hls") / request.param
+    project = export_quietly(graph, path, board=PYNQ, **kwargs)
+    project.compile()
+    return request.param, graph, project
+
+
+def test_csim_equals_emulator(compiled):
+    name, graph, project = compiled
+    x = edge_inputs(graph)
+    assert_csim_equals_emulator(project, graph, x)
+    if not name.startswith("binary"):  # the outputs really vary, so equality means something
+        assert len(np.unique(emulate(graph, x), axis=0)) > 20
+
+
+def test_inputs_on_thresholds(compiled):
+    """Samples whose first-layer values sit exactly on thresholds, and one step below them."""
+    name, graph, project = compiled
+    first = graph.nodes[1]
+    if first.op != "threshold":
+        pytest.skip("the first node is a dense layer")
+    t = graph.input.type
+    codes = first.params["thresholds"]  # (C, K) on the input's grid
+    x = np.concatenate([t.from_codes(codes.T), t.from_codes(codes.T - 1)])
+    assert_csim_equals_emulator(project, graph, x)
+
+
+def test_single_sample_and_empty_batch(compiled):
+    _, graph, project = compiled
+    x = edge_inputs(graph, n=4)[:1]
+    assert project.predict(x).shape == (1, *graph.output.shape)
+    assert_csim_equals_emulator(project, graph, x)
+    assert project.predict(x[:0]).shape == (0, *graph.output.shape)
+
+
+def test_generated_types_are_the_graph_types(compiled):
+    """defines.h holds exactly the graph's types; nothing was left at hls4ml's fixed<16,6>."""
+    _, graph, project = compiled
+    with open(os.path.join(project.path, "firmware", "defines.h")) as fh:
+        typedefs = dict((name, cpp) for cpp, name in re.findall(r"typedef\s+(.+?)\s+(\w+);", fh.read()))
+    types = {name: FixedType.from_string(cpp) for name, cpp in typedefs.items()}
+    names = hls._hls_names(graph)
+    assert types["input_t"] == graph.input.type
+    assert types["result_t"] == graph.output.type
+    for node in graph.compute_nodes():
+        n = names[node.name]
+        if node.op == "dense":
+            assert types[f"{n}_accum_t"] == node.type
+            assert types[f"{n}_weight_t"] == node.fixed_attr("weight_type")
+            if "bias" in node.params:
+                assert types[f"{n}_bias_t"] == node.fixed_attr("bias_type")
+        else:
+            assert types[f"{n}_thresholds_t"] == graph[node.inputs[0]].type
+            assert types[f"{n}_levels_t"] == node.type
+    assert not any(t == FixedType(16, 6) for t in types.values())
+
+
+def test_generated_products(compiled):
+    """hls4ml's 'weight_ternary' product (0, -x, x) only for weights coded -1, 0, +1: it would
+    turn a -2 weight of an int<2> type into +x (measured: every sample wrong)."""
+    _, graph, project = compiled
+    with open(os.path.join(project.path, "firmware", "parameters.h")) as fh:
+        products = re.findall(r"product::(\w+)<", fh.read())
+    dense = [n for n in graph.nodes if n.op == "dense"]
+    want = ["weight_ternary" if np.isin(n.params["weight"], (-1, 0, 1)).all()
+            and n.fixed_attr("weight_type") == FixedType(2, 2) else "mult" for n in dense]
+    assert products == want
+
+
+def test_project_folder(compiled):
+    name, graph, project = compiled
+    path = project.path
+    assert os.path.isfile(os.path.join(path, "build_prj.tcl"))
+    assert os.path.isdir(os.path.join(path, "firmware"))
+    assert os.path.isfile(os.path.join(path, "firmware", "nnet_utils", hls.THRESHOLD_HEADER))
+    with open(os.path.join(path, "project.tcl")) as fh:
+        assert 'set part "xc7z020clg400-1"' in fh.read()
+    with open(os.path.join(path, "hls4ml_config.yml")) as fh:
+        config = fh.read()
+    assert "Part: xc7z020clg400-1" in config and "ClockPeriod: 10" in config
+    assert f"OutputDir: {path}" in config
+    # no file refers to the temporary folder it was written in, and none is left beside it
+    for root, _, files in os.walk(path):
+        for f in files:
+            if not f.endswith(".so"):
+                with open(os.path.join(root, f), "rb") as fh:
+                    assert b".partial-" not in fh.read(), f
+    assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
+
+
+def test_reuse_factor_snapping_is_reported(compiled):
+    name, graph, project = compiled
+    snapped = [w for w in project.warnings if "reuse factor" in w]
+    if name == "resource":
+        assert snapped and "from 5 to" in snapped[0]
+    else:
+        assert project.warnings == []
+
+
+def test_predict_checks_its_input(compiled):
+    _, graph, project = compiled
+    with pytest.raises(EdgebnnError, match="shape"):
+        project.predict(np.zeros((2, graph.input.shape[-1] + 1)))
+    with pytest.raises(EdgebnnError, match="NaN"):
+        project.predict(np.full((1, *graph.input.shape), np.nan))
+
+
+# --------------------------------------------------------------- folders (no compile)
+@pytest.fixture
+def small():
+    return binary_mlp(sizes=(4, 3, 2), seed=3)
+
+
+def test_existing_folder_is_refused_without_force(small, tmp_path):
+    out = tmp_path / "prj"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"prj.*--force"):
+        hls.export(small, out)
+    assert os.listdir(out) == ["keep.txt"]
+    hls.export(small, out, force=True)
+    assert not (out / "keep.txt").exists() and (out / "build_prj.tcl").is_file()
+    assert sorted(os.listdir(tmp_path)) == ["prj"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError("disk full"), KeyboardInterrupt()])
+@pytest.mark.parametrize("existing", [False, True])
+def test_failed_export_leaves_nothing(small, tmp_path, monkeypatch, error, existing):
+    from hls4ml.model.graph import ModelGraph
+
+    out = tmp_path / "prj"
+    if existing:
+        out.mkdir()
+        (out / "keep.txt").write_text("mine")
+
+    def broken_write(self):
+        os.makedirs(os.path.join(self.config.get_output_dir(), "firmware"), exist_ok=True)
+        raise error
+
+    monkeypatch.setattr(ModelGraph, "write", broken_write)
+    with pytest.raises(type(error)):
+        hls.export(small, out, force=existing)
+    assert sorted(os.listdir(tmp_path)) == (["prj"] if existing else [])
+    if existing:
+        assert os.listdir(out) == ["keep.txt"]
+
+
+def test_snapped_reuse_factor_warns(small, tmp_path):
+    with pytest.warns(hls.HLSExportWarning) as record:
+        project = hls.export(small, tmp_path / "p", strategy="resource", reuse_factor=5)
+    assert [str(w.message) for w in record] == project.warnings
+    assert project.warnings[0].startswith("hls4ml changed the reuse factor of layer 'dense0' from 5 to 4;")
+
+
+def test_board_and_overrides(small, tmp_path):
+    p = hls.export(small, tmp_path / "a", board=PYNQ, part="xcu250-figd2104-2L-e", clock_period=4)
+    with open(os.path.join(p.path, "project.tcl")) as fh:
+        text = fh.read()
+    assert 'set part "xcu250-figd2104-2L-e"' in text and "set clock_period 4" in text
+
+    class Board:  # an edgebnn.boards.Board-like object with attributes
+        name, part, clock_period_ns = "b", "xc7a35tcpg236-1", 8
+
+    p = hls.export(small, tmp_path / "b", board=Board())
+    with open(os.path.join(p.path, "project.tcl")) as fh:
+        text = fh.read()
+    assert 'set part "xc7a35tcpg236-1"' in text and "set clock_period 8" in text
+
+
+def test_registration_is_idempotent(small, tmp_path):
+    from hls4ml.model.layers import layer_map
+
+    hls._register_hls4ml()
+    hls._register_hls4ml()
+    assert layer_map[hls.THRESHOLD_CLASS].__name__ == hls.THRESHOLD_CLASS
+    hls.export(small, tmp_path / "again")
+
+
+def test_export_without_tensorflow(tmp_path):
+    """Export works in a process where TensorFlow and Keras cannot be imported."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "sys.modules['tensorflow'] = sys.modules['keras'] = None  # importing them now fails\n"
+        "sys.path.insert(0, %r)\n"
+        "from graphs import binary_mlp\n"
+        "from edgebnn.hls import export\n"
+        "print(export(binary_mlp(), %r).path)\n"
+    ) % (os.path.dirname(__file__), str(tmp_path / "p"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "p" / "build_prj.tcl").is_file()
+
+
+# --------------------------------------------------------------- refusals
+@pytest.mark.parametrize("kwargs, match", [
+    ({"io_type": "io_stream"}, "io_type 'io_stream'.*io_parallel"),
+    ({"backend": "Quartus"}, "backend 'Quartus'.*Vitis or Vivado"),
+    ({"strategy": "distributed_arithmetic"}, "strategy.*Latency or Resource"),
+    ({"reuse_factor": 0}, "reuse_factor"),
+    ({"project_name": "my-project"}, "C identifier"),
+    ({"clock_period": -1}, "clock period"),
+])
+def test_unsupported_options(small, tmp_path, kwargs, match):
+    with pytest.raises(EdgebnnError, match=match):
+        hls.export(small, tmp_path / "p", **kwargs)
+    assert os.listdir(tmp_path) == []
+
+
+def test_unsupported_nodes(small, tmp_path):
+    graph = binary_mlp(sizes=(4, 3, 2), seed=3)
+    graph.nodes[1].op = "conv2d"
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(conv2d\).*input, dense and threshold"):
+        hls.export(graph, tmp_path / "p")
+
+    image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))
+    acc = FixedType(5, 5)
+    per_position = Node("d", "dense", ["image"], (2, 2, 2), acc,
+                        {"weight": np.ones((3, 2), dtype=np.int64), "lo": np.zeros(2), "hi": np.full(2, 3.0)},
+                        {"weight_type": "int<2>"})
+    with pytest.raises(EdgebnnError, match="'d'.*flat inputs"):
+        hls.export(Graph("g", [image, per_position]), tmp_path / "p")
+
+    saturating = binary_mlp(sizes=(4, 3, 2), seed=3)
+    saturating.nodes[1].type = saturating.nodes[1].type.replace(overflow="SAT")
+    with pytest.raises(EdgebnnError, match="'dense0'.*not an exact accumulator"):
+        hls.export(saturating, tmp_path / "p")
+    assert os.listdir(tmp_path) == []
+
+
+def test_constant_threshold_layer(tmp_path):
+    """A threshold layer without thresholds (every channel constant) exports exactly."""
+    t = FixedType.from_string("ufixed<4,0,RND,SAT>")
+    inp = input_node("x", (3,), t)
+    const = threshold_node("const", inp, np.zeros((3, 1)), np.array([[1, 1], [-2, -2], [0, 0]]), FixedType(3, 3))
+    const.params.update(thresholds=np.zeros((3, 0), dtype=np.int64), levels=np.array([[1], [-2], [0]]))
+    graph = Graph.__new__(Graph)  # Graph.validate cannot check an empty threshold table yet
+    graph.name, graph.nodes, graph.meta = "const", [inp, const], {}
+    project = export_quietly(graph, tmp_path / "p")
+    x = edge_inputs(graph, n=20)
+    assert_csim_equals_emulator(project, graph, x)
+    assert np.array_equal(project.predict(x[:2]), [[1, -2, 0]] * 2)
