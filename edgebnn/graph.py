@@ -144,11 +144,11 @@ class Graph:
             raise GraphError(f"{where}: thresholds must be (C, K) and levels (C, K+1) with C={c}")
         if src.shape != node.shape:
             raise GraphError(f"{where}: output shape must equal its input's shape {src.shape}")
-        if np.any(np.diff(t, axis=1) < 0):
-            raise GraphError(f"{where}: thresholds must ascend per channel")
         if lv.min() < node.type.min_code or lv.max() > node.type.max_code:
             raise GraphError(f"{where}: levels do not fit its type {node.type}")
-        if t.min() < src.type.min_code or t.max() > src.type.max_code:
+        if np.any(np.diff(t, axis=1) < 0):
+            raise GraphError(f"{where}: thresholds must ascend per channel")
+        if t.size and (t.min() < src.type.min_code or t.max() > src.type.max_code):
             raise GraphError(f"{where}: thresholds do not fit the input type {src.type}")
 
     # -------------------------------------------------------------- save/load

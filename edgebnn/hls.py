@@ -189,7 +189,6 @@ def export(
                 f"the output type {graph.output.type} is wider than 53 bits, so predict() (float64) "
                 "cannot return every output value exactly; the HLS project itself is exact"
             )
-        _retarget_paths(str(tmp), str(final))
     model.config.config["OutputDir"] = str(final)
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
@@ -451,21 +450,6 @@ def _printed_warnings(text: str) -> list[str]:
         else:
             current = None
     return [f"hls4ml: {' '.join(m)}" for m in messages if "ReuseFactor" not in m[0]]
-
-
-# ----------------------------------------------------------------------------- files
-def _retarget_paths(tmp: str, final: str) -> None:
-    """hls4ml writes its output folder into some files (hls4ml_config.yml); point them at the
-    final folder so nothing refers to the temporary one."""
-    needle = tmp.encode()
-    for root, _, files in os.walk(tmp):
-        for fname in files:
-            path = os.path.join(root, fname)
-            with open(path, "rb") as fh:
-                data = fh.read()
-            if needle in data:
-                with open(path, "wb") as fh:
-                    fh.write(data.replace(needle, final.encode()))
 
 
 # ----------------------------------------------------------------------------- hls4ml extension

@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import time
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -24,7 +25,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     from .data import load_dataset
     from .estimate import estimate
     from .freeze import freeze
-    from .hls import export
+    from .hls import HLSExportWarning, export
     from .outputs import staged_dir
     from .train import train
     from .verify import verify
@@ -47,10 +48,12 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
         graph.save(work / "graph.npz")
 
         log(f"exporting the HLS project for {board.name} ({board.part})")
-        project = export(
-            graph, work / "hls_project", board=board, backend=exp["backend"], io_type=exp["io_type"],
-            strategy=exp["strategy"], reuse_factor=exp["reuse_factor"], clock_period=exp["clock_period_ns"],
-        )
+        with warnings.catch_warnings():  # shown once, below, as log lines
+            warnings.simplefilter("ignore", HLSExportWarning)
+            project = export(
+                graph, work / "hls_project", board=board, backend=exp["backend"], io_type=exp["io_type"],
+                strategy=exp["strategy"], reuse_factor=exp["reuse_factor"], clock_period=exp["clock_period_ns"],
+            )
         for warning in project.warnings:
             log(f"  warning: {warning}")
         log("compiling the C-simulation (g++)")
