@@ -27,7 +27,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     from .freeze import freeze
     from .hls import HLSExportWarning, export
     from .outputs import staged_dir
-    from .train import train
+    from .train import seed_everything, train
     from .verify import verify
 
     config = load_config(config_path)
@@ -38,6 +38,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
         t0 = time.time()
         x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
         log(f"data: {config['data']['dataset']}, {len(x_tr)} training and {len(x_te)} test samples")
+        seed_everything(config["train"]["seed"])
         model = build_model(config, x_tr.shape[1:])
         log(f"training {model.name} for {config['train']['epochs']} epochs")
         train(model, x_tr, y_tr, log=log, **config["train"])

@@ -24,13 +24,23 @@ class _Progress(keras.callbacks.Callback):
             )
 
 
+def seed_everything(seed: int) -> None:
+    """Same seed, same run: seeds Python, NumPy and the backend, and asks TensorFlow for
+    deterministic kernels. Call it before building the model (initializers draw from it)."""
+    keras.utils.set_random_seed(seed)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+
+
 def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate=0.01,
           learning_rate_decay=1.0, seed=0, log: Callable[[str], None] = print):
     """Compile and fit ``model`` on integer labels ``y`` with logits outputs.
 
     ``learning_rate_decay`` multiplies the learning rate once per epoch (exponential decay).
     """
-    keras.utils.set_random_seed(seed)
+    seed_everything(seed)
     steps = int(np.ceil(len(x) / batch_size))
     lr = keras.optimizers.schedules.ExponentialDecay(learning_rate, steps, learning_rate_decay)
     opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop}[optimizer]
