@@ -10,13 +10,44 @@ exporter and the estimator never import TensorFlow themselves and work without i
 
 from __future__ import annotations
 
+import os as _os
+import sys as _sys
+
 __version__ = "0.1.0"
+
+
+def _running_the_cli() -> bool:
+    argv = getattr(_sys, "orig_argv", _sys.argv)
+    if _sys.argv and _os.path.basename(_sys.argv[0]) == "edgebnn":
+        return True
+    return any(a == "-m" and b in ("edgebnn", "edgebnn.cli") for a, b in zip(argv, argv[1:]))
+
+
+class _QuietStderr:
+    """Silence file descriptor 2 (TensorFlow's C++ start-up logging ignores
+    TF_CPP_MIN_LOG_LEVEL); Python exceptions still propagate and print after it."""
+
+    def __enter__(self):
+        _sys.stderr.flush()
+        self._saved = _os.dup(2)
+        devnull = _os.open(_os.devnull, _os.O_WRONLY)
+        _os.dup2(devnull, 2)
+        _os.close(devnull)
+
+    def __exit__(self, *exc):
+        _os.dup2(self._saved, 2)
+        _os.close(self._saved)
+        return False
 
 from .fixed import FixedType  # noqa: F401
 from .graph import Graph  # noqa: F401
 from .emulate import emulate  # noqa: F401
 
 try:  # registration with Keras; the deployment side works without Keras installed
+    if _running_the_cli():
+        _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        with _QuietStderr():
+            import tensorflow  # noqa: F401
     from . import constraints, layers, quantizers  # noqa: F401
 except ImportError:  # pragma: no cover - exercised by the TensorFlow-free test in a subprocess
     pass
