@@ -27,6 +27,7 @@ import math
 import os
 import pathlib
 import re
+import tempfile
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -70,11 +71,12 @@ class HLSProject:
         warnings: messages about the export the user should read (one sentence each).
     """
 
-    def __init__(self, path: str, model, graph: Graph, warnings_: list[str]):
+    def __init__(self, path: str, model, graph: Graph, warnings_: list[str], export_kwargs=None):
         self.path = path
         self.model = model
         self.graph = graph
         self.warnings = list(warnings_)
+        self._export_kwargs = dict(export_kwargs or {})
         self._compiled = False
 
     def __repr__(self) -> str:
@@ -98,11 +100,8 @@ class HLSProject:
         self._compiled = True
         return self
 
-    def predict(self, x) -> np.ndarray:
-        """C-simulation of a batch: ``x`` has shape (N, *input_shape), float; returns float64
-        of shape (N, *output_shape). Inputs are passed to C++ as float64, so the input
-        quantization happens in ``ap_fixed`` exactly as on the FPGA."""
-        inp, outp = self.graph.input, self.graph.output
+    def _inputs(self, x) -> np.ndarray:
+        inp = self.graph.input
         x = np.asarray(x, dtype=np.float64)
         if x.shape[1:] != tuple(inp.shape):
             raise EdgebnnError(
@@ -110,6 +109,34 @@ class HLSProject:
             )
         if not np.all(np.isfinite(x)):
             raise EdgebnnError("cannot simulate NaN or infinite inputs; clean the input first")
+        return x
+
+    def trace(self, x) -> dict[str, np.ndarray]:
+        """Every compute node's C-simulation output for inputs ``x``, by graph node name.
+
+        Runs a traced twin of this project in a temporary folder (hls4ml compiles tracing
+        code into it), so the exported project stays exactly as it is. Slow: meant for
+        locating a mismatch on a few samples.
+        """
+        x = self._inputs(x)
+        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore", HLSExportWarning)
+            twin = export(self.graph, pathlib.Path(tmp) / "trace", trace=True, **self._export_kwargs)
+            with contextlib.redirect_stdout(io.StringIO()):
+                _, traces = twin.model.trace(np.ascontiguousarray(x.reshape(len(x), -1)))
+        names = _hls_names(self.graph)
+        return {
+            node.name: np.asarray(traces[names[node.name]], dtype=np.float64).reshape((len(x), *node.shape))
+            for node in self.graph.nodes
+            if names[node.name] in traces
+        }
+
+    def predict(self, x) -> np.ndarray:
+        """C-simulation of a batch: ``x`` has shape (N, *input_shape), float; returns float64
+        of shape (N, *output_shape). Inputs are passed to C++ as float64, so the input
+        quantization happens in ``ap_fixed`` exactly as on the FPGA."""
+        outp = self.graph.output
+        x = self._inputs(x)
         n = x.shape[0]
         out_size = int(np.prod(outp.shape))
         if n == 0:
@@ -134,6 +161,7 @@ def export(
     reuse_factor: int = 1,
     project_name: str = "myproject",
     force: bool = False,
+    trace: bool = False,
 ) -> HLSProject:
     """Write ``graph`` as an hls4ml project into ``output_dir``.
 
@@ -151,6 +179,8 @@ def export(
         reuse_factor: hls4ml reuse factor for every layer (hls4ml may snap it; see ``.warnings``).
         project_name: the HLS top function / project name (a C identifier).
         force: replace an existing ``output_dir``, only after the new project is complete.
+        trace: compile hls4ml's per-layer tracing into the C-simulation (``HLSProject.trace``
+            does this on a temporary twin; the default keeps the project as plain as possible).
 
     Returns:
         an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
@@ -174,7 +204,7 @@ def export(
     messages: list[str] = []
     with staged_dir(final, force=force, what="HLS project folder") as tmp:
         config = _hls_config(graph, names, str(tmp), project_name, backend_name, part, clock_period,
-                             io_type, strategy, reuse_factor)
+                             io_type, strategy, reuse_factor, trace)
         out = io.StringIO()
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
             warnings.simplefilter("always")
@@ -192,7 +222,9 @@ def export(
     model.config.config["OutputDir"] = str(final)
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
-    return HLSProject(str(final), model, graph, messages)
+    export_kwargs = dict(part=part, clock_period=clock_period, backend=backend_name, io_type=io_type,
+                         strategy=strategy, reuse_factor=reuse_factor, project_name=project_name)
+    return HLSProject(str(final), model, graph, messages, export_kwargs)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -304,7 +336,7 @@ def _hls_names(graph: Graph) -> dict[str, str]:
 
 
 def _hls_config(graph, names, output_dir, project_name, backend, part, clock_period, io_type,
-                strategy, reuse_factor) -> dict:
+                strategy, reuse_factor, trace=False) -> dict:
     kwargs = {"io_type": io_type}
     if part is not None:
         kwargs["part"] = part
@@ -320,7 +352,7 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
             "Precision": _layer_precisions(graph, node),
             "ReuseFactor": reuse_factor,
             "Strategy": strategy,
-            "Trace": False,
+            "Trace": trace,
         }
     config["HLSConfig"] = {
         # no model-wide default precision: a layer hls4ml might add without one fails loudly

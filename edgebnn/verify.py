@@ -93,11 +93,21 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         bad = _mismatching(emu, csim)
         e_vs_c = int(len(bad))
         if len(bad):
-            i = int(bad[0])
-            mismatches.append(
-                Mismatch("emulator/csim", i, graph.output.name, graph.output.source, emu[i].tolist(), csim[i].tolist())
-            )
+            mismatches.append(_locate_csim(project, graph, x, int(bad[0]), emu, csim))
     return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs)
+
+
+def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:
+    """The first node where the traced C-simulation differs from the emulator on sample i."""
+    if hasattr(project, "trace"):
+        c_nodes = project.trace(x[i : i + 1])
+        e_nodes = emulate(graph, x[i : i + 1], return_all=True)
+        for node in graph.nodes:
+            if node.name in c_nodes and not np.array_equal(c_nodes[node.name], e_nodes[node.name]):
+                return Mismatch("emulator/csim", i, node.name, node.source,
+                                e_nodes[node.name][0].tolist(), c_nodes[node.name][0].tolist())
+    out = graph.output
+    return Mismatch("emulator/csim", i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
 
 
 def _locate_keras(model, graph: Graph, x, i: int, ker, emu) -> Mismatch:
