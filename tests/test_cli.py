@@ -64,3 +64,45 @@ def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(edgebnn.train, "train", interrupted)
     assert cli.main(["run", EXAMPLE, "-o", str(tmp_path / "out")]) == 130
     assert os.listdir(tmp_path) == []
+
+
+def quick_config(tmp_path, last_layer=None):
+    """The example with one training epoch (and optionally another last layer)."""
+    import yaml
+
+    with open(EXAMPLE) as fh:
+        config = yaml.safe_load(fh)
+    config["train"]["epochs"] = 1
+    if last_layer is not None:
+        config["model"][-1] = last_layer
+    path = tmp_path / "quick.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_unfreezable_layer_is_named_and_nothing_written(tmp_path, capsys):
+    cfg = quick_config(tmp_path, {"Activation": {"activation": "softmax", "name": "probs"}})
+    assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'probs' (Activation)" in err and "from_logits" in err
+    assert sorted(os.listdir(tmp_path)) == ["quick.yaml"]
+
+
+def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
+    import edgebnn.freeze
+
+    real_freeze = edgebnn.freeze.freeze
+
+    def broken_freeze(model, **kwargs):
+        graph = real_freeze(model, **kwargs)
+        levels = graph.output.params["levels"]
+        levels[:] = levels[:, ::-1]  # a wrong deployment: every output level reversed
+        return graph
+
+    monkeypatch.setattr(edgebnn.freeze, "freeze", broken_freeze)
+    out = tmp_path / "out"
+    assert cli.main(["run", str(quick_config(tmp_path)), "-o", str(out)]) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mismatches"]["keras_vs_emulator"] > 0
+    assert summary["mismatches"]["emulator_vs_csim"] == 0  # the project follows the (wrong) graph
+    assert summary["first_mismatches"][0]["layer"] == "quant_activation"
