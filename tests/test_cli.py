@@ -105,4 +105,6 @@ def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mismatches"]["keras_vs_emulator"] > 0
     assert summary["mismatches"]["emulator_vs_csim"] == 0  # the project follows the (wrong) graph
-    assert summary["first_mismatches"][0]["layer"] == "quant_activation"
+    from edgebnn.graph import Graph
+
+    assert summary["first_mismatches"][0]["layer"] == Graph.load(out / "graph.npz").output.name

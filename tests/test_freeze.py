@@ -71,6 +71,7 @@ def test_sign_thresholds_exact_on_every_reachable_accumulator(seed):
 
 def test_tie_at_zero_is_plus_one_and_negative_and_zero_gamma():
     model = bn_model(4)
+    model.layers[0].kernel.assign(np.ones((N_IN, 4), dtype=np.float32))  # accumulators span [0, 3.75]
     # mean on the grid, beta 0: BN output is exactly 0 at acc == mean -> sign(0) = +1
     set_bn(model, gamma=[1.0, -1.0, 0.0, -0.0], beta=[0.0, 0.0, 0.0, -0.5], mean=[0.5, 0.5, 0.5, 0.5],
            var=[1.0, 1.0, 1.0, 1.0])
