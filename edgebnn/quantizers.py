@@ -107,7 +107,7 @@ def fixed_quantize(x, t: FixedType):
     if t.overflow == "SAT":
         r = ops.clip(r, lo, hi)
     elif t.overflow == "SAT_SYM":
-        r = ops.clip(r, -hi if t.signed else lo, hi)
+        r = ops.clip(r, -hi if t.signed and t.width > 1 else lo, hi)  # ap_fixed: 1-bit keeps -1
     elif t.overflow == "SAT_ZERO":
         r = ops.where((r < lo) | (r > hi), ops.zeros_like(r), r)
     else:  # WRAP

@@ -49,7 +49,8 @@ def test_quantized_bits_unsigned_and_symmetric():
 def test_keras_rounding_agrees_with_fixed_type(rounding, overflow):
     """The training-side quantization and the fixed-point core are one semantics."""
     for t in (FixedType(5, 2, True, rounding, overflow), FixedType(4, 1, False, rounding, overflow),
-              FixedType(6, -1, True, rounding, overflow)):
+              FixedType(6, -1, True, rounding, overflow), FixedType(1, 0, True, rounding, overflow),
+              FixedType(1, 1, False, rounding, overflow), FixedType(12, 9, True, rounding, overflow)):
         codes = np.arange(-300, 300)
         x = np.concatenate([codes * t.lsb / 2, codes * t.lsb / 4, [-0.0, 0.0]]).astype(np.float32)
         got = keras.ops.convert_to_numpy(qz.fixed_quantize(x, t))
