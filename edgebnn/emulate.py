@@ -71,4 +71,10 @@ def _threshold(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape).astype(np.int64)
 
 
-_OPS = {"dense": _dense, "threshold": _threshold}
+def _cast(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
+    if node.attrs["relu"]:
+        x = np.maximum(x, 0)
+    return node.type.cast_codes(x, src.type.lsb_exp)
+
+
+_OPS = {"dense": _dense, "threshold": _threshold, "cast": _cast}

@@ -18,6 +18,8 @@ zero gamma therefore come out exactly as Keras computes them.
 from __future__ import annotations
 
 import dataclasses
+import math
+import warnings
 from typing import Callable
 
 import keras
@@ -27,7 +29,7 @@ from keras import ops
 from . import quantizers as qz
 from .errors import EdgebnnError
 from .fixed import FixedType
-from .graph import Graph, Node, dense_node, input_node, threshold_node
+from .graph import Graph, Node, cast_node, dense_node, input_node, threshold_node
 from .layers import QuantActivation, QuantDense
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
@@ -45,6 +47,7 @@ class _FloatOp:
 
     label: str
     fn: Callable  # keras tensor -> keras tensor, exactly as the layer computes it at inference
+    relu: bool = False  # exactly max(x, 0): a cast node can do it in hardware
 
 
 @dataclasses.dataclass
@@ -133,7 +136,8 @@ def plan(model) -> list[Step]:
                 pending_layers.append(layer.name)
             if layer.activation is not None and layer.activation is not keras.activations.linear:
                 _check_elementwise_activation(layer, layer.activation)
-                pending.append(_FloatOp(f"{layer.name}.activation", layer.activation))
+                pending.append(_FloatOp(f"{layer.name}.activation", layer.activation,
+                                        relu=layer.activation is keras.activations.relu))
                 pending_layers.append(layer.name)
         elif not started:
             raise FreezeError(
@@ -150,7 +154,8 @@ def plan(model) -> list[Step]:
         elif isinstance(layer, keras.layers.Activation):
             if layer.activation is not keras.activations.linear:
                 _check_elementwise_activation(layer, layer.activation)
-                pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x)))
+                pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x),
+                                        relu=layer.activation is keras.activations.relu))
                 pending_layers.append(layer.name)
         elif isinstance(layer, keras.layers.Dropout):
             continue  # identity at inference
@@ -196,10 +201,43 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             nodes.append(input_node("input", input_shape, step.quantizer.hardware().type, ",".join(step.sources)))
         elif step.kind == "dense":
             nodes.append(_dense(step, nodes[-1]))
+        elif _is_cast(step):
+            relu = any(op.relu for op in step.float_ops)
+            nodes.append(cast_node(step.name, nodes[-1], step.quantizer.hardware().type, relu, ",".join(step.sources)))
         else:
             nodes.append(_requant(step, nodes[-1], jit))
-    meta = {"keras_model": model.name, "input_dtype": "float32"}
+    inexact = [n.name for n in nodes if n.op == "dense" and not _float32_exact(n, nodes)]
+    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact}
+    if inexact:
+        warnings.warn(
+            f"the accumulators of {', '.join(inexact)} need more than 24 significant bits, so Keras's float32 "
+            "arithmetic cannot compute them exactly: Keras may differ from the deployed model, while the emulator "
+            "and the C-simulation still agree bit for bit; use narrower inputs or weights for a bit-exact Keras model",
+            FreezeWarning, stacklevel=2,
+        )
     return Graph(name or model.name, nodes, meta)
+
+
+class FreezeWarning(UserWarning):
+    """The frozen graph is exact, but Keras's own float32 inference cannot match it bit for bit."""
+
+
+def _is_cast(step: Step) -> bool:
+    """A requantization that is exactly a fixed-point conversion of (relu of) the accumulator."""
+    return step.quantizer.hardware().kind == "fixed" and all(op.relu for op in step.float_ops)
+
+
+def _float32_exact(node: Node, nodes: list[Node]) -> bool:
+    """Every partial sum of the dense node's products is an integer multiple of its grid below
+    2**24 in magnitude, so float32 accumulates it without rounding, in any order."""
+    src = next(n for n in nodes if n.name == node.inputs[0])
+    x_max = np.maximum(np.abs(src.lo), np.abs(src.hi))
+    x_max = np.broadcast_to(x_max, (node.params["weight"].shape[0],)) if x_max.size == 1 else x_max
+    w = node.fixed_attr("weight_type").from_codes(np.abs(node.params["weight"]))
+    bound = float((x_max @ w).max(initial=0.0))
+    if "bias" in node.params:
+        bound += float(np.abs(node.fixed_attr("bias_type").from_codes(node.params["bias"])).max(initial=0.0))
+    return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
 def _model_jit(model) -> bool:

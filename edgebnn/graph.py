@@ -16,6 +16,10 @@ Nodes (each produces one tensor; ``shape`` excludes the batch axis, channels las
     Requantization of an accumulator into a few levels, per channel ``c``:
     ``y = levels[c, n]`` where ``n`` counts the ``thresholds[c, k] <= x``.  Thresholds are
     codes on the input's type (ascending per channel), levels codes on ``type``.
+``cast``
+    A fixed-point conversion ``y = type(relu(x))`` (``attrs['relu']``) or ``y = type(x)``,
+    with ``type``'s rounding and overflow modes: requantization onto a fixed grid where the
+    levels are too many for thresholds.
 
 Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds of its output
 values from interval analysis over the actual integer weights.
@@ -36,7 +40,7 @@ from .fixed import FixedType
 
 FORMAT = "edgebnn-graph"
 FORMAT_VERSION = 1
-OPS = ("input", "dense", "threshold")
+OPS = ("input", "dense", "threshold", "cast")
 
 
 class GraphError(EdgebnnError):
@@ -120,6 +124,9 @@ class Graph:
                 self._check_dense(node, seen[node.inputs[0]], where)
             elif node.op == "threshold":
                 self._check_threshold(node, seen[node.inputs[0]], where)
+            elif node.op == "cast":
+                if node.shape != seen[node.inputs[0]].shape or not isinstance(node.attrs.get("relu"), bool):
+                    raise GraphError(f"{where}: a cast keeps its input's shape and needs attrs['relu'] true or false")
             seen[node.name] = node
 
     @staticmethod
@@ -271,6 +278,24 @@ def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType
     vals = out_type.from_codes(levels)
     params = {"thresholds": thresholds, "levels": levels, "lo": vals.min(axis=1), "hi": vals.max(axis=1)}
     return Node(name, "threshold", [src.name], src.shape, out_type, params, {}, source)
+
+
+def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str = "") -> Node:
+    lo, hi = src.lo, src.hi
+    if relu:
+        lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+    lo_q, hi_q = out_type.quantize(lo), out_type.quantize(hi)
+    if out_type.overflow == "WRAP" and not (np.array_equal(lo_q, _on_grid(lo, out_type))
+                                             and np.array_equal(hi_q, _on_grid(hi, out_type))):
+        # wrapped bounds say nothing: the whole range of the type is possible
+        lo_q, hi_q = np.full_like(lo, out_type.min), np.full_like(hi, out_type.max)
+    params = {"lo": lo_q, "hi": hi_q}
+    return Node(name, "cast", [src.name], src.shape, out_type, params, {"relu": bool(relu)}, source)
+
+
+def _on_grid(values: np.ndarray, t: FixedType) -> np.ndarray:
+    """``values`` rounded onto ``t``'s grid without any overflow handling."""
+    return t.replace(width=t.width + 64, integer=t.integer + 64, overflow="SAT").quantize(values)
 
 
 def _per_feature(bound: np.ndarray, shape) -> np.ndarray:

@@ -10,6 +10,8 @@ The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, wr
                enough, on the product grid, WRAP), so nothing rounds.
 ``threshold``  edgebnn's own ``EdgebnnThreshold`` layer (``hls_templates/nnet_edgebnn_threshold.h``):
                thresholds held in the input's type, levels in the output type.
+``cast``       hls4ml ``Activation`` (``relu`` or ``linear``) whose result type is the node's type:
+               the C++ assignment is the ap_fixed conversion with that type's modes.
 
 Every precision is set explicitly, and after hls4ml's flows have run the model is checked
 against the graph (layers, every type, every weight), so an hls4ml pass that rewrites
@@ -41,7 +43,7 @@ from hls4ml.model.layers import Layer, layer_map, register_layer
 from hls4ml.model.optimizer.optimizer import optimizer_map
 
 from .errors import EdgebnnError
-from .fixed import FixedType
+from .fixed import FixedType, cast_asserts
 from .graph import Graph, Node
 from .outputs import staged_dir
 from .resources import templates_dir
@@ -268,13 +270,18 @@ def _check_graph(graph: Graph) -> None:
     previous = None
     for node in graph.nodes:
         where = f"graph node {node.name!r} ({node.op})"
-        if node.op not in ("input", "dense", "threshold"):
-            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense and "
-                               "threshold nodes")
+        if node.op not in ("input", "dense", "threshold", "cast"):
+            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense, "
+                               "threshold and cast nodes")
         if previous is not None and node.inputs != [previous.name]:
             raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
         if node.op == "dense":
             _check_dense(node, previous, where)
+        if node.op == "cast" and cast_asserts(previous.type, node.type):
+            raise EdgebnnError(
+                f"{where}: converting {previous.type} to {node.type} drops more bits than the source holds, "
+                "which aborts the C-simulation (an ap_fixed assertion); use TRN rounding or a wider input type"
+            )
         for key in ("weight", "bias", "thresholds", "levels"):
             if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
                 raise EdgebnnError(f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write "
@@ -374,6 +381,8 @@ def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
         if "bias" in node.params:
             p["bias"] = _precision(node.fixed_attr("bias_type"))
         return p
+    if node.op == "cast":
+        return {"result": _precision(node.type)}
     src = graph[node.inputs[0]]
     return {"thresholds": _precision(src.type), "levels": _precision(node.type), "result": _precision(node.type)}
 
@@ -395,6 +404,9 @@ def _layer_list(graph: Graph, names: dict[str, str]) -> list[dict]:
                 bias = node.fixed_attr("bias_type").from_codes(node.params["bias"])
             entry.update(class_name="Dense", n_in=int(w.shape[0]), n_out=int(w.shape[1]),
                          data_format="channels_last", weight_data=wt.from_codes(w), bias_data=bias)
+        elif node.op == "cast":
+            entry.update(class_name="Activation", activation="relu" if node.attrs["relu"] else "linear",
+                         n_in=int(np.prod(node.shape)))
         else:
             t, lv = _threshold_tables(node)
             entry.update(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(node.shape[-1]),
@@ -420,7 +432,7 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
     backend = model.config.backend
     layers = list(model.get_layers())
     got = [(layer.name, layer.class_name) for layer in layers]
-    want = [(names[n.name], {"input": "Input", "dense": "Dense", "threshold": THRESHOLD_CLASS}[n.op])
+    want = [(names[n.name], {"input": "Input", "dense": "Dense", "threshold": THRESHOLD_CLASS, "cast": "Activation"}[n.op])
             for n in graph.nodes]
     if got != want:
         raise RuntimeError(f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "

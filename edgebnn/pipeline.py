@@ -24,7 +24,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     from .boards import load_board
     from .data import load_dataset
     from .estimate import estimate
-    from .freeze import freeze
+    from .freeze import FreezeWarning, freeze
     from .hls import HLSExportWarning, export
     from .outputs import staged_dir
     from .train import seed_everything, train
@@ -45,7 +45,11 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
         model.save(work / "model.keras")
 
         log("freezing")
-        graph = freeze(model, name=config["name"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FreezeWarning)
+            graph = freeze(model, name=config["name"])
+        for w in caught:
+            log(f"  warning: {w.message}")
         graph.save(work / "graph.npz")
 
         log(f"exporting the HLS project for {board.name} ({board.part})")

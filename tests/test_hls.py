@@ -299,7 +299,7 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[1].op = "conv2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(conv2d\).*input, dense and threshold"):
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(conv2d\).*input, dense, threshold and cast"):
         hls.export(graph, tmp_path / "p")
 
     image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))
