@@ -256,7 +256,7 @@ def dense_node(name: str, src: Node, weight, weight_type: FixedType, bias=None,
 
     weight = np.asarray(weight, dtype=np.int64)
     w_vals = weight_type.from_codes(weight)
-    lo, hi = dot_interval(_per_feature(src.lo, src.shape), _per_feature(src.hi, src.shape), w_vals)
+    lo, hi = dot_interval(src.lo, src.hi, w_vals)  # over the last axis, like keras Dense
     lsb_exp = src.type.lsb_exp + weight_type.lsb_exp
     params = {"weight": weight}
     attrs: dict[str, Any] = {"weight_type": str(weight_type)}
@@ -296,8 +296,3 @@ def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str
 def _on_grid(values: np.ndarray, t: FixedType) -> np.ndarray:
     """``values`` rounded onto ``t``'s grid without any overflow handling."""
     return t.replace(width=t.width + 64, integer=t.integer + 64, overflow="SAT").quantize(values)
-
-
-def _per_feature(bound: np.ndarray, shape) -> np.ndarray:
-    """Per-channel bounds broadcast to the flat feature axis a dense layer reads."""
-    return np.broadcast_to(bound, (int(np.prod(shape[:-1])), shape[-1])).reshape(-1) if len(shape) > 1 else bound
