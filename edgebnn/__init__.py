@@ -39,9 +39,13 @@ class _QuietStderr:
         _os.close(self._saved)
         return False
 
+# the pipeline's verbs as functions. Importing them here also keeps each name bound to the
+# function: importing a submodule of the same name later does not rebind it.
 from .fixed import FixedType  # noqa: F401
 from .graph import Graph  # noqa: F401
 from .emulate import emulate  # noqa: F401
+from .estimate import estimate  # noqa: F401
+from .verify import verify  # noqa: F401
 
 try:  # registration with Keras; the deployment side works without Keras installed
     if _running_the_cli():
@@ -49,14 +53,12 @@ try:  # registration with Keras; the deployment side works without Keras install
         with _QuietStderr():
             import tensorflow  # noqa: F401
     from . import constraints, layers, quantizers  # noqa: F401
+    from .freeze import freeze  # noqa: F401
 except ImportError:  # pragma: no cover - exercised by the TensorFlow-free test in a subprocess
     pass
 
 _LAZY = {
-    "freeze": ("edgebnn.freeze", "freeze"),
-    "verify": ("edgebnn.verify", "verify"),
     "export": ("edgebnn.hls", "export"),
-    "estimate": ("edgebnn.estimate", "estimate"),
     "quantizers": ("edgebnn.quantizers", None),
     "layers": ("edgebnn.layers", None),
     "constraints": ("edgebnn.constraints", None),

@@ -42,7 +42,7 @@ def cmd_boards(args) -> int:
 
 def cmd_estimate(args) -> int:
     from .boards import list_boards, load_board
-    from .estimate import estimate
+    from .estimate import estimate, fit
     from .graph import Graph
 
     path = args.graph
@@ -50,12 +50,74 @@ def cmd_estimate(args) -> int:
         path = os.path.join(path, "graph.npz")
     graph = Graph.load(path)
     boards = list_boards() if args.board == "all" else [load_board(args.board)]
+    results = []
     for board in boards:
-        est = estimate(graph, board, strategy=args.strategy, reuse_factor=args.reuse_factor, io_type=args.io_type)
-        print(f"{board.name} ({board.part}):")
+        if args.fit:
+            found = fit(graph, board, strategy=args.strategy, limit=args.limit, io_type=args.io_type,
+                        clock_period=args.clock)
+            print(f"{board.name}: {found}")
+            est = found.estimate
+            if est is None:
+                est = estimate(graph, board, strategy=args.strategy, reuse_factor=found.tried[-1][0],
+                               io_type=args.io_type, clock_period=args.clock, utilization_limit=args.limit)
+        else:
+            est = estimate(graph, board, strategy=args.strategy, reuse_factor=args.reuse_factor,
+                           io_type=args.io_type, clock_period=args.clock, utilization_limit=args.limit)
         print(est.table())
         print()
+        results.append(est)
+    print(_utilization_bars(results))
+    if args.plot:
+        with open(args.plot, "w", encoding="utf-8") as fh:
+            fh.write(_utilization_svg(results))
+        print(f"wrote {args.plot}")
     return 0
+
+
+_BAR_KEYS = ("lut", "ff", "dsp", "bram18")
+
+
+def _utilization_bars(results, width: int = 40) -> str:
+    """One text bar per board and resource: percent of the board, '|' marks the limit."""
+    lines = ["utilization per board (% of the device; | marks the limit, > means over 100%)"]
+    for est in results:
+        lines.append(f"{est.board.name} (reuse factor {est.reuse_factor}, fits: {'yes' if est.fits else 'no'})")
+        for key in _BAR_KEYS:
+            pct = est.utilization[key]
+            filled = width if pct == float("inf") else min(width, round(width * pct / 100))
+            bar = list("#" * filled + "." * (width - filled))
+            mark = min(width - 1, round(width * est.utilization_limit))
+            bar[mark] = "|"
+            over = ">" if pct > 100 else " "
+            text = "inf" if pct == float("inf") else f"{pct:5.1f}%"
+            lines.append(f"  {key.upper():<7}{''.join(bar)}{over} {text}")
+    return "\n".join(lines)
+
+
+def _utilization_svg(results) -> str:
+    """A small hand-made SVG bar chart: one group of bars per board."""
+    colors = {"lut": "#4e79a7", "ff": "#f28e2b", "dsp": "#e15759", "bram18": "#76b7b2"}
+    bar_h, gap, left, plot_w = 10, 8, 120, 400
+    group_h = len(_BAR_KEYS) * bar_h + gap
+    height = 40 + group_h * len(results)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
+             f'font-family="sans-serif" font-size="10">',
+             '<text x="4" y="14" font-size="12">utilization per board (% of the device)</text>']
+    for i, est in enumerate(results):
+        y0 = 28 + i * group_h
+        parts.append(f'<text x="4" y="{y0 + 2 * bar_h}">{est.board.name}</text>')
+        for j, key in enumerate(_BAR_KEYS):
+            pct = est.utilization[key]
+            w = plot_w if pct == float("inf") else min(plot_w, plot_w * pct / 100)
+            y = y0 + j * bar_h
+            parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colors[key]}">'
+                         f'<title>{key.upper()} {pct:.1f}%</title></rect>')
+            parts.append(f'<text x="{left + w + 3:.1f}" y="{y + bar_h - 3}">{key.upper()} {pct:.1f}%</text>')
+        lim = left + plot_w * est.utilization_limit
+        parts.append(f'<line x1="{lim:.1f}" y1="{y0}" x2="{lim:.1f}" y2="{y0 + len(_BAR_KEYS) * bar_h}" '
+                     'stroke="black" stroke-dasharray="2,2"/>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--strategy", default="Latency", choices=["Latency", "Resource"])
     e.add_argument("--reuse-factor", type=int, default=1)
     e.add_argument("--io-type", default="io_parallel", choices=["io_parallel", "io_stream"])
+    e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
+    e.add_argument("--limit", type=float, default=0.8, help="utilization limit for 'fits' (default 0.8)")
+    e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")
+    e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
     e.set_defaults(func=cmd_estimate)
     return p
 

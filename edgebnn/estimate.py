@@ -12,6 +12,29 @@ round figures from the sources named below and from a look at
 of a change (a larger reuse factor gives fewer DSPs and a longer latency, a binary layer uses
 no DSP, wider weights cost more, zero weights cost nothing) more than any absolute number.
 
+**Revision for issue 5** (these rules take precedence over the older text below where they
+differ; checked against the CSV by ``bench/validate_estimates.py``):
+
+* A constant product with fewer than ``mult_min_csd_digits`` (3) signed digits is shifts and
+  one adder (``shift_add``), not a multiplier; only the rest are "mul" operations, go to DSP
+  or LUTs by width (or as forced by ``multipliers="dsp"|"lut"``), and count for sharing.
+* Latency strategy with ``R > 1``: hls4ml's ``multiplier_limit = ceil(n/R) - floor(zeros/R)``
+  bounds the mul instances, so ``II = min(R, ceil(muls / limit))`` (the CSV's II is often
+  below R) and ``min(limit, ceil(muls / II))`` shared general multipliers are built (DSPs
+  when both declared widths exceed ``lut_mult_max_bits``), with an ``II:1`` mux on the data
+  operand and a small ROM for the constant weights.
+* ``types=`` overrides accumulator / result / weight types per node (hls4ml's default
+  ``ap_fixed<16,6>`` accumulators); products are truncated to the accumulator.
+* Latency of a dense: ``(II - 1) + ceil((mult + levels * add) / T) + dense_extra_cycles``.
+  Registers: partial sums at internal cycle boundaries, every output not held in a DSP's
+  output register, and with sharing the accumulators and multiplier operands.
+* ``cast`` nodes (relu and/or requantization): ``lut_per_cast_bit`` LUTs per output bit plus
+  an incrementer when rounding and a compare when saturating; chained into the neighbours
+  (0 cycles) unless the usable clock is below ``cast_chain_ns``.
+* DSP cap: past the device's DSP count the rest are rebuilt as LUT constant multipliers
+  (``lut_per_dsp`` per layer); ``dsp_needed`` keeps the demand and ``fits`` is false.
+* :func:`fit` searches the valid reuse factors for the smallest that fits.
+
 Dense nodes (``y = x @ W + b``; ``Wx`` input width, ``Wa`` accumulator width from the graph,
 ``R`` reuse factor):
 
@@ -96,6 +119,7 @@ import numpy as np
 
 from .boards import RESOURCES, Board, load_board
 from .errors import EdgebnnError
+from .fixed import FixedType
 from .graph import Graph, Node
 
 STRATEGIES = ("Latency", "Resource")
@@ -124,6 +148,23 @@ class ModelConstants:
     clock_uncertainty: float = 0.125
     # read latency of a weight BRAM (registered output)
     bram_read_cycles: int = 1
+    # a constant product with fewer non-zero signed digits than this is built as shifts and
+    # one adder, not as a multiplier (HLS strength reduction); such products are not "mul"
+    # operations, so hls4ml's multiplier_limit does not share them
+    mult_min_csd_digits: int = 3
+    # LUTs per output bit of a cast (the relu / saturation select)
+    lut_per_cast_bit: float = 0.5  # a LUT6_2 gives two such bits sharing the sign input
+    # cycles of hls4ml's activation function that runs a cast, when the clock period (less
+    # the uncertainty) is below cast_chain_ns; above it the cast chains into its neighbours
+    cast_cycles: int = 1
+    cast_chain_ns: float = 10.0
+    # cycles a dense layer adds beyond its datapath (its output register)
+    dense_extra_cycles: int = 1
+    # io_stream: cycles each node spends reading and writing its streams
+    stream_cycles: int = 1
+    # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
+    lut_scale: float = 1.0
+    ff_scale: float = 1.0
     # RAMB18 aspect ratios (max depth, port width in bits), UG473 / UG573
     bram18_shapes: tuple = ((512, 36), (1024, 18), (2048, 9), (4096, 4), (8192, 2), (16384, 1))
     # assumed delays (ns) by DSP generation: one adder level, a DSP multiply, a LUT multiply,
@@ -177,6 +218,7 @@ class Estimate:
     utilization_limit: float
     rows: tuple[LayerEstimate, ...]
     warnings: tuple[str, ...] = ()
+    dsp_needed: int = 0  # DSPs the design asks for before Vivado caps them at the device's count
 
     @property
     def totals(self) -> dict[str, int]:
@@ -198,6 +240,8 @@ class Estimate:
     @property
     def fits(self) -> bool:
         have = self.available
+        if self.dsp_needed > have["dsp"] * self.utilization_limit:
+            return False
         return all(used == 0 or (have[key] > 0 and used / have[key] <= self.utilization_limit)
                    for key, used in self.totals.items())
 
@@ -228,6 +272,7 @@ class Estimate:
             "available": self.available,
             "utilization_percent": {k: (None if math.isinf(v) else v) for k, v in self.utilization.items()},
             "fits": self.fits,
+            "dsp_needed": self.dsp_needed,
             "latency_cycles": self.latency_cycles,
             "latency_ns": self.latency_ns,
             "ii": self.ii,
@@ -262,7 +307,8 @@ class Estimate:
 
 def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: str = "io_parallel",
              clock_period: float | None = None, utilization_limit: float = 0.8,
-             constants: ModelConstants = CONSTANTS) -> Estimate:
+             constants: ModelConstants = CONSTANTS, types: Mapping | None = None,
+             multipliers: str = "auto") -> Estimate:
     """Estimate resources and latency of ``graph`` on ``board``.
 
     Args:
@@ -275,6 +321,16 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
         clock_period: clock period in ns; the board's ``clock_period_ns`` when None.
         utilization_limit: ``fits`` requires every resource at or below this fraction (0, 1].
         constants: the model's constants (:data:`CONSTANTS`), replaceable for calibration.
+        types: types the design is built with where they differ from the graph's, e.g.
+            ``{"dense0": {"accum": "fixed<16,6>"}, "*": {"result": "fixed<16,6>"}}`` (``"*"``
+            applies to every node it fits). Keys: ``accum`` (a dense node's adder width; its
+            products are truncated to it, as hls4ml casts them to ``accum_t``), ``result`` (the
+            width the next node reads; a dense node's defaults to its ``accum``), ``weight`` (the
+            declared weight width, used where weights are not constants). An hls4ml design built
+            with its default ``ap_fixed<16,6>`` is ``{"*": {"accum": "fixed<16,6>", "result": ...}}``.
+        multipliers: ``"auto"`` (Vivado/Vitis choose DSP or LUTs by operand widths), ``"dsp"``
+            or ``"lut"`` (the build forces every real multiplier into DSPs or into fabric, as
+            ``config_op mul -impl dsp|fabric`` does).
     """
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
@@ -291,27 +347,92 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
             or not 0 < utilization_limit <= 1:
         raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
     rf_of = _reuse_factors(graph, reuse_factor)
+    if multipliers not in MULTIPLIERS:
+        raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
+    widths = _resolve_types(graph, types)
 
-    ctx = _Context(board, strategy, io_type, float(clock), constants)
+    ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers)
     rows, warnings = [], []
     for node in graph.compute_nodes():
         src = graph[node.inputs[0]]
         if node.op == "dense":
-            row = _dense(node, src, rf_of[node.name], ctx, warnings)
+            row = _dense(node, src, rf_of[node.name], ctx, widths, warnings)
         elif node.op == "threshold":
-            row = _threshold(node, src, ctx)
+            row = _threshold(node, src, ctx, widths)
+        elif node.op == "cast":
+            row = _cast(node, src, ctx, widths)
         else:
-            raise EstimateError(f"graph node {node.name!r}: estimate does not know op {node.op!r} yet")
-        rows.append(_stream(row, node, ctx))
+            raise EstimateError(
+                f"graph node {node.name!r}: estimate does not know op {node.op!r} yet; it models "
+                f"{', '.join(KNOWN_OPS)} (update edgebnn or estimate a graph without this node)"
+            )
+        rows.append(_stream(row, node, ctx, widths))
+    dsp_needed = sum(r.dsp for r in rows)
+    rows = _cap_dsp(rows, board, warnings)
     rf_shown = dict(reuse_factor) if isinstance(reuse_factor, Mapping) else int(reuse_factor)
-    est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit), tuple(rows), ())
-    tot = est.totals
-    if tot["dsp"] > board.dsp:
-        warnings.append(
-            f"the design needs {tot['dsp']} DSPs but {board.name} has {board.dsp}; Vivado caps DSP use at the "
-            f"device's count and builds the other multipliers from LUTs, so expect more LUTs than estimated"
-        )
-    return dataclasses.replace(est, warnings=tuple(warnings))
+    est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit),
+                   tuple(rows), tuple(warnings), dsp_needed)
+    return est
+
+
+KNOWN_OPS = ("dense", "threshold", "cast")
+MULTIPLIERS = ("auto", "dsp", "lut")
+_TYPE_KEYS = ("accum", "result", "weight")
+
+
+def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: str = "io_parallel",
+        clock_period: float | None = None, types: Mapping | None = None, multipliers: str = "auto",
+        constants: ModelConstants = CONSTANTS) -> "Fit":
+    """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
+
+    Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
+    (:func:`valid_reuse_factors`; others would be snapped to one of these), tried in
+    ascending order with one model-wide reuse factor; a design fits when every resource is
+    at most ``limit`` of the board. Returns a :class:`Fit`; when nothing fits, its
+    ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
+    the largest reuse factor.
+    """
+    if isinstance(graph, (str, os.PathLike)):
+        graph = Graph.load(graph)
+    dense = [n for n in graph.compute_nodes() if n.op == "dense"]
+    candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*n.params["weight"].shape)}) or [1]
+    kwargs = dict(strategy=strategy, io_type=io_type, clock_period=clock_period, utilization_limit=limit,
+                  types=types, multipliers=multipliers, constants=constants)
+    tried = []
+    last = None
+    for rf in candidates:
+        est = estimate(graph, board, reuse_factor=rf, **kwargs)
+        tried.append((rf, est.fits))
+        if est.fits:
+            return Fit(rf, est, tuple(tried), "")
+        last = est
+    over = {k: f"{v:.0f}%" for k, v in last.utilization.items() if v > 100 * limit}
+    reason = (f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
+              f"reuse factor {candidates[-1]} needs " + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
+              + " of the board; try the Resource strategy, narrower weights or a larger board")
+    return Fit(None, None, tuple(tried), reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """Result of :func:`fit`: the reuse factor and its estimate, or None and the reason."""
+
+    reuse_factor: int | None
+    estimate: Estimate | None
+    tried: tuple[tuple[int, bool], ...]
+    reason: str
+
+    @property
+    def fits(self) -> bool:
+        return self.reuse_factor is not None
+
+    def __str__(self) -> str:
+        if not self.fits:
+            return self.reason
+        e = self.estimate
+        return (f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
+                f"{self.reuse_factor} (latency {e.latency_cycles} cycles, II {e.ii}; tried "
+                f"{len(self.tried)} value(s))")
 
 
 # --------------------------------------------------------------------------- internals
@@ -324,6 +445,7 @@ class _Context:
     io_type: str
     clock: float
     c: ModelConstants
+    multipliers: str = "auto"
 
     @property
     def usable_ns(self) -> float:
@@ -334,6 +456,68 @@ class _Context:
 
     def cycles(self, ns: float) -> int:
         return math.ceil(ns / self.usable_ns) if ns > 0 else 0
+
+
+def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
+    """Node name -> {"accum"/"result"/"weight": FixedType} as the design is built."""
+    out: dict[str, dict[str, FixedType]] = {n.name: {} for n in graph.nodes}
+    if types is None:
+        types = {}
+    if not isinstance(types, Mapping):
+        raise EstimateError(f"types must map node names (or '*') to {{'accum'|'result'|'weight': type}}, got {types!r}")
+    for name in types:
+        if name != "*" and name not in out:
+            raise EstimateError(f"types names node {name!r}, which graph {graph.name!r} does not have; its nodes are "
+                                f"{', '.join(out)}")
+    for node in graph.nodes:
+        for key in ("*", node.name):
+            spec = types.get(key) or {}
+            if not isinstance(spec, Mapping):
+                raise EstimateError(f"types[{key!r}] must be a mapping like {{'accum': 'fixed<16,6>'}}, got {spec!r}")
+            for what, value in spec.items():
+                if what not in _TYPE_KEYS:
+                    raise EstimateError(f"types[{key!r}] has key {what!r}; use {', '.join(_TYPE_KEYS)}")
+                if what in ("accum", "weight") and node.op != "dense":
+                    if key == "*":
+                        continue
+                    raise EstimateError(f"types[{key!r}][{what!r}]: node {node.name!r} is a {node.op} node, "
+                                        f"only dense nodes have an {what} type")
+                try:
+                    out[node.name][what] = value if isinstance(value, FixedType) else FixedType.from_string(value)
+                except (ValueError, TypeError) as err:
+                    raise EstimateError(f"types[{key!r}][{what!r}] = {value!r} is not a fixed-point type ({err})") from None
+    for node in graph.nodes:
+        t = out[node.name]
+        if node.op == "dense":
+            t.setdefault("accum", node.type)
+            t.setdefault("weight", node.fixed_attr("weight_type"))
+            t.setdefault("result", t["accum"] if t["accum"] is not node.type else node.type)
+        t.setdefault("result", node.type)
+    return out
+
+
+def _cap_dsp(rows: list[LayerEstimate], board: Board, warnings: list[str]) -> list[LayerEstimate]:
+    """Vivado's ``synth_design -max_dsp`` default: no more DSPs than the device has; the other
+    multipliers are built from LUTs (taken evenly from every layer)."""
+    need = sum(r.dsp for r in rows)
+    if need <= board.dsp:
+        return rows
+    warnings.append(
+        f"the design needs {need} DSPs but {board.name} has {board.dsp}; Vivado caps DSP use at the device's count "
+        f"and builds the other {need - board.dsp} multipliers from LUTs (included in the LUT estimate)"
+    )
+    keep = board.dsp / need
+    out = []
+    for r in rows:
+        if not r.dsp:
+            out.append(r)
+            continue
+        dsp = math.floor(r.dsp * keep)
+        moved = r.dsp - dsp
+        extra = math.ceil(moved * r.detail.get("lut_per_dsp", 0.0))
+        out.append(dataclasses.replace(r, dsp=dsp, lut=r.lut + extra,
+                                       detail={**r.detail, "dsp_moved_to_lut": moved, "lut_for_moved_dsp": extra}))
+    return out
 
 
 def _strategy(strategy) -> str:
@@ -447,16 +631,18 @@ def _bram18(width_bits: int, depth: int, shapes) -> int:
     return math.ceil(width_bits / port) * math.ceil(depth / max_depth)
 
 
-def _dense(node: Node, src: Node, rf: int, ctx: _Context, warnings: list[str]) -> LayerEstimate:
+def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str]) -> LayerEstimate:
     c = ctx.c
     w = np.asarray(node.params["weight"], dtype=np.int64)
-    wt = node.fixed_attr("weight_type")
+    wt = widths[node.name]["weight"]
     n_in, n_out = w.shape
-    wx, wa = src.type.width, node.type.width
+    wx = widths[src.name]["result"].width
+    wa = widths[node.name]["accum"].width
+    wr = widths[node.name]["result"].width
     bias = node.params.get("bias")
     bias_terms = (np.asarray(bias) != 0).astype(np.int64) if bias is not None else np.zeros(n_out, np.int64)
     detail: dict[str, Any] = {"n_in": n_in, "n_out": n_out, "input_bits": wx, "weight_bits": wt.width,
-                              "accumulator_bits": wa}
+                              "accumulator_bits": wa, "result_bits": wr}
 
     if ctx.strategy == "Resource":
         valid = valid_reuse_factors(n_in, n_out)
@@ -470,80 +656,117 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, warnings: list[str]) -
             rf = used
     detail["reuse_factor"] = rf
     weights_in_memory = ctx.strategy == "Resource" and rf > 1
-
     small = wt.width <= c.free_operand_bits or wx <= c.free_operand_bits
+    mag = np.abs(w)
     if weights_in_memory:
-        # every product exists; its operands are the declared widths
+        # every product exists and is a general multiplier of the declared widths
         present = np.ones(w.shape, dtype=bool)
-        free = np.full(w.shape, small)
         we = np.full(w.shape, wt.width, dtype=np.int64)
+        free = np.full(w.shape, small)
+        shift_add = np.zeros(w.shape, dtype=bool)
+        digits = np.zeros(w.shape, dtype=np.int64)
         terms = np.full(n_out, n_in, dtype=np.int64) + (1 if bias is not None else 0)
     else:
-        mag = np.abs(w)
+        # constant weights: HLS turns a product with few signed digits into shifts and adds
         present = mag != 0
-        pow2 = present & ((mag & (mag - 1)) == 0)
-        free = present & (small | pow2)
+        digits = _csd_digits(mag)
+        free = present & (small | (digits <= 1))
+        shift_add = present & ~free & (digits < c.mult_min_csd_digits)
         we = _signed_bits(mag, wt.signed)
         terms = present.sum(axis=0) + bias_terms
-    real = present & ~free
-    dsp_prod = real & (we > c.lut_mult_max_bits) & (wx > c.lut_mult_max_bits)
-    lut_prod = real & ~dsp_prod
-
-    slices = int(_dsp_slices(np.full(int(dsp_prod.sum()), wx), we[dsp_prod], ctx.board.dsp_ports).sum())
-    if weights_in_memory or rf > 1:
-        # a shared multiplier sees a different weight every cycle: a general Wx x we multiplier
-        lut_mult_cost = c.lut_per_mult_bit2 * float((wx * we[lut_prod]).sum())
+    real = present & ~free & ~shift_add                     # "mul" operations
+    wide = (we > c.lut_mult_max_bits) & (wx > c.lut_mult_max_bits)
+    if ctx.multipliers == "dsp":
+        dsp_prod = real
+    elif ctx.multipliers == "lut":
+        dsp_prod = np.zeros_like(real)
     else:
-        # a constant multiplier: one adder of Wx + we bits per extra signed digit of the weight
-        digits = _csd_digits(np.abs(w)[lut_prod])
-        lut_mult_cost = c.lut_per_adder_bit * float(((digits - 1) * (wx + we[lut_prod])).sum())
+        dsp_prod = real & wide
+    lut_prod = real & ~dsp_prod
+    n_real = int(real.sum())
     n_products = int(present.sum())
-    detail["products"] = {"zero": int((~present).sum()), "free": int(free.sum()),
+    detail["products"] = {"zero": int((~present).sum()), "free": int(free.sum()), "shift_add": int(shift_add.sum()),
                           "lut": int(lut_prod.sum()), "dsp": int(dsp_prod.sum())}
 
-    dsp = math.ceil(slices / rf)
-    lut_mult = math.ceil(lut_mult_cost / rf)
-    instances = math.ceil(n_products / rf)
-    lut_mux = instances * wx * math.ceil((rf - 1) / (c.mux_inputs_per_lut - 1)) if rf > 1 else 0
+    # sharing: hls4ml's multiplier_limit bounds the "mul" instances; II follows from it
+    if weights_in_memory:
+        limit = math.ceil(n_in * n_out / rf)
+        ii = rf
+    else:
+        limit = max(1, math.ceil(n_in * n_out / rf) - math.floor(int((~present).sum()) / rf))
+        ii = max(1, min(rf, math.ceil(n_real / limit))) if rf > 1 else 1
+    shared = rf > 1 and (weights_in_memory or n_real > limit)
+    instances = min(n_real, limit) if shared else n_real
+    detail.update(multiplier_limit=limit, multiplier_instances=instances)
 
-    per_cycle = np.ceil(terms / rf).astype(np.int64)
+    wx_arr = np.full(int(dsp_prod.sum()), wx)
+    if shared:
+        # a shared multiplier sees a different weight every cycle: general multipliers of the
+        # declared width, split between DSP and LUT in the proportion of the products
+        general_wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
+        use_dsp = ctx.multipliers == "dsp" or (ctx.multipliers == "auto" and general_wide)
+        n_dsp_inst = min(instances, math.ceil(n_real / ii)) if use_dsp else 0
+        slices_each = int(_dsp_slices(np.array([wx]), np.array([wt.width]), ctx.board.dsp_ports)[0])
+        dsp = n_dsp_inst * slices_each
+        lut_mult = c.lut_per_mult_bit2 * wx * wt.width * (instances - n_dsp_inst)
+        # an ii:1 mux on the data operand; a constant weight operand is a small ROM (one LUT6
+        # holds 64 one-bit entries), a weight from memory needs none
+        w_mux = 0 if weights_in_memory else wt.width * math.ceil(ii / 64)
+        lut_mux = instances * (wx * math.ceil((ii - 1) / (c.mux_inputs_per_lut - 1)) + w_mux)
+        lut_per_dsp = c.lut_per_mult_bit2 * wx * wt.width / slices_each
+    else:
+        dsp = int(_dsp_slices(wx_arr, we[dsp_prod], ctx.board.dsp_ports).sum())
+        lut_mult = c.lut_per_adder_bit * float(((np.maximum(digits[lut_prod], 2) - 1) * (wx + we[lut_prod])).sum())
+        lut_mux = 0
+        # the same constant products built from LUTs if Vivado runs out of DSPs
+        moved = dsp_prod
+        lut_per_dsp = (c.lut_per_adder_bit * float(((digits[moved] - 1) * (wx + we[moved])).sum()) / dsp) if dsp else 0.0
+    lut_shift = c.lut_per_adder_bit * float((wx + we[shift_add]).sum())  # one adder each, never shared
+    lut_mult = math.ceil(lut_mult + lut_shift)
+
+    # adder tree over the products (truncated to the accumulator, as hls4ml casts them to accum_t)
+    per_cycle = np.ceil(terms / ii).astype(np.int64)
     term_bits = min(wa, wx + wt.width)
     adders, adder_bits = _adder_tree(per_cycle, term_bits, wa)
-    if rf > 1:  # one accumulate adder per output that has terms
-        accumulators = int((per_cycle > 0).sum())
-        adders, adder_bits = adders + accumulators, adder_bits + accumulators * wa
-    # HLS folds one add behind each DSP multiply into the slice's post-adder (UG1399, DSP
-    # multi-operation matching), so those first-level adders take no LUTs
-    folded = min(math.ceil(int(dsp_prod.sum()) / rf), adders)
+    accumulators = int((terms > per_cycle).sum()) if ii > 1 else 0  # outputs summed over cycles
+    adders, adder_bits = adders + accumulators, adder_bits + accumulators * wa
+    folded = min(dsp, adders)  # one add behind each DSP multiply sits in its post-adder
     adders -= folded
     adder_bits = max(adder_bits - folded * min(wa, term_bits + 1), 0)
     lut_add = math.ceil(c.lut_per_adder_bit * adder_bits)
 
-    # latency
-    if dsp_prod.any():
-        mult_cycles = max(1, ctx.cycles(ctx.ns("dsp_mult")))
-    elif lut_prod.any():
-        mult_cycles = max(1, ctx.cycles(ctx.ns("lut_mult")))
+    # latency: the multiply, then the adder levels, as many per cycle as the clock allows
+    if dsp:
+        mult_ns = ctx.ns("dsp_mult")
+    elif lut_mult:
+        mult_ns = ctx.ns("lut_mult")
     else:
-        mult_cycles = 0
+        mult_ns = 0.0
     widest = int(per_cycle.max(initial=0))
     levels = math.ceil(math.log2(widest)) if widest > 1 else 0
-    if rf > 1:
+    if ii > 1:
         levels += 1
-    per_cycle_levels = max(1, math.floor(ctx.usable_ns / ctx.ns("add")))
-    tree_cycles = math.ceil(levels / per_cycle_levels)
-    latency = (rf - 1) + mult_cycles + tree_cycles + 1
+    path_ns = mult_ns + levels * ctx.ns("add")
+    stages = max(1, ctx.cycles(path_ns))
+    latency = (ii - 1) + stages + c.dense_extra_cycles
     if weights_in_memory:
         latency += c.bram_read_cycles
 
-    # registers: partial sums alive at each cycle boundary inside the tree, LUT products when the
-    # multiply has its own cycle, and the output (plus accumulator) register
+    # registers: the values alive at each internal cycle boundary (the adder-tree partial sums
+    # there), the outputs, and with sharing the operands and accumulators of every multiplier
     ff = 0
-    for level in range(per_cycle_levels, levels, per_cycle_levels):
-        ff += int(np.ceil(per_cycle / 2**level).sum()) * min(wa, term_bits + level)
-    if mult_cycles:
-        ff += math.ceil(float((wx + we[lut_prod]).sum()) / rf)
-    ff += n_out * wa * (2 if rf > 1 else 1)
+    if stages > 1:
+        for b in range(1, stages):
+            level = min(levels, max(0, math.floor((b * ctx.usable_ns - mult_ns) / ctx.ns("add"))))
+            ff += int(np.ceil(per_cycle / 2**level).sum()) * min(wa, term_bits + level)
+    # an output that is one DSP product (plus a bias in its post-adder) is held in the DSP's
+    # output register; any other output needs fabric registers
+    dsp_terms = dsp_prod.sum(axis=0) if not weights_in_memory else np.zeros(n_out, np.int64)
+    in_dsp = (terms - bias_terms <= 1) & (dsp_terms == 1) & (ii == 1)
+    ff += int((~in_dsp).sum()) * wr
+    if shared or ii > 1:
+        ff += accumulators * wa + instances * (wx + wt.width)
+    ff = math.ceil(c.ff_scale * ff)
 
     bram = 0
     if weights_in_memory:
@@ -552,20 +775,21 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, warnings: list[str]) -
         detail["weight_memory"] = {"depth": rf, "width_bits": width}
 
     p = _positions(node)
-    ii = rf * p
-    latency += (p - 1) * rf
+    ii_total = ii * p
+    latency += (p - 1) * ii
     detail.update(adders=adders, lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux},
-                  mult_cycles=mult_cycles, adder_levels=levels, levels_per_cycle=per_cycle_levels)
-    return LayerEstimate(node.name, "dense", lut_mult + lut_add + lut_mux, ff, dsp, bram, 0, latency, ii, detail)
+                  adder_levels=levels, path_ns=round(path_ns, 3), lut_per_dsp=lut_per_dsp, ii=ii)
+    lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux))
+    return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)
 
 
-def _threshold(node: Node, src: Node, ctx: _Context) -> LayerEstimate:
+def _threshold(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     c = ctx.c
     t = np.asarray(node.params["thresholds"], dtype=np.int64)
     lo = src.type.codes(np.broadcast_to(src.lo, (t.shape[0],)))
     hi = src.type.codes(np.broadcast_to(src.hi, (t.shape[0],)))
     live = [int(np.unique(row[(row > l) & (row <= h)]).size) for row, l, h in zip(t, lo, hi)]
-    wi, wo = src.type.width, node.type.width
+    wi, wo = widths[src.name]["result"].width, widths[node.name]["result"].width
     p = _positions(node)
     comparators = p * sum(live)
     lut_cmp = math.ceil(c.lut_per_compare_bit * comparators * wi)
@@ -578,11 +802,42 @@ def _threshold(node: Node, src: Node, ctx: _Context) -> LayerEstimate:
     return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency, 1, detail)
 
 
-def _stream(row: LayerEstimate, node: Node, ctx: _Context) -> LayerEstimate:
+def _cast(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
+    """A fixed-point conversion (optionally after relu), elementwise: per output bit a LUT
+    that selects it (zero for a negative input under relu, the saturation value on
+    overflow); rounding modes other than truncation add an incrementer; saturation compares
+    the dropped high bits. hls4ml runs it as its own activation function: ``cast_cycles``."""
+    c = ctx.c
+    ti, to = widths[src.name]["result"], widths[node.name]["result"]
+    n = int(np.prod(node.shape))
+    drop_low = max(0, to.lsb_exp - ti.lsb_exp) if ti.lsb_exp < to.lsb_exp else 0
+    drop_high = max(0, (ti.integer - (0 if ti.signed else 0)) - to.integer)
+    rounds = drop_low > 0 and to.rounding not in ("TRN",)
+    saturates = drop_high > 0 and to.overflow != "WRAP"
+    per = to.width * c.lut_per_cast_bit  # the output select (relu/saturation mux)
+    if rounds:
+        per += to.width * c.lut_per_adder_bit
+    if saturates:
+        per += math.ceil(drop_high / c.level_mux_inputs_per_lut) + 1
+    relu = bool(node.attrs.get("relu", False))
+    if not (relu or rounds or saturates) and drop_high == 0 and drop_low == 0:
+        per = 0  # a plain wire
+    lut = math.ceil(n * per)
+    # chained into the neighbouring logic when the clock leaves room, else its own cycle
+    latency = c.cast_cycles if ctx.usable_ns < c.cast_chain_ns else 0
+    ff = n * to.width if latency else 0
+    detail = {"elements": n, "input_bits": ti.width, "output_bits": to.width, "relu": relu,
+              "rounds": rounds, "saturates": saturates}
+    return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, 1, detail)
+
+
+def _stream(row: LayerEstimate, node: Node, ctx: _Context, widths) -> LayerEstimate:
+    """io_stream: each node's output goes through a FIFO (depth 1 for io_parallel-shaped
+    dense outputs, in registers) and the node reads and writes its stream: a cycle each."""
     if ctx.io_type != "io_stream":
         return row
-    fifo = int(np.prod(node.shape)) * node.type.width
-    return dataclasses.replace(row, ff=row.ff + fifo, latency=row.latency + 1,
+    fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width
+    return dataclasses.replace(row, ff=row.ff + fifo, latency=row.latency + ctx.c.stream_cycles,
                                detail={**row.detail, "stream_fifo_bits": fifo})
 
 

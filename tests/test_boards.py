@@ -183,3 +183,14 @@ def test_board_module_imports_no_tensorflow_or_hls4ml():
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not {n for n in names if n.split(".")[0] in ("tensorflow", "keras", "hls4ml")}
+
+
+def test_at_least_twelve_boards_and_the_cli_lists_them(capsys):
+    from edgebnn.cli import main
+
+    assert len(SHIPPED) >= 12
+    assert main(["boards"]) == 0
+    out = capsys.readouterr().out
+    for p in SHIPPED:
+        assert p.stem in out
+    assert "xc7z007sclg400-1" in out and "220" in out

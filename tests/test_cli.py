@@ -56,12 +56,14 @@ def test_bad_config_is_one_line(tmp_path, capsys):
 
 
 def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch, capsys):
-    import edgebnn.train
+    import importlib
+
+    train_module = importlib.import_module("edgebnn.train")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(edgebnn.train, "train", interrupted)
+    monkeypatch.setattr(train_module, "train", interrupted)
     assert cli.main(["run", EXAMPLE, "-o", str(tmp_path / "out")]) == 130
     assert os.listdir(tmp_path) == []
 
@@ -89,9 +91,10 @@ def test_unfreezable_layer_is_named_and_nothing_written(tmp_path, capsys):
 
 
 def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
-    import edgebnn.freeze
+    import importlib
 
-    real_freeze = edgebnn.freeze.freeze
+    freeze_module = importlib.import_module("edgebnn.freeze")  # edgebnn.freeze is the function
+    real_freeze = freeze_module.freeze
 
     def broken_freeze(model, **kwargs):
         graph = real_freeze(model, **kwargs)
@@ -99,7 +102,7 @@ def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
         levels[:] = levels[:, ::-1]  # a wrong deployment: every output level reversed
         return graph
 
-    monkeypatch.setattr(edgebnn.freeze, "freeze", broken_freeze)
+    monkeypatch.setattr(freeze_module, "freeze", broken_freeze)
     out = tmp_path / "out"
     assert cli.main(["run", str(quick_config(tmp_path)), "-o", str(out)]) == 1
     summary = json.loads((out / "summary.json").read_text())

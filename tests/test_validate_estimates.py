@@ -1,0 +1,56 @@
+"""bench/validate_estimates.py runs on any CSV with the reference columns and ends with the
+one median line."""
+
+import csv
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "validate_estimates.py"
+REFERENCE = pathlib.Path("/work/shared/reference/hls4ml_synthesis_results.csv")
+LINE = re.compile(r"^median abs error: LUT \d+(\.\d+)?% FF \d+(\.\d+)?% DSP \d+(\.\d+)?% latency \d+(\.\d+)?%$")
+
+
+@pytest.mark.skipif(not REFERENCE.is_file(), reason="shared reference CSV not present")
+def test_three_row_subset_prints_rows_and_the_median_line(tmp_path):
+    with open(REFERENCE, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows = {r["id"]: r for r in reader}
+        fields = reader.fieldnames
+    subset = tmp_path / "subset.csv"
+    with open(subset, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        for rid in ("6", "95", "2"):  # two MLPs (one with post-synthesis numbers) and a CNN
+            w.writerow(rows[rid])
+    out = subprocess.run([sys.executable, str(SCRIPT), str(subset)], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    lines = out.strip().splitlines()
+    assert LINE.match(lines[-1]), lines[-1]
+    assert sum(1 for line in lines if line.startswith("median abs error:")) == 1
+    assert "2 rows estimated" in out and "1 rows not covered" in out and "convolution" in out
+    assert re.search(r"^\s*6 dnnsi_mlp_pr75_rf1\s+DSP\s+\d+\s+162\s", out, re.M)
+    assert re.search(r"^\s*95 hls4ml_testreport_dense16x5\s+latency\s+\d+\s+10\s", out, re.M)
+    assert "random" in out and "zero weights" in out
+
+
+def test_parsing_helpers():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import validate_estimates as v
+
+    assert v.parse_architecture("Dense(4->128) -> relu -> Dense(128->3) -> softmax") == [
+        ("dense", 4, 128), ("relu", 128, 128), ("dense", 128, 3)]
+    assert v.parse_types("ap_fixed<16,6>;ap_ufixed<8,0,AP_RND_CONV,AP_SAT>") == [(True, 16, 6), (False, 8, 0)]
+    with pytest.raises(v.NotCovered, match="convolution"):
+        v.parse_architecture("Conv2D(in=28x28x1,k=3x3,f=4,s=1,out=26x26) -> relu")
+    design = {"steps": [("dense", 4, 8), ("relu", 8, 8), ("dense", 8, 2)], "weight": (True, 8, 1), "zeros": 10}
+    w = v.draw_weights(design)
+    assert [a.shape for a in w] == [(4, 8), (8, 2)]
+    assert sum(int((a == 0).sum()) for a in w) == 10
+    assert all(a.min() >= -128 and a.max() <= 127 for a in w)
+    assert v.board_for_part("xc7z020-clg400-1").dsp == 220
+    assert v.board_for_part("xc7z007s-clg225-2").name == "cora-z7-07s"
