@@ -54,6 +54,7 @@ try:  # registration with Keras; the deployment side works without Keras install
             import tensorflow  # noqa: F401
     from . import constraints, layers, quantizers  # noqa: F401
     from .freeze import freeze  # noqa: F401
+    from .summary import summary  # noqa: F401
 except ImportError:  # pragma: no cover - exercised by the TensorFlow-free test in a subprocess
     pass
 

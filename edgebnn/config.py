@@ -27,6 +27,8 @@ SCHEMA: dict[str, Any] = {
         "optimizer": str,
         "learning_rate": float,
         "learning_rate_decay": float,
+        "bop_gamma": float,
+        "bop_threshold": float,
         "seed": int,
     },
     "export": {
@@ -48,6 +50,8 @@ DEFAULTS: dict[str, Any] = {
         "optimizer": "adam",
         "learning_rate": 0.01,
         "learning_rate_decay": 1.0,
+        "bop_gamma": 1e-4,
+        "bop_threshold": 1e-8,
         "seed": 0,
     },
     "export": {
@@ -59,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
-OPTIMIZERS = ("adam", "sgd", "rmsprop")
+OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")  # bop: Bop on binary kernels, Adam on the rest
 
 
 class ConfigError(EdgebnnError):

@@ -131,7 +131,7 @@ def plan(model) -> list[Step]:
                     f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'"
                 )
             steps.append(Step(layer.name, "dense", layer, sources=[layer.name]))
-            if layer.use_bias:
+            if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
                 pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias)))
                 pending_layers.append(layer.name)
             if layer.activation is not None and layer.activation is not keras.activations.linear:
@@ -249,13 +249,23 @@ def _model_jit(model) -> bool:
 
 def _dense(step: Step, src: Node) -> Node:
     layer = step.layer
-    hw = layer.kernel_quantizer.hardware()
-    values = np.asarray(ops.convert_to_numpy(layer.quantized_kernel()), dtype=np.float64)
-    if not hw.type.contains(values):
+    w_type, w_codes = _on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    bias = bias_type = None
+    if layer.use_bias and layer.bias_quantizer is not None:
+        bias_type, bias = _on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
+    return dense_node(step.name, src, w_codes, w_type, bias, bias_type, source=",".join(step.sources))
+
+
+def _on_declared_grid(layer, which: str, tensor):
+    """(type, integer codes) of a quantized weight tensor, checked against the quantizer's grid."""
+    hw = getattr(layer, which).hardware()
+    values = np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
+    if hw.kind not in ("binary", "fixed") or hw.type is None or not hw.type.contains(values):
         raise FreezeError(
-            f"layer {layer.name!r} (QuantDense): its kernel_quantizer output is not on the grid {hw.type} it declares"
+            f"layer {layer.name!r} ({type(layer).__name__}): its {which} {getattr(layer, which)!r} does not put the "
+            f"weights on one fixed-point grid; freeze supports binary and fixed-point weight quantizers for now"
         )
-    return dense_node(step.name, src, hw.type.codes(values), hw.type, source=",".join(step.sources))
+    return hw.type, hw.type.codes(values)
 
 
 class _Replay(keras.layers.Layer):

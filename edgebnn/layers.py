@@ -1,7 +1,17 @@
 """Keras 3 layers whose inputs and weights pass through edgebnn quantizers.
 
+Each layer subclasses the Keras layer of the same name and changes only ``call``: the input
+passes ``input_quantizer``, each weight passes its quantizer (``kernel_quantizer``,
+``depthwise_quantizer``, ``pointwise_quantizer``, ``bias_quantizer``), then the Keras
+arithmetic runs unchanged. A quantizer left at None means that tensor stays float.
+
 The layers keep the user's quantizers exactly as given (no silent substitution) and serialize
 every argument, so a saved ``.keras`` model loads back after ``import edgebnn`` alone.
+
+``pad_values`` (convolutions, as in larq): with ``padding="same"`` the quantized input is
+padded with this constant and a "valid" convolution follows. A binary network pads with
+``1.0`` or ``-1.0`` so that the padded border stays on the binary grid; ``0.0`` (the default)
+is ordinary zero padding. Only ``channels_last`` is supported.
 """
 
 from __future__ import annotations
@@ -16,42 +26,291 @@ def _quantizer_arg(value):
     return q.get(value)
 
 
+def _tag(variable, quantizer, role="kernel") -> None:
+    """Remember on a weight which quantizer reads it and whether it is a kernel (dense, conv,
+    depthwise or pointwise) or a bias: ``optimizers.is_binary_kernel`` and ``summary`` look it
+    up there, so no variable-name convention is needed."""
+    variable._edgebnn_quantizer = quantizer
+    variable._edgebnn_role = role
+
+
+def quantizer_of(variable):
+    """The quantizer an edgebnn layer applies to ``variable`` (None when it stays float)."""
+    return getattr(variable, "_edgebnn_quantizer", None)
+
+
+def role_of(variable):
+    """``"kernel"`` or ``"bias"`` for weights of edgebnn layers, else None."""
+    return getattr(variable, "_edgebnn_role", None)
+
+
+def _apply(quantizer, x):
+    return x if quantizer is None else quantizer(x)
+
+
+def _quantize_input(layer, inputs, training):
+    if layer.input_quantizer is None:
+        return inputs
+    return layer.input_quantizer(inputs, training=training)
+
+
+def _bias_and_activation(layer, x):
+    if layer.use_bias:
+        x = ops.add(x, layer.quantized_bias())  # channels_last: the bias broadcasts on the last axis
+    if layer.activation is not None:
+        x = layer.activation(x)
+    return x
+
+
+def _serialize_quantizers(layer, config, keys):
+    for key in keys:
+        config[key] = q.serialize(getattr(layer, key))
+    return config
+
+
+# ------------------------------------------------------------------------------- padding
+
+
+def _same_padding(size, kernel, stride, dilation):
+    """TensorFlow's (and Keras') split of "same" padding: the odd pixel goes after."""
+    extent = (kernel - 1) * dilation + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + extent - size, 0)
+    return total // 2, total - total // 2
+
+
+def _check_conv_args(layer):
+    name = type(layer).__name__
+    if layer.data_format != "channels_last":
+        raise ValueError(
+            f"{name} supports data_format='channels_last' only (got {layer.data_format!r}); "
+            "transpose the input to channels_last"
+        )
+    if layer.padding == "causal" and layer.pad_values != 0.0:
+        raise ValueError(f"{name}: padding='causal' pads with zeros; pad_values={layer.pad_values} needs padding='same'")
+
+
+def _pad_input(layer, x):
+    """``(x, padding)`` for the convolution: with non-zero ``pad_values`` and "same" padding,
+    ``x`` padded explicitly and "valid"; otherwise unchanged (Keras pads with zeros itself)."""
+    padding = layer.padding
+    if padding == "causal":  # Conv1D: zeros on the left, as keras.layers.Conv1D does
+        left = layer.dilation_rate[0] * (layer.kernel_size[0] - 1)
+        return ops.pad(x, ((0, 0), (left, 0), (0, 0))), "valid"
+    if padding != "same" or layer.pad_values == 0.0:
+        return x, padding
+    widths = [(0, 0)]
+    for axis, (k, s, d) in enumerate(zip(layer.kernel_size, layer.strides, layer.dilation_rate), start=1):
+        size = x.shape[axis]
+        if size is None and s != 1:
+            raise ValueError(
+                f"layer {layer.name!r} ({type(layer).__name__}): pad_values with strides={layer.strides} needs a "
+                "known spatial input size; give the model a fixed input shape"
+            )
+        widths.append(_same_padding(size or 1, k, s, d))
+    widths.append((0, 0))
+    return ops.pad(x, widths, constant_values=layer.pad_values), "valid"
+
+
+# --------------------------------------------------------------------------------- dense
+
+
 @keras.saving.register_keras_serializable(package="edgebnn")
 class QuantDense(keras.layers.Dense):
-    """``Dense`` with an ``input_quantizer`` on its inputs and a ``kernel_quantizer`` on its
-    kernel: ``y = q_in(x) @ q_k(W) + b``. ``bias_quantizer`` is not supported yet; a float
-    bias is allowed where a quantizer follows (freeze folds it into thresholds)."""
+    """``Dense`` on quantized inputs and weights: ``y = q_in(x) @ q_k(W) + q_b(b)``.
 
-    def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, **kwargs):
+    A float bias (``bias_quantizer=None``) is allowed where a quantizer follows (freeze folds
+    it into thresholds).
+    """
+
+    _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
+
+    def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, bias_quantizer=None,
+                 **kwargs):
         super().__init__(units, use_bias=use_bias, **kwargs)
         self.input_quantizer = _quantizer_arg(input_quantizer)
         self.kernel_quantizer = _quantizer_arg(kernel_quantizer)
+        self.bias_quantizer = _quantizer_arg(bias_quantizer)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        _tag(self._kernel, self.kernel_quantizer)
+        if self.use_bias:
+            _tag(self.bias, self.bias_quantizer, "bias")
 
     def quantized_kernel(self):
-        k = self.kernel
-        return k if self.kernel_quantizer is None else self.kernel_quantizer(k)
+        return _apply(self.kernel_quantizer, self.kernel)
+
+    def quantized_bias(self):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
 
     def call(self, inputs, training=None):
-        x = inputs if self.input_quantizer is None else self.input_quantizer(inputs, training=training)
+        x = _quantize_input(self, inputs, training)
         x = ops.matmul(x, self.quantized_kernel())
-        if self.bias is not None:
-            x = ops.add(x, self.bias)
-        if self.activation is not None:
-            x = self.activation(x)
-        return x
+        return _bias_and_activation(self, x)
 
     def get_config(self):
-        config = super().get_config()
-        config["input_quantizer"] = q.serialize(self.input_quantizer)
-        config["kernel_quantizer"] = q.serialize(self.kernel_quantizer)
-        return config
+        return _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in ("input_quantizer", "kernel_quantizer"):
+        for key in cls._quantizer_keys:
             config[key] = q.get(config.get(key))
         return super().from_config(config)
+
+
+# ------------------------------------------------------------------------- convolutions
+
+
+class _QuantConv:
+    """Shared ``call`` of QuantConv1D/2D: ``conv(pad(q_in(x)), q_k(W)) + q_b(b)``."""
+
+    _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
+
+    def _init_quant(self, input_quantizer, kernel_quantizer, bias_quantizer, pad_values):
+        self.input_quantizer = _quantizer_arg(input_quantizer)
+        self.kernel_quantizer = _quantizer_arg(kernel_quantizer)
+        self.bias_quantizer = _quantizer_arg(bias_quantizer)
+        self.pad_values = float(pad_values)
+        _check_conv_args(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        _tag(self._kernel, self.kernel_quantizer)
+        if self.use_bias:
+            _tag(self.bias, self.bias_quantizer, "bias")
+
+    def quantized_kernel(self):
+        return _apply(self.kernel_quantizer, self.kernel)
+
+    def quantized_bias(self):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+
+    def call(self, inputs, training=None):
+        x = _quantize_input(self, inputs, training)
+        x, padding = _pad_input(self, x)
+        x = ops.conv(x, self.quantized_kernel(), strides=list(self.strides), padding=padding,
+                     dilation_rate=self.dilation_rate, data_format=self.data_format)
+        return _bias_and_activation(self, x)
+
+    def get_config(self):
+        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
+        config["pad_values"] = self.pad_values
+        return config
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QuantConv1D(_QuantConv, keras.layers.Conv1D):
+    """``Conv1D`` on quantized inputs and weights, with larq's ``pad_values``."""
+
+    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
+                 pad_values=0.0, **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        self._init_quant(input_quantizer, kernel_quantizer, bias_quantizer, pad_values)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QuantConv2D(_QuantConv, keras.layers.Conv2D):
+    """``Conv2D`` on quantized inputs and weights, with larq's ``pad_values``."""
+
+    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
+                 pad_values=0.0, **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        self._init_quant(input_quantizer, kernel_quantizer, bias_quantizer, pad_values)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
+    """``DepthwiseConv2D`` on quantized inputs and weights:
+    ``depthwise_conv(pad(q_in(x)), q_d(W)) + q_b(b)``, with larq's ``pad_values``."""
+
+    _quantizer_keys = ("input_quantizer", "depthwise_quantizer", "bias_quantizer")
+
+    def __init__(self, kernel_size, input_quantizer=None, depthwise_quantizer=None, bias_quantizer=None,
+                 pad_values=0.0, **kwargs):
+        super().__init__(kernel_size, **kwargs)
+        self.input_quantizer = _quantizer_arg(input_quantizer)
+        self.depthwise_quantizer = _quantizer_arg(depthwise_quantizer)
+        self.bias_quantizer = _quantizer_arg(bias_quantizer)
+        self.pad_values = float(pad_values)
+        _check_conv_args(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        _tag(self.kernel, self.depthwise_quantizer)
+        if self.use_bias:
+            _tag(self.bias, self.bias_quantizer, "bias")
+
+    def quantized_kernel(self):
+        """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
+        return _apply(self.depthwise_quantizer, self.kernel)
+
+    def quantized_bias(self):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+
+    def call(self, inputs, training=None):
+        x = _quantize_input(self, inputs, training)
+        x, padding = _pad_input(self, x)
+        x = ops.depthwise_conv(x, self.quantized_kernel(), strides=self.strides, padding=padding,
+                               dilation_rate=self.dilation_rate, data_format=self.data_format)
+        return _bias_and_activation(self, x)
+
+    def get_config(self):
+        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
+        config["pad_values"] = self.pad_values
+        return config
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QuantSeparableConv2D(keras.layers.SeparableConv2D):
+    """``SeparableConv2D`` on quantized inputs and weights:
+    ``pointwise(depthwise(pad(q_in(x)), q_d(Wd)), q_p(Wp)) + q_b(b)``, with larq's
+    ``pad_values``. The depthwise result is not quantized before the pointwise step."""
+
+    _quantizer_keys = ("input_quantizer", "depthwise_quantizer", "pointwise_quantizer", "bias_quantizer")
+
+    def __init__(self, filters, kernel_size, input_quantizer=None, depthwise_quantizer=None,
+                 pointwise_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        self.input_quantizer = _quantizer_arg(input_quantizer)
+        self.depthwise_quantizer = _quantizer_arg(depthwise_quantizer)
+        self.pointwise_quantizer = _quantizer_arg(pointwise_quantizer)
+        self.bias_quantizer = _quantizer_arg(bias_quantizer)
+        self.pad_values = float(pad_values)
+        _check_conv_args(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        _tag(self.depthwise_kernel, self.depthwise_quantizer)
+        _tag(self.pointwise_kernel, self.pointwise_quantizer)
+        if self.use_bias:
+            _tag(self.bias, self.bias_quantizer, "bias")
+
+    def quantized_depthwise_kernel(self):
+        return _apply(self.depthwise_quantizer, self.depthwise_kernel)
+
+    def quantized_pointwise_kernel(self):
+        return _apply(self.pointwise_quantizer, self.pointwise_kernel)
+
+    def quantized_bias(self):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+
+    def call(self, inputs, training=None):
+        x = _quantize_input(self, inputs, training)
+        x, padding = _pad_input(self, x)
+        x = ops.separable_conv(x, self.quantized_depthwise_kernel(), self.quantized_pointwise_kernel(),
+                               strides=self.strides, padding=padding, dilation_rate=self.dilation_rate,
+                               data_format=self.data_format)
+        return _bias_and_activation(self, x)
+
+    def get_config(self):
+        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
+        config["pad_values"] = self.pad_values
+        return config
+
+
+# --------------------------------------------------------------------------- activation
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")

@@ -35,17 +35,26 @@ def seed_everything(seed: int) -> None:
 
 
 def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate=0.01,
-          learning_rate_decay=1.0, seed=0, log: Callable[[str], None] = print):
+          learning_rate_decay=1.0, seed=0, log: Callable[[str], None] = print, bop_gamma=1e-4,
+          bop_threshold=1e-8):
     """Compile and fit ``model`` on integer labels ``y`` with logits outputs.
 
     ``learning_rate_decay`` multiplies the learning rate once per epoch (exponential decay).
+    ``optimizer="bop"`` trains binary kernels with :class:`edgebnn.optimizers.Bop`
+    (``bop_gamma``, ``bop_threshold``) and every other variable with Adam at ``learning_rate``.
     """
     seed_everything(seed)
     steps = int(np.ceil(len(x) / batch_size))
     lr = keras.optimizers.schedules.ExponentialDecay(learning_rate, steps, learning_rate_decay)
-    opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop}[optimizer]
+    if optimizer == "bop":
+        from .optimizers import bop_optimizer
+
+        opt = bop_optimizer(keras.optimizers.Adam(learning_rate=lr), threshold=bop_threshold, gamma=bop_gamma)
+    else:
+        opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
+               "rmsprop": keras.optimizers.RMSprop}[optimizer](learning_rate=lr)
     model.compile(
-        optimizer=opt(learning_rate=lr),
+        optimizer=opt,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )

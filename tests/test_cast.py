@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import edgebnn  # noqa: F401
+from edgebnn.fixed import FixedType
 from edgebnn.freeze import FreezeWarning, freeze
 from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
@@ -89,3 +90,22 @@ def test_wrapping_cast_bounds_cover_the_type():
     sat = cast_node("s", src, FixedType.from_string("fixed<4,2,TRN,SAT>"), relu=True)
     assert wrap.lo.tolist() == [-2.0, -2.0] and wrap.hi.tolist() == [1.75, 1.75]
     assert sat.lo.tolist() == [0.0, 0.0] and sat.hi.tolist() == [1.75, 1.75]
+
+
+def test_quantized_bias_is_exact_in_the_dense_node(tmp_path):
+    model = keras.Sequential([
+        keras.Input((8,)),
+        QuantDense(6, input_quantizer="quantized_bits(6, 2)", kernel_quantizer="quantized_bits(4, 0)",
+                   bias_quantizer="quantized_bits(5, 1)", activation="relu"),
+        QuantActivation("quantized_bits(6, 3)"),
+    ])
+    model.layers[0].bias.assign(np.linspace(-1.7, 1.3, 6).astype(np.float32))
+    graph = freeze(model)
+    dense = graph.nodes[1]
+    assert [n.op for n in graph.nodes] == ["input", "dense", "cast"] and "bias" in dense.params
+    assert dense.fixed_attr("bias_type") == FixedType.from_string("fixed<5,2,RND_CONV,SAT>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        project = export(graph, tmp_path / "prj", board=BOARD)
+    report = verify(model, graph, inputs(), project=project)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()

@@ -42,3 +42,15 @@ def test_weight_clip_and_quantized_kernel():
         keras.ops.convert_to_numpy(layer.kernel_constraint(layer.kernel)),
         np.array([[0.5, -0.2, 0.0], [-0.5, 0.1, 0.0]], dtype=np.float32),
     )
+
+
+def test_dense_bias_quantizer():
+    layer = QuantDense(2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", bias_quantizer="quantized_bits(4, 1)")
+    layer.build((None, 3))
+    layer.kernel.assign(np.array([[0.3, -0.1], [-0.2, 0.0], [0.5, 0.5]], dtype=np.float32))
+    layer.bias.assign(np.array([0.3, -1.1], dtype=np.float32))  # grid step 0.25: 0.25 (half to even), -1.0
+    x = np.array([[0.2, 0.4, -0.7], [-1.0, 0.0, 2.0]], dtype=np.float32)
+    want = np.where(x < 0, -1.0, 1.0) @ np.array([[1, -1], [-1, 1], [1, 1]]) + np.array([0.25, -1.0])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(x)), want)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.quantized_bias()), [0.25, -1.0])
+    assert QuantDense.from_config(layer.get_config()).bias_quantizer == layer.bias_quantizer
