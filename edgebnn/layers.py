@@ -44,8 +44,9 @@ def role_of(variable):
     return getattr(variable, "_edgebnn_role", None)
 
 
-def _apply(quantizer, x):
-    return x if quantizer is None else quantizer(x)
+def _apply(quantizer, x, training=None):
+    # training reaches the quantizer so stochastic rounding of weights happens in training only
+    return x if quantizer is None else quantizer(x, training=training)
 
 
 def _quantize_input(layer, inputs, training):
@@ -54,9 +55,9 @@ def _quantize_input(layer, inputs, training):
     return layer.input_quantizer(inputs, training=training)
 
 
-def _bias_and_activation(layer, x):
+def _bias_and_activation(layer, x, training=None):
     if layer.use_bias:
-        x = ops.add(x, layer.quantized_bias())  # channels_last: the bias broadcasts on the last axis
+        x = ops.add(x, layer.quantized_bias(training))  # channels_last: the bias broadcasts on the last axis
     if layer.activation is not None:
         x = layer.activation(x)
     return x
@@ -138,16 +139,16 @@ class QuantDense(keras.layers.Dense):
         if self.use_bias:
             _tag(self.bias, self.bias_quantizer, "bias")
 
-    def quantized_kernel(self):
-        return _apply(self.kernel_quantizer, self.kernel)
+    def quantized_kernel(self, training=None):
+        return _apply(self.kernel_quantizer, self.kernel, training)
 
-    def quantized_bias(self):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+    def quantized_bias(self, training=None):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
-        x = ops.matmul(x, self.quantized_kernel())
-        return _bias_and_activation(self, x)
+        x = ops.matmul(x, self.quantized_kernel(training))
+        return _bias_and_activation(self, x, training)
 
     def get_config(self):
         return _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
@@ -181,18 +182,18 @@ class _QuantConv:
         if self.use_bias:
             _tag(self.bias, self.bias_quantizer, "bias")
 
-    def quantized_kernel(self):
-        return _apply(self.kernel_quantizer, self.kernel)
+    def quantized_kernel(self, training=None):
+        return _apply(self.kernel_quantizer, self.kernel, training)
 
-    def quantized_bias(self):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+    def quantized_bias(self, training=None):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding = _pad_input(self, x)
-        x = ops.conv(x, self.quantized_kernel(), strides=list(self.strides), padding=padding,
+        x = ops.conv(x, self.quantized_kernel(training), strides=list(self.strides), padding=padding,
                      dilation_rate=self.dilation_rate, data_format=self.data_format)
-        return _bias_and_activation(self, x)
+        return _bias_and_activation(self, x, training)
 
     def get_config(self):
         config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
@@ -242,19 +243,19 @@ class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
         if self.use_bias:
             _tag(self.bias, self.bias_quantizer, "bias")
 
-    def quantized_kernel(self):
+    def quantized_kernel(self, training=None):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
-        return _apply(self.depthwise_quantizer, self.kernel)
+        return _apply(self.depthwise_quantizer, self.kernel, training)
 
-    def quantized_bias(self):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+    def quantized_bias(self, training=None):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding = _pad_input(self, x)
-        x = ops.depthwise_conv(x, self.quantized_kernel(), strides=self.strides, padding=padding,
+        x = ops.depthwise_conv(x, self.quantized_kernel(training), strides=self.strides, padding=padding,
                                dilation_rate=self.dilation_rate, data_format=self.data_format)
-        return _bias_and_activation(self, x)
+        return _bias_and_activation(self, x, training)
 
     def get_config(self):
         config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
@@ -287,22 +288,22 @@ class QuantSeparableConv2D(keras.layers.SeparableConv2D):
         if self.use_bias:
             _tag(self.bias, self.bias_quantizer, "bias")
 
-    def quantized_depthwise_kernel(self):
-        return _apply(self.depthwise_quantizer, self.depthwise_kernel)
+    def quantized_depthwise_kernel(self, training=None):
+        return _apply(self.depthwise_quantizer, self.depthwise_kernel, training)
 
-    def quantized_pointwise_kernel(self):
-        return _apply(self.pointwise_quantizer, self.pointwise_kernel)
+    def quantized_pointwise_kernel(self, training=None):
+        return _apply(self.pointwise_quantizer, self.pointwise_kernel, training)
 
-    def quantized_bias(self):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias)
+    def quantized_bias(self, training=None):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding = _pad_input(self, x)
-        x = ops.separable_conv(x, self.quantized_depthwise_kernel(), self.quantized_pointwise_kernel(),
+        x = ops.separable_conv(x, self.quantized_depthwise_kernel(training), self.quantized_pointwise_kernel(training),
                                strides=self.strides, padding=padding, dilation_rate=self.dilation_rate,
                                data_format=self.data_format)
-        return _bias_and_activation(self, x)
+        return _bias_and_activation(self, x, training)
 
     def get_config(self):
         config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)

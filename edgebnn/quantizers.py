@@ -6,41 +6,104 @@ tensor (forward exactly as the hardware computes it) with the gradient of its es
 
 String aliases work wherever a quantizer is accepted: ``"ste_sign"``, ``"quantized_bits"``, or
 QKeras-style calls such as ``"quantized_bits(8, 0, keep_negative=False)"``.
+
+Families (each class documents its forward and gradient as math):
+
+- larq: ``SteSign``, ``ApproxSign``, ``SwishSign``, ``MagnitudeAwareSign``, ``SteHeaviside``,
+  ``SteTern``, ``DoReFa``, ``NoOp`` (larq's numbers, larq's aliases).
+- QKeras: ``quantized_bits``, ``quantized_relu``, ``quantized_tanh``, ``binary``, ``ternary``,
+  ``quantized_po2``, ``quantized_relu_po2`` (QKeras's numbers; also importable under their
+  QKeras snake_case names).
+- ``XnorSign`` (XNOR-Net) and ``PartialQuantizer`` (a quantizer on chosen channels only).
+
+Two deliberate differences from larq/QKeras, both about exactness: the forward value is the
+quantized value itself (QKeras computes ``x + stop_gradient(q - x)``, which float32 may round
+off the grid), and stochastic rounding happens only when the caller passes ``training=True``
+(never from a global learning phase), drawn from a ``keras.random.SeedGenerator`` the quantizer
+owns.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import json
+import math
 
 import keras
+import numpy as np
 from keras import ops
 
+from .errors import EdgebnnError
 from .fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
 
 _ALIASES: dict[str, type] = {}
 
+# Keras' backend epsilon, which QKeras adds in its scale and log2 computations
+_EPS = 1e-7
+_LN2 = float(np.float32(np.log(2.0)))  # QKeras divides a float32 log by np.log(2.0) cast to float32
 
-def _register(alias: str):
+
+def _register(*aliases: str):
     def deco(cls):
         cls = keras.saving.register_keras_serializable(package="edgebnn")(cls)
-        _ALIASES[alias] = cls
-        cls.alias = alias
+        for alias in aliases:
+            _ALIASES[alias] = cls
+        cls.alias = aliases[0]
         return cls
 
     return deco
+
+
+HARDWARE_KINDS = ("binary", "unipolar", "ternary", "fixed", "grid", "po2", "scaled", "partial")
 
 
 @dataclasses.dataclass(frozen=True)
 class Hardware:
     """The grid a quantizer's outputs lie on.
 
-    ``kind`` is ``"binary"`` (values -1, +1) or ``"fixed"``; ``type`` is the fixed-point type
-    that holds the values exactly (``int<2>`` for binary).
+    ``kind`` is one of:
+
+    - ``"binary"``: values -1, +1; ``type`` is ``int<2>``.
+    - ``"unipolar"``: values 0, 1; ``type`` is ``uint<1>``.
+    - ``"ternary"``: values -1, 0, +1; ``type`` is ``int<2>``.
+    - ``"fixed"``: the quantizer *is* the conversion to ``type``: ``q(x) == type.quantize(x)``
+      for every x (its rounding and overflow modes included), so hardware may cast to it.
+    - ``"grid"``: values on the grid of ``type``, but ``q`` is not a plain conversion (e.g.
+      tanh, a sigmoid or a negative slope before the rounding): export it through thresholds
+      derived from the quantizer itself, never as a cast.
+    - ``"po2"``: values ``±2**e`` (``+2**e`` only when ``type`` is unsigned) with
+      ``exponents = (e_min, e_max)``; zero is not among them. ``type`` holds them all exactly.
+    - ``"scaled"``: values ``scale * v`` with ``v`` on the grid of ``type`` (whose own kind is
+      ``base``: ``"binary"``, ``"unipolar"``, ``"ternary"``, ``"fixed"`` (the unscaled values
+      are the conversion of x to ``type``) or ``"grid"`` (integer codes of another rounding)). ``scale`` is a
+      float (per tensor) or a tuple of floats, one per channel of ``axis``; it is None when it
+      depends on the tensor quantized: call ``hardware(x)`` or the quantizer's ``scale(x)``.
+      A scale that is not a power of two (e.g. DoReFa's ``1/(2**k - 1)``) is exact only as a
+      real number: Keras' float32 outputs are those products rounded.
+    - ``"partial"``: ``parts = (chosen, rest)`` are the forms of the channels ``channels`` of
+      ``axis`` and of the other channels (``rest`` is None when they stay float); ``type``
+      holds the values of both when both lie on fixed grids, else None.
+
+    ``kind`` and ``type`` are what freeze reads; the other fields describe the rest.
     """
 
     kind: str
-    type: FixedType
+    type: FixedType | None
+    scale: float | tuple[float, ...] | None = None
+    axis: int | None = None
+    base: str | None = None
+    exponents: tuple[int, int] | None = None
+    parts: tuple = ()
+    channels: tuple[int, ...] = ()
+
+
+INT2 = FixedType(2, 2, True, "RND_CONV", "SAT")  # holds -1, 0, +1
+UINT1 = FixedType(1, 1, False, "RND_CONV", "SAT")  # holds 0, 1
+
+
+class NoHardwareForm(EdgebnnError, NotImplementedError):
+    """The quantizer leaves values off every grid (e.g. ``NoOp``): nothing to export."""
 
 
 class Quantizer:
@@ -51,7 +114,8 @@ class Quantizer:
     def __call__(self, x, training=None):
         raise NotImplementedError
 
-    def hardware(self) -> Hardware:
+    def hardware(self, x=None) -> Hardware:
+        """The output grid; ``x`` (the tensor quantized) is needed only where a scale depends on it."""
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -69,53 +133,67 @@ class Quantizer:
         return type(self) is type(other) and self.get_config() == other.get_config()
 
     def __hash__(self):
-        return hash((type(self).__name__, tuple(sorted(self.get_config().items()))))
+        return hash((type(self).__name__, json.dumps(self.get_config(), sort_keys=True, default=repr)))
 
 
 # --------------------------------------------------------------------------- rounding
 
 
-def fixed_quantize(x, t: FixedType):
+def _round_codes(s, mode: str):
+    """``s`` rounded to integers by an ap_fixed rounding mode (Keras ops, exact in float32)."""
+    fl = ops.floor(s)
+    if mode == "TRN":
+        return fl
+    if mode == "TRN_ZERO":
+        return ops.where(s < 0, ops.ceil(s), fl)
+    frac = s - fl  # exact
+    up = frac > 0.5
+    tie = frac == 0.5
+    if mode == "RND":
+        up = up | tie
+    elif mode == "RND_ZERO":
+        up = up | (tie & (s < 0))
+    elif mode == "RND_INF":
+        up = up | (tie & (s > 0))
+    elif mode == "RND_CONV":
+        odd = ops.not_equal(fl - 2.0 * ops.floor(fl * 0.5), 0.0)
+        up = up | (tie & odd)
+    return fl + ops.cast(up, s.dtype)
+
+
+def _stochastic_codes(s, u):
+    """``floor(s) + [u < frac(s)]`` for ``u ~ U[0, 1)``: rounds up with probability
+    ``frac(s)``, so the expected code is ``s`` (unbiased) and every code is a grid neighbour."""
+    fl = ops.floor(s)
+    return fl + ops.cast(u < s - fl, s.dtype)
+
+
+def _overflow_codes(r, t: FixedType):
+    lo, hi = float(t.min_code), float(t.max_code)
+    if t.overflow == "SAT":
+        return ops.clip(r, lo, hi)
+    if t.overflow == "SAT_SYM":
+        return ops.clip(r, -hi if t.signed and t.width > 1 else lo, hi)  # ap_fixed: 1-bit keeps -1
+    if t.overflow == "SAT_ZERO":
+        return ops.where((r < lo) | (r > hi), ops.zeros_like(r), r)
+    if t.sat_bits:
+        raise ValueError(f"{t}: WRAP with saturation bits is not supported in training; use SAT")
+    span = 2.0**t.width
+    return r - span * ops.floor((r - lo) / span)
+
+
+def fixed_quantize(x, t: FixedType, u=None):
     """Keras-ops twin of :meth:`FixedType.quantize`: the same rounding and overflow modes.
 
     Exact in float32 while codes need at most 24 bits (tests prove agreement mode by mode).
+    With ``u`` (uniform draws in [0, 1) of x's shape) the rounding is stochastic instead
+    (:func:`_stochastic_codes`); the overflow mode still applies.
     """
     x = ops.convert_to_tensor(x)
     scale = 2.0 ** (t.width - t.integer)
     s = x * scale  # a power-of-two scale is exact
-    fl = ops.floor(s)
-    frac = s - fl  # exact
-    mode = t.rounding
-    if mode == "TRN":
-        r = fl
-    elif mode == "TRN_ZERO":
-        r = ops.where(s < 0, ops.ceil(s), fl)
-    else:
-        up = frac > 0.5
-        tie = frac == 0.5
-        if mode == "RND":
-            up = up | tie
-        elif mode == "RND_ZERO":
-            up = up | (tie & (s < 0))
-        elif mode == "RND_INF":
-            up = up | (tie & (s > 0))
-        elif mode == "RND_CONV":
-            odd = ops.not_equal(fl - 2.0 * ops.floor(fl * 0.5), 0.0)
-            up = up | (tie & odd)
-        r = fl + ops.cast(up, x.dtype)
-    lo, hi = float(t.min_code), float(t.max_code)
-    if t.overflow == "SAT":
-        r = ops.clip(r, lo, hi)
-    elif t.overflow == "SAT_SYM":
-        r = ops.clip(r, -hi if t.signed and t.width > 1 else lo, hi)  # ap_fixed: 1-bit keeps -1
-    elif t.overflow == "SAT_ZERO":
-        r = ops.where((r < lo) | (r > hi), ops.zeros_like(r), r)
-    else:  # WRAP
-        if t.sat_bits:
-            raise ValueError(f"{t}: WRAP with saturation bits is not supported in training; use SAT")
-        span = 2.0**t.width
-        r = r - span * ops.floor((r - lo) / span)
-    return r / scale
+    r = _round_codes(s, t.rounding) if u is None else _stochastic_codes(s, u)
+    return _overflow_codes(r, t) / scale
 
 
 def _tensor(x):
@@ -125,84 +203,509 @@ def _tensor(x):
     return ops.convert_to_tensor(x)
 
 
-def _ste_identity(q_fn):
-    """Forward ``q_fn(x)``, gradient 1 everywhere."""
+def _custom(forward, backward):
+    """A function of ``x`` with value ``forward(x)`` and gradient ``backward(x, upstream)``."""
 
     @ops.custom_gradient
     def f(x):
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            return upstream
+            return backward(x, upstream)
 
-        return q_fn(x), grad
+        return forward(x), grad
 
     return f
 
 
-# ------------------------------------------------------------------------- quantizers
+def _ste_identity(q_fn):
+    """Forward ``q_fn(x)``, gradient 1 everywhere."""
+    return _custom(q_fn, lambda x, dy: dy)
+
+
+def _sign(x):
+    """-1 where x < 0, else +1 (so sign(0) = sign(-0.0) = +1, as larq's ``math.sign``)."""
+    return ops.where(x < 0, -ops.ones_like(x), ops.ones_like(x))
+
+
+def _window(x, clip_value, dtype):
+    """1 where ``|x| <= clip_value`` (inclusive, larq), everywhere when clip_value is None."""
+    if clip_value is None:
+        return ops.ones_like(x, dtype=dtype)
+    return ops.cast(ops.abs(x) <= clip_value, dtype)
+
+
+def _reduce_axes(ndim: int, keep: int | None):
+    """All axes but ``keep`` (None: reduce all)."""
+    if keep is None:
+        return tuple(range(ndim))
+    keep = keep % ndim
+    return tuple(a for a in range(ndim) if a != keep)
+
+
+def _qkeras_axes(ndim: int, scale_axis: int | None):
+    """The axes QKeras averages over for a per-channel scale: all but ``scale_axis``
+    (default: the last, channels_last); for a 1-D tensor, axis 0."""
+    if ndim <= 1:
+        return (0,)
+    return _reduce_axes(ndim, -1 if scale_axis is None else scale_axis)
+
+
+def _qkeras_scale(alpha: str, x, q, axes):
+    r"""QKeras ``_get_scale``: :math:`s = \overline{xq} / (\overline{qq} + \epsilon)` over ``axes``;
+    ``"auto_po2"`` rounds it to :math:`2^{\mathrm{round}(\log_2(s + \epsilon))}` (half to even)."""
+    qx = ops.mean(x * q, axis=axes, keepdims=True)
+    qq = ops.mean(q * q, axis=axes, keepdims=True)
+    scale = qx / (qq + _EPS)
+    if alpha == "auto_po2":
+        scale = _po2(scale)
+    return scale
+
+
+def _po2(s):
+    """QKeras' power-of-two rounding of a positive scale: 2**round(log(s + eps) / ln 2)."""
+    return ops.power(2.0, ops.round(ops.log(s + _EPS) / _LN2))
+
+
+def _channel_scale(scale, axis: int | None):
+    """A keepdims scale tensor as Hardware wants it: a float, or a tuple along ``axis``."""
+    s = np.asarray(ops.convert_to_numpy(scale), dtype=np.float64)
+    if s.size == 1:
+        return float(s.reshape(()))
+    return tuple(float(v) for v in np.moveaxis(s, axis, 0).reshape(s.shape[axis], -1)[:, 0])
+
+
+def _alpha_value(alpha):
+    """A user's numeric alpha: a float, or a per-channel tuple along the last axis."""
+    if isinstance(alpha, (list, tuple, np.ndarray)):
+        return tuple(float(a) for a in np.asarray(alpha, dtype=np.float64).ravel())
+    return float(alpha)
+
+
+def _check_alpha(name: str, alpha):
+    if alpha is None or alpha in ("auto", "auto_po2"):
+        return alpha
+    if isinstance(alpha, str):
+        raise ValueError(f"{name}(alpha={alpha!r}) is unknown; use None, a number, 'auto' or 'auto_po2'")
+    try:
+        value = _alpha_value(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}(alpha={alpha!r}) is unknown; use None, a number, 'auto' or 'auto_po2'") from None
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _alpha_tensor(alpha, dtype):
+    return ops.convert_to_tensor(np.asarray(alpha, dtype=np.float32), dtype=dtype)
+
+
+class _Stochastic:
+    """Owns the ``keras.random.SeedGenerator`` of a quantizer with stochastic rounding.
+
+    ``seed`` (an int, or None for Keras' global seeding via ``keras.utils.set_random_seed``)
+    is serialized; the generator state advances at every training call."""
+
+    def _init_random(self, use: bool, seed):
+        self.use_stochastic_rounding = bool(use)
+        self.seed = None if seed is None else int(seed)
+        self._seed_generator = keras.random.SeedGenerator(self.seed) if self.use_stochastic_rounding else None
+
+    def _draws(self, x, training):
+        """Uniform [0, 1) draws of x's shape when rounding stochastically, else None."""
+        if not (self.use_stochastic_rounding and training):
+            return None
+        return keras.random.uniform(ops.shape(x), dtype=x.dtype, seed=self._seed_generator)
+
+    def __deepcopy__(self, memo):
+        return type(self).from_config(self.get_config())
+
+
+# ------------------------------------------------------------------- larq quantizers
+
+
+def _clip_config(clip_value):
+    return None if clip_value is None else float(clip_value)
 
 
 @_register("ste_sign")
 class SteSign(Quantizer):
     r"""Sign with a straight-through estimator (larq ``ste_sign``).
 
-    Forward: :math:`q(x) = -1` if :math:`x < 0` else :math:`+1` (so ``sign(0) = +1``).
-    Gradient: :math:`\partial q / \partial x = 1` where :math:`|x| \le` ``clip_value``
-    (inclusive), else 0.
+    .. math::
+        q(x) = \begin{cases} -1 & x < 0 \\ +1 & x \ge 0 \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & |x| \le \texttt{clip\_value} \\
+        0 & |x| > \texttt{clip\_value} \end{cases}
+
+    ``sign(0) = +1``; the window is inclusive; ``clip_value=None`` passes every gradient.
+    Hardware: ``binary``.
     """
 
-    def __init__(self, clip_value: float = 1.0):
-        self.clip_value = float(clip_value)
+    def __init__(self, clip_value: float | None = 1.0):
+        self.clip_value = _clip_config(clip_value)
 
     def __call__(self, x, training=None):
         clip = self.clip_value
+        return _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(_tensor(x))
 
-        @ops.custom_gradient
-        def f(x):
-            def grad(*args, upstream=None):
-                if upstream is None:
-                    (upstream,) = args
-                return upstream * ops.cast(ops.abs(x) <= clip, upstream.dtype)
-
-            return ops.where(x < 0, -ops.ones_like(x), ops.ones_like(x)), grad
-
-        return f(_tensor(x))
-
-    def hardware(self) -> Hardware:
-        return Hardware("binary", FixedType(2, 2))
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("binary", INT2)
 
     def get_config(self):
         return {"clip_value": self.clip_value}
 
 
+@_register("approx_sign")
+class ApproxSign(Quantizer):
+    r"""Sign with the ApproxSign gradient of Bi-Real Net (larq ``approx_sign``).
+
+    .. math::
+        q(x) = \begin{cases} -1 & x < 0 \\ +1 & x \ge 0 \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 2 - 2|x| & |x| \le 1 \\ 0 & |x| > 1 \end{cases}
+
+    Hardware: ``binary``.
+    """
+
+    def __call__(self, x, training=None):
+        def backward(x, dy):
+            a = ops.abs(x)
+            return ops.where(a <= 1.0, (1.0 - a) * 2.0 * dy, ops.zeros_like(dy))
+
+        return _custom(_sign, backward)(_tensor(x))
+
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("binary", INT2)
+
+
+@_register("swish_sign")
+class SwishSign(Quantizer):
+    r"""Sign with the SignSwish gradient of BNN+ (larq ``swish_sign``).
+
+    .. math::
+        q(x) = \begin{cases} -1 & x < 0 \\ +1 & x \ge 0 \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \frac{\beta\{2 - \beta x \tanh(\beta x / 2)\}}{1 + \cosh(\beta x)}
+
+    (``beta = 5``: the gradient is 5 at 0 and tends to 0 for large :math:`|x|`). Hardware: ``binary``.
+    """
+
+    def __init__(self, beta: float = 5.0):
+        self.beta = float(beta)
+
+    def __call__(self, x, training=None):
+        beta = self.beta
+
+        def backward(x, dy):
+            bx = beta * x
+            return dy * beta * (2.0 - bx * ops.tanh(bx * 0.5)) / (1.0 + ops.cosh(bx))
+
+        return _custom(_sign, backward)(_tensor(x))
+
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("binary", INT2)
+
+    def get_config(self):
+        return {"beta": self.beta}
+
+
+@_register("magnitude_aware_sign")
+class MagnitudeAwareSign(Quantizer):
+    r"""Magnitude-aware sign of Bi-Real Net (larq ``magnitude_aware_sign``), for kernels.
+
+    .. math::
+        q(x) = s_c \cdot \mathrm{sign}(x), \quad s_c = \operatorname{mean}_{\text{all axes but the last}} |x|
+        \qquad
+        \frac{\partial q}{\partial x} = s_c \cdot \begin{cases} 1 & |x| \le \texttt{clip\_value} \\
+        0 & |x| > \texttt{clip\_value} \end{cases}
+
+    ``sign(0) = +1``; the scale :math:`s_c` (one per output channel, the last axis) is a
+    constant for the gradient (``stop_gradient``). As in larq, a 1-D tensor reduces over no
+    axis (:math:`s = |x|`). Hardware: ``scaled`` binary, scale per channel of the last axis.
+    """
+
+    def __init__(self, clip_value: float | None = 1.0):
+        self.clip_value = _clip_config(clip_value)
+
+    def scale(self, x):
+        """The per-output-channel scale :math:`s_c` of ``x`` (shape: x's last axis)."""
+        x = _tensor(x)
+        nd = len(x.shape)
+        return ops.abs(x) if nd <= 1 else ops.mean(ops.abs(x), axis=tuple(range(nd - 1)))
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        s = ops.stop_gradient(self.scale(x))
+        clip = self.clip_value
+        return s * _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        scale = None if x is None else _channel_scale(self.scale(x), -1)
+        return Hardware("scaled", INT2, scale=scale, axis=-1, base="binary")
+
+    def get_config(self):
+        return {"clip_value": self.clip_value}
+
+
+@_register("ste_heaviside")
+class SteHeaviside(Quantizer):
+    r"""Heaviside step with a straight-through estimator (larq ``ste_heaviside``).
+
+    .. math::
+        q(x) = \begin{cases} 1 & x > 0 \\ 0 & x \le 0 \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & |x| \le \texttt{clip\_value} \\
+        0 & |x| > \texttt{clip\_value} \end{cases}
+
+    ``q(0) = 0`` (larq's ``math.heaviside`` is ``sign(relu(x))``). Hardware: ``unipolar``.
+    """
+
+    def __init__(self, clip_value: float | None = 1.0):
+        self.clip_value = _clip_config(clip_value)
+
+    def __call__(self, x, training=None):
+        clip = self.clip_value
+        fwd = lambda x: ops.cast(x > 0, x.dtype)  # noqa: E731
+        return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(_tensor(x))
+
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("unipolar", UINT1)
+
+    def get_config(self):
+        return {"clip_value": self.clip_value}
+
+
+@_register("ste_tern")
+class SteTern(Quantizer):
+    r"""Ternarization with a straight-through estimator (larq ``ste_tern``).
+
+    .. math::
+        q(x) = \mathrm{sign}\big(\mathrm{sign}(x + \Delta) + \mathrm{sign}(x - \Delta)\big)
+        = \begin{cases} +1 & x \ge \Delta \\ 0 & |x| < \Delta \\ -1 & x \le -\Delta \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & |x| \le \texttt{clip\_value} \\
+        0 & |x| > \texttt{clip\_value} \end{cases}
+
+    (``sign(0) = 0`` here, so :math:`|x| = \Delta` maps to ±1, and with :math:`\Delta = 0`,
+    ``q(0) = 0``.) :math:`\Delta` is ``threshold_value``, or with ``ternary_weight_networks``
+    :math:`\Delta = \frac{0.7}{n} \sum_i |x_i|` over the whole (unclipped) tensor.
+    Hardware: ``ternary``.
+    """
+
+    def __init__(self, threshold_value: float = 0.05, ternary_weight_networks: bool = False,
+                 clip_value: float | None = 1.0):
+        self.threshold_value = float(threshold_value)
+        self.ternary_weight_networks = bool(ternary_weight_networks)
+        self.clip_value = _clip_config(clip_value)
+
+    def threshold(self, x):
+        """:math:`\\Delta` for the tensor ``x``."""
+        x = _tensor(x)
+        if self.ternary_weight_networks:
+            n = float(np.prod(x.shape))
+            return 0.7 * ops.sum(ops.abs(x)) / n
+        return ops.convert_to_tensor(self.threshold_value, dtype=x.dtype)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        t = self.threshold(x)
+        clip = self.clip_value
+        fwd = lambda x: ops.sign(ops.sign(x + t) + ops.sign(x - t))  # noqa: E731
+        return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("ternary", INT2)
+
+    def get_config(self):
+        return {
+            "threshold_value": self.threshold_value,
+            "ternary_weight_networks": self.ternary_weight_networks,
+            "clip_value": self.clip_value,
+        }
+
+
+@_register("dorefa_quantizer", "dorefa")
+class DoReFa(Quantizer):
+    r"""k-bit quantizer of DoReFa-Net (larq ``DoReFa``), :math:`n = 2^k - 1`.
+
+    ``mode="activations"``:
+
+    .. math::
+        q(x) = \frac{\mathrm{round}(n \cdot \mathrm{clip}(x, 0, 1))}{n}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & 0 \le x \le 1 \\ 0 & \text{else} \end{cases}
+
+    ``mode="weights"`` (with :math:`d = \max |\tanh(x)|` over the tensor, a constant for the
+    gradient; :math:`x' = 0` everywhere when :math:`d = 0`):
+
+    .. math::
+        x' = \frac{\tanh(x)}{2d} + \frac12, \quad
+        q(x) = 2\,\frac{\mathrm{round}(n x')}{n} - 1
+        \qquad
+        \frac{\partial q}{\partial x} = \frac{1 - \tanh^2(x)}{d}
+
+    ``round`` is half to even. Hardware: activations are ``scaled`` codes ``uint<k>`` times
+    ``1/n`` (``unipolar`` when k = 1); weights are ``scaled`` odd codes in ``[-n, n]``
+    (``int<k+1>``) times ``1/n`` (``binary`` when k = 1). ``1/n`` is not a power of two for
+    k > 1: Keras' float32 values are the rounded quotients.
+    """
+
+    def __init__(self, k_bit: int = 2, mode: str = "activations"):
+        if mode not in ("activations", "weights"):
+            raise ValueError(f"DoReFa mode {mode!r} is unknown; use 'activations' or 'weights'")
+        if int(k_bit) < 1:
+            raise ValueError(f"DoReFa k_bit={k_bit} needs at least 1 bit")
+        self.k_bit = int(k_bit)
+        self.mode = mode
+
+    @property
+    def precision(self) -> int:
+        return self.k_bit
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        n = float(2**self.k_bit - 1)
+        k_bit = _ste_identity(lambda v: ops.round(v * n) / n)
+        if self.mode == "activations":
+            return k_bit(ops.clip(x, 0.0, 1.0))
+        limited = ops.tanh(x)
+        d = ops.stop_gradient(ops.max(ops.abs(limited)))
+        return 2.0 * k_bit(ops.divide_no_nan(limited, 2.0 * d) + 0.5) - 1.0
+
+    def hardware(self, x=None) -> Hardware:
+        k, n = self.k_bit, 2**self.k_bit - 1
+        if self.mode == "activations":
+            if k == 1:
+                return Hardware("unipolar", UINT1)
+            return Hardware("scaled", FixedType(k, k, False, "RND_CONV", "SAT"), scale=1.0 / n, base="grid")
+        if k == 1:
+            return Hardware("binary", INT2)
+        return Hardware("scaled", FixedType(k + 1, k + 1, True, "RND_CONV", "SAT_SYM"), scale=1.0 / n, base="grid")
+
+    def get_config(self):
+        return {"k_bit": self.k_bit, "mode": self.mode}
+
+
+DoReFaQuantizer = DoReFa  # larq's former name
+
+
+@_register("noop")
+class NoOp(Quantizer):
+    r"""Identity that only records a precision (larq ``NoOp``), e.g. for weights that an
+    optimizer such as Bop keeps binary itself.
+
+    .. math::
+        q(x) = x \qquad \frac{\partial q}{\partial x} = 1
+
+    Hardware: none (the values are not put on any grid); ``hardware()`` raises
+    :class:`NoHardwareForm`.
+    """
+
+    def __init__(self, precision: int):
+        self.precision = int(precision)
+
+    def __call__(self, x, training=None):
+        return _tensor(x)
+
+    def hardware(self, x=None) -> Hardware:
+        raise NoHardwareForm(
+            f"NoOp(precision={self.precision}) leaves values unquantized, so they lie on no hardware grid; "
+            "use a quantizer such as 'ste_sign' or 'quantized_bits(8, 0)' for tensors that are exported"
+        )
+
+    def get_config(self):
+        return {"precision": self.precision}
+
+
+NoOpQuantizer = NoOp  # larq's former name
+
+
+# ----------------------------------------------------------------- QKeras quantizers
+
+
+def _relu_slope_grad(x, slope: float, upper):
+    """d/dx of QKeras' STE path ``relu(x, slope)`` (``tf.nn.relu``/``leaky_relu``: 1 for
+    x > 0, ``slope`` for x <= 0), zero above ``upper`` (where QKeras holds the path constant)."""
+    g = ops.where(x > 0, ops.ones_like(x), ops.full_like(x, slope))
+    if upper is not None:
+        g = ops.where(x <= upper, g, ops.zeros_like(x))
+    return g
+
+
+def _hard_sigmoid(x):
+    """QKeras' default internal sigmoid: clip(0.5 x + 0.5, 0, 1)."""
+    return ops.clip(0.5 * x + 0.5, 0.0, 1.0)
+
+
+def _round_or_draw(v, u):
+    """tf.round (half to even), or stochastic rounding with draws ``u``."""
+    return ops.round(v) if u is None else _stochastic_codes(v, u)
+
+
 @_register("quantized_bits")
-class QuantizedBits(Quantizer):
+class QuantizedBits(_Stochastic, Quantizer):
     r"""QKeras ``quantized_bits``: a fixed-point grid with a round-through estimator.
 
-    Forward: :math:`q(x) = \mathrm{clip}(\mathrm{round}(x / s), c_{min}, c_{max}) \cdot s` with
-    step :math:`s = 2^{integer - bits + keep\_negative}`, codes
-    :math:`c \in [-2^{b'} + symmetric, 2^{b'} - 1]` (:math:`b' = bits - keep\_negative`;
-    :math:`c_{min} = 0` when ``keep_negative`` is False), rounding half to even.
-    Gradient: 1 everywhere.
+    With ``alpha=None``:
 
-    It is ``ap_fixed<bits, integer + keep_negative>`` with ``rounding``/``overflow`` modes
-    (defaults ``RND_CONV`` and ``SAT``, ``SAT_SYM`` when symmetric); both may be set
-    explicitly to any ap_fixed mode. ``alpha`` must be None for now.
+    .. math::
+        q(x) = \mathrm{clip}\big(\mathrm{round}(x / \delta), c_{min}, c_{max}\big) \cdot \delta
+        \qquad \frac{\partial q}{\partial x} = 1
+
+    step :math:`\delta = 2^{integer - bits + keep\_negative}`, codes
+    :math:`c \in [-2^{b'} + symmetric, 2^{b'} - 1]` (:math:`b' = bits - keep\_negative`;
+    :math:`c_{min} = 0` when ``keep_negative`` is False), rounding half to even: it is
+    ``ap_fixed<bits, integer + keep_negative>`` with ``rounding``/``overflow`` modes (defaults
+    ``RND_CONV`` and ``SAT``, ``SAT_SYM`` when symmetric); both may be set to any ap_fixed
+    mode. ``quantized_bits(1, I)`` with ``keep_negative`` is QKeras' binary case
+    :math:`q(x) = \mathrm{sign}(x)` (``sign(0) = +1``) whatever ``I``.
+
+    ``alpha`` a number (or one number per channel of the last axis): :math:`q(x) = \alpha \cdot
+    q_{None}(x)`, gradient 1.
+
+    ``alpha="auto"`` / ``"auto_po2"`` (QKeras' per-channel scale; symmetric, signed): with
+    :math:`x' = x / 2^{integer}`, :math:`L = 2^{bits} - 1`, :math:`M = (L - 1)/2` and means over
+    all axes but ``scale_axis`` (default the last; a 1-D tensor is one channel), start from
+    :math:`s = (\max x' - \min x') / L` (rounded to a power of two for ``"auto_po2"``), then
+    five times
+
+    .. math::
+        z = \mathrm{sign}(x') \min(\lfloor |x'|/s + \tfrac12 \rfloor, M), \qquad
+        s = 2^{\mathrm{round}(\log_2(\overline{x'z} / (\overline{zz} + \epsilon) + \epsilon))}
+
+    and :math:`q(x) = 2^{integer} \, s \, z`, gradient 1. As in QKeras 0.9 the refinement
+    always rounds the scale to a power of two, for ``"auto"`` too; ``keep_negative=False``,
+    rounding/overflow modes and stochastic rounding do not apply there and are refused.
+
+    ``use_stochastic_rounding``: with ``training=True`` the codes round up with probability
+    equal to their fractional part (unbiased, on the same grid, overflow mode unchanged),
+    drawn from the quantizer's ``keras.random.SeedGenerator(seed)``; otherwise as above.
+
+    Hardware: ``fixed`` (``binary`` for the 1-bit case); ``scaled`` with a numeric alpha
+    (scale alpha, base ``fixed``) or "auto" (base ``grid``: codes ``int<bits>`` times a
+    per-channel power of two that depends on the tensor: ``hardware(x)``/``scale(x)``).
     """
 
     def __init__(self, bits: int = 8, integer: int = 0, symmetric: bool = False, keep_negative: bool = True,
-                 alpha=None, rounding: str = "RND_CONV", overflow: str | None = None):
-        if alpha is not None:
-            raise ValueError(
-                f"quantized_bits(alpha={alpha!r}) is not supported yet; use alpha=None (a plain fixed-point grid)"
-            )
+                 alpha=None, rounding: str = "RND_CONV", overflow: str | None = None,
+                 use_stochastic_rounding: bool = False, scale_axis: int | None = None, seed: int | None = None):
+        alpha = _check_alpha("quantized_bits", alpha)
         if rounding not in ROUNDING_MODES:
             raise ValueError(f"quantized_bits rounding {rounding!r} is unknown; use one of {', '.join(ROUNDING_MODES)}")
         if overflow is not None and overflow not in OVERFLOW_MODES:
             raise ValueError(f"quantized_bits overflow {overflow!r} is unknown; use one of {', '.join(OVERFLOW_MODES)}")
         if int(bits) < 1 or int(bits) - bool(keep_negative) < 0:
             raise ValueError(f"quantized_bits(bits={bits}) needs at least 1 bit (2 when keep_negative)")
+        if isinstance(alpha, str):
+            if not keep_negative:
+                raise ValueError(
+                    f"quantized_bits(alpha={alpha!r}) is always signed in QKeras; drop keep_negative=False"
+                )
+            if use_stochastic_rounding:
+                raise ValueError(f"quantized_bits(alpha={alpha!r}) does not round stochastically in QKeras; "
+                                 "drop use_stochastic_rounding")
+            if rounding != "RND_CONV" or overflow is not None:
+                raise ValueError(f"quantized_bits(alpha={alpha!r}) rounds half away from zero and saturates "
+                                 "symmetrically; drop rounding/overflow")
         self.bits = int(bits)
         self.integer = int(integer)
         self.symmetric = bool(symmetric)
@@ -210,18 +713,70 @@ class QuantizedBits(Quantizer):
         self.alpha = alpha
         self.rounding = rounding
         self.overflow = overflow
+        self.scale_axis = None if scale_axis is None else int(scale_axis)
+        self._init_random(use_stochastic_rounding, seed)
+
+    @property
+    def _binary(self) -> bool:
+        return self.keep_negative and self.bits == 1
 
     @property
     def type(self) -> FixedType:
+        """The grid of the unscaled values (``int<2>`` for the 1-bit binary case)."""
+        if self._binary:
+            return INT2
         overflow = self.overflow or ("SAT_SYM" if self.symmetric and self.keep_negative else "SAT")
         return FixedType(self.bits, self.integer + self.keep_negative, self.keep_negative, self.rounding, overflow)
 
-    def __call__(self, x, training=None):
-        t = self.type
-        return _ste_identity(lambda v: fixed_quantize(v, t))(_tensor(x))
+    @property
+    def _auto_type(self) -> FixedType:
+        return FixedType(self.bits, self.bits, True, "RND_INF", "SAT_SYM")
 
-    def hardware(self) -> Hardware:
-        return Hardware("fixed", self.type)
+    def _auto(self, x):
+        """(z, total scale) of the "auto" path: q(x) = scale * z."""
+        axes = _qkeras_axes(len(x.shape), self.scale_axis)
+        m_i = 2.0**self.integer
+        x = x / m_i
+        levels = 2**self.bits - 1
+        cap = (levels - 1) / 2
+        scale = (ops.max(x, axis=axes, keepdims=True) - ops.min(x, axis=axes, keepdims=True)) / levels
+        if self.alpha == "auto_po2":
+            scale = _po2(scale)
+        for _ in range(5):
+            v = ops.floor(ops.abs(x) / scale + 0.5)
+            z = ops.sign(x) * ops.where(v < cap, v, ops.full_like(v, cap))
+            scale = _qkeras_scale("auto_po2", x, z, axes)
+        return z, scale * m_i
+
+    def scale(self, x):
+        """The scale multiplying the unscaled grid values for the tensor ``x``."""
+        if isinstance(self.alpha, str):
+            return self._auto(ops.stop_gradient(_tensor(x)))[1]
+        return 1.0 if self.alpha is None else _alpha_tensor(self.alpha, _tensor(x).dtype)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            z, s = self._auto(ops.stop_gradient(x))
+            return _ste_identity(lambda v: s * z)(x)
+        u = None if self._binary else self._draws(x, training)
+        t = self.type
+        q = _sign if self._binary else (lambda v: fixed_quantize(v, t, u))
+        if self.alpha is not None:
+            a = _alpha_tensor(self.alpha, x.dtype)
+            return _ste_identity(lambda v: a * q(v))(x)
+        return _ste_identity(q)(x)
+
+    def hardware(self, x=None) -> Hardware:
+        if isinstance(self.alpha, str):
+            axis = -1 if self.scale_axis is None else self.scale_axis
+            scale = None if x is None else _channel_scale(self.scale(x), axis)
+            return Hardware("scaled", self._auto_type, scale=scale, axis=axis, base="grid")
+        base = "binary" if self._binary else "fixed"
+        if self.alpha is None:
+            return Hardware(base, self.type)
+        scale = _alpha_value(self.alpha)
+        return Hardware("scaled", self.type, scale=scale, axis=-1 if isinstance(scale, tuple) else None, base=base)
 
     def get_config(self):
         return {
@@ -232,7 +787,597 @@ class QuantizedBits(Quantizer):
             "alpha": self.alpha,
             "rounding": self.rounding,
             "overflow": self.overflow,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
+            "scale_axis": self.scale_axis,
+            "seed": self.seed,
         }
+
+
+@_register("quantized_relu")
+class QuantizedRelu(_Stochastic, Quantizer):
+    r"""QKeras ``quantized_relu``: a ReLU on an unsigned fixed-point grid.
+
+    With :math:`b = bits - [\texttt{negative\_slope} \ne 0]`, :math:`m = 2^b`,
+    :math:`m_i = 2^{integer}`, ``round`` half to even (``use_sigmoid=0``, slope 0):
+
+    .. math::
+        q(x) = m_i \cdot \mathrm{clip}\Big(\frac{\mathrm{round}(x m / m_i)}{m}, 0, 1 - \frac1m\Big)
+
+    which is ``ap_ufixed<bits, integer, RND_CONV, SAT>``. With a power-of-two
+    ``negative_slope`` :math:`\sigma > 0` the negative side adds
+    :math:`m_i \sigma \, \mathrm{clip}(\mathrm{round}(\sigma x m / m_i) / (\sigma m), -1, 0)`.
+    With ``use_sigmoid=1``, :math:`p = m \cdot \mathrm{hard\_sigmoid}(x / m_i)` and
+    :math:`q(x) = m_i \cdot \mathrm{clip}(2\,\mathrm{round}(p)/m - 1, 0, 1 - 1/m)` (plus
+    :math:`m_i \sigma\, \mathrm{clip}(2\,\mathrm{round}(\sigma p)/(\sigma m) - 1, -1, 0)` with a slope).
+
+    Gradient (the STE path :math:`\mathrm{relu}(x, \sigma)` held constant above the bound):
+
+    .. math::
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & 0 < x \le u \\ \sigma & x \le 0 \\
+        0 & x > u \end{cases}
+
+    with :math:`u = m_i - m_i/m` (``is_quantized_clip``, the default), else
+    ``relu_upper_bound`` (or :math:`+\infty` when None). ``use_stochastic_rounding``: with
+    ``training=True`` each ``round`` rounds up with probability equal to the fractional part.
+    Hardware: ``fixed`` (``ap_ufixed<bits, integer, RND_CONV, SAT>``, a plain conversion);
+    ``grid`` with ``use_sigmoid`` or a negative slope (signed then), which are not conversions.
+    """
+
+    def __init__(self, bits: int = 8, integer: int = 0, use_sigmoid: int = 0, negative_slope: float = 0.0,
+                 use_stochastic_rounding: bool = False, relu_upper_bound: float | None = None,
+                 is_quantized_clip: bool = True, seed: int | None = None):
+        slope = float(negative_slope)
+        if slope < 0 or (slope != 0 and math.log2(slope) != int(math.log2(slope))):
+            raise ValueError(f"quantized_relu(negative_slope={negative_slope}) must be 0 or a power of two")
+        if int(bits) - (slope != 0) < 1:
+            raise ValueError(f"quantized_relu(bits={bits}) needs at least 1 bit (2 with a negative slope)")
+        self.bits = int(bits)
+        self.integer = int(integer)
+        self.use_sigmoid = int(use_sigmoid)
+        self.negative_slope = slope
+        self.relu_upper_bound = None if relu_upper_bound is None else float(relu_upper_bound)
+        self.is_quantized_clip = bool(is_quantized_clip)
+        self._init_random(use_stochastic_rounding, seed)
+
+    def _consts(self):
+        b = self.bits - (self.negative_slope != 0)
+        return 2.0**b, 2.0**self.integer, b
+
+    def _forward(self, x, u):
+        m, m_i, _ = self._consts()
+        s = self.negative_slope
+        if self.use_sigmoid:
+            p = _hard_sigmoid(x / m_i) * m
+            xq = m_i * ops.clip(2.0 * (_round_or_draw(p, u) / m) - 1.0, 0.0, 1.0 - 1.0 / m)
+            if s > 0:
+                neg = ops.clip(2.0 * (_round_or_draw(p * s, u) * (1.0 / (s * m))) - 1.0, -1.0, 0.0)
+                xq = xq + m_i * s * neg
+            return xq
+        p = x * m / m_i
+        xq = m_i * ops.clip(_round_or_draw(p, u) / m, 0.0, 1.0 - 1.0 / m)
+        if s > 0:
+            xq = xq + m_i * s * ops.clip(_round_or_draw(p * s, u) * (1.0 / (s * m)), -1.0, 0.0)
+        return xq
+
+    def _upper(self):
+        if self.is_quantized_clip:
+            m, m_i, b = self._consts()
+            return m_i - 2.0 ** (self.integer - b)
+        return self.relu_upper_bound
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        u = self._draws(x, training)
+        slope, upper = self.negative_slope, self._upper()
+        return _custom(lambda v: self._forward(v, u), lambda v, dy: dy * _relu_slope_grad(v, slope, upper))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        m, m_i, b = self._consts()
+        if self.negative_slope == 0:
+            t = FixedType(self.bits, self.integer, False, "RND_CONV", "SAT")
+            return Hardware("grid" if self.use_sigmoid else "fixed", t)
+        s = self.negative_slope
+        lsb_exp = min(self.integer - b, self.integer + int(math.log2(s)))
+        t = FixedType.for_range(-m_i * s, m_i - m_i / m, lsb_exp)
+        return Hardware("grid", t.replace(rounding="RND_CONV", overflow="SAT"))
+
+    def get_config(self):
+        return {
+            "bits": self.bits,
+            "integer": self.integer,
+            "use_sigmoid": self.use_sigmoid,
+            "negative_slope": self.negative_slope,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
+            "relu_upper_bound": self.relu_upper_bound,
+            "is_quantized_clip": self.is_quantized_clip,
+            "seed": self.seed,
+        }
+
+
+@_register("quantized_tanh")
+class QuantizedTanh(_Stochastic, Quantizer):
+    r"""QKeras ``quantized_tanh``: :math:`m = 2^{bits - 1}`,
+
+    .. math::
+        p = \begin{cases} \tanh(x) & \texttt{use\_real\_tanh} \\
+        2\,\mathrm{clip}(x/2 + 1/2, 0, 1) - 1 & \text{else (hard tanh)} \end{cases}, \qquad
+        q(x) = \mathrm{clip}\Big(\frac{\mathrm{round}(p m)}{m}, -1 + \frac1m, 1 - \frac1m\Big)
+
+    .. math::
+        \frac{\partial q}{\partial x} = [\,|\mathrm{round}(pm)/m| \le 1 - 1/m\,] \cdot
+        \begin{cases} 1 - \tanh^2(x) & \texttt{use\_real\_tanh} \\
+        [\,0 \le x/2 + 1/2 \le 1\,] & \text{else} \end{cases}
+
+    (``round`` half to even, or stochastic with ``training=True``; the clip windows are
+    inclusive, as ``tf.clip_by_value``'s gradient). Hardware: ``grid`` of
+    ``fixed<bits, 1, RND_CONV, SAT_SYM>`` (values on it, but tanh is not a conversion).
+    """
+
+    def __init__(self, bits: int = 8, use_stochastic_rounding: bool = False, use_real_tanh: bool = False,
+                 seed: int | None = None):
+        if int(bits) < 1:
+            raise ValueError(f"quantized_tanh(bits={bits}) needs at least 1 bit")
+        self.bits = int(bits)
+        self.use_real_tanh = bool(use_real_tanh)
+        self._init_random(use_stochastic_rounding, seed)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        u = self._draws(x, training)
+        m = 2.0 ** (self.bits - 1)
+        lim = 1.0 - 1.0 / m
+
+        def p_of(v):
+            return ops.tanh(v) if self.use_real_tanh else 2.0 * _hard_sigmoid(v) - 1.0
+
+        def forward(v):
+            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, -lim, lim)
+
+        def backward(v, dy):
+            if self.use_real_tanh:
+                y = ops.tanh(v)
+                dp = 1.0 - y * y
+            else:
+                h = 0.5 * v + 0.5
+                dp = ops.cast((h >= 0.0) & (h <= 1.0), dy.dtype)
+            inside = ops.abs(_round_or_draw(p_of(v) * m, u) / m) <= lim
+            return dy * dp * ops.cast(inside, dy.dtype)
+
+        return _custom(forward, backward)(x)
+
+    def hardware(self, x=None) -> Hardware:
+        return Hardware("grid", FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM"))
+
+    def get_config(self):
+        return {"bits": self.bits, "use_stochastic_rounding": self.use_stochastic_rounding,
+                "use_real_tanh": self.use_real_tanh, "seed": self.seed}
+
+
+def _no_stochastic(name, use):
+    if use:
+        raise ValueError(f"{name}(use_stochastic_rounding=True) is not supported; edgebnn rounds stochastically "
+                         "only in quantized_bits, quantized_relu and quantized_tanh")
+
+
+@_register("binary")
+class Binary(Quantizer):
+    r"""QKeras ``binary``: :math:`k = \mathrm{sign}(x)` with ``sign(0) = +1``
+    (:math:`k = (\mathrm{sign}(x) + 1)/2 \in \{0, 1\}` with ``use_01``), and
+
+    .. math::
+        q(x) = \alpha k, \qquad \frac{\partial q}{\partial x} = \begin{cases}
+        1 - \tanh^2(x) & \alpha = \text{None (QKeras' tanh STE path)} \\ 1 & \text{else} \end{cases}
+
+    :math:`\alpha` is 1 when None, a number (or one per channel of the last axis), or with
+    ``"auto"``/``"auto_po2"`` per output channel (last axis; a 1-D tensor is one channel)
+    :math:`\alpha = \overline{xk} / (\overline{kk} + \epsilon)`, rounded to
+    :math:`2^{\mathrm{round}(\log_2(\alpha + \epsilon))}` for ``"auto_po2"``.
+    Hardware: ``binary`` (``unipolar`` with ``use_01``), ``scaled`` with an alpha.
+    """
+
+    def __init__(self, use_01: bool = False, alpha=None, use_stochastic_rounding: bool = False):
+        _no_stochastic("binary", use_stochastic_rounding)
+        self.use_01 = bool(use_01)
+        self.alpha = _check_alpha("binary", alpha)
+        self.use_stochastic_rounding = False
+
+    def _k(self, x):
+        k = _sign(x)
+        return (k + 1.0) / 2.0 if self.use_01 else k
+
+    def scale(self, x):
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            x = ops.stop_gradient(x)
+            return _qkeras_scale(self.alpha, x, self._k(x), _qkeras_axes(len(x.shape), None))
+        return 1.0 if self.alpha is None else _alpha_tensor(self.alpha, x.dtype)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        if self.alpha is None:
+            return _custom(self._k, lambda v, dy: dy * (1.0 - ops.tanh(v) * ops.tanh(v)))(x)
+        s = self.scale(x)
+        return _ste_identity(lambda v: s * self._k(v))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        kind, t = ("unipolar", UINT1) if self.use_01 else ("binary", INT2)
+        return _scaled_hardware(self, kind, t, x)
+
+    def get_config(self):
+        return {"use_01": self.use_01, "alpha": self.alpha, "use_stochastic_rounding": False}
+
+
+def _scaled_hardware(q, kind, t, x):
+    """Hardware of a quantizer ``alpha * k`` with ``k`` of ``kind``/``t``."""
+    if q.alpha is None:
+        return Hardware(kind, t)
+    if isinstance(q.alpha, str):
+        scale = None if x is None else _channel_scale(q.scale(x), -1)
+        return Hardware("scaled", t, scale=scale, axis=-1, base=kind)
+    scale = _alpha_value(q.alpha)
+    return Hardware("scaled", t, scale=scale, axis=-1 if isinstance(scale, tuple) else None, base=kind)
+
+
+@_register("ternary")
+class Ternary(Quantizer):
+    r"""QKeras ``ternary``.
+
+    With ``alpha`` None or a number (``threshold`` :math:`T`, default 0.33):
+
+    .. math::
+        k = [\,|x| \ge T\,] \cdot \mathrm{sign}(x) \in \{-1, 0, +1\}, \qquad q(x) = \alpha k
+
+    (:math:`|x| = T` maps to ±1; ``sign(0) = 0``). Gradient :math:`1 - \tanh^2(x)` when
+    ``alpha`` is None (QKeras' tanh STE path), else 1.
+
+    With ``alpha="auto"``/``"auto_po2"`` (for weights; ``threshold`` must be None), per output
+    channel (last axis; a 1-D tensor is one channel): :math:`s = \tfrac23 \max|x|` (a power
+    of two for ``"auto_po2"``), then ``number_of_unrolls`` times
+
+    .. math::
+        k = [\,|s \cdot \mathrm{round}(x/s)| \ge s/2\,] \cdot \mathrm{sign}(x), \qquad
+        s = \overline{xk} / (\overline{kk} + \epsilon) \;(\text{power of two for "auto\_po2"})
+
+    and :math:`q(x) = s k`, gradient 1. Hardware: ``ternary``, ``scaled`` with an alpha.
+    """
+
+    def __init__(self, alpha=None, threshold: float | None = None, use_stochastic_rounding: bool = False,
+                 number_of_unrolls: int = 5):
+        _no_stochastic("ternary", use_stochastic_rounding)
+        self.alpha = _check_alpha("ternary", alpha)
+        if isinstance(self.alpha, str) and threshold is not None:
+            raise ValueError(f"ternary(alpha={alpha!r}) computes its own threshold; drop threshold={threshold!r}")
+        if int(number_of_unrolls) < 1:
+            raise ValueError(f"ternary(number_of_unrolls={number_of_unrolls}) needs at least 1")
+        self.threshold = None if threshold is None else float(threshold)
+        self.use_stochastic_rounding = False
+        self.number_of_unrolls = int(number_of_unrolls)
+
+    def _auto(self, x):
+        nd = len(x.shape)
+        axes = _qkeras_axes(nd, None)
+        m = ops.max(ops.abs(x), axis=tuple(range(nd)) if nd <= 1 else axes, keepdims=True)
+        scale = 2.0 * m / 3.0
+        if self.alpha == "auto_po2":
+            scale = _po2(scale)
+        for _ in range(self.number_of_unrolls):
+            v = scale * ops.round(x / scale)
+            k = ops.cast(ops.abs(v) >= scale / 2.0, x.dtype) * ops.sign(x)
+            scale = _qkeras_scale(self.alpha, x, k, axes)
+        return k, scale
+
+    def scale(self, x):
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            return self._auto(ops.stop_gradient(x))[1]
+        return 1.0 if self.alpha is None else _alpha_tensor(self.alpha, x.dtype)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            k, s = self._auto(ops.stop_gradient(x))
+            return _ste_identity(lambda v: s * k)(x)
+        t = 0.33 if self.threshold is None else self.threshold
+        k_of = lambda v: ops.cast(ops.abs(v) >= t, v.dtype) * ops.sign(v)  # noqa: E731
+        if self.alpha is None:
+            return _custom(k_of, lambda v, dy: dy * (1.0 - ops.tanh(v) * ops.tanh(v)))(x)
+        a = _alpha_tensor(self.alpha, x.dtype)
+        return _ste_identity(lambda v: a * k_of(v))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        return _scaled_hardware(self, "ternary", INT2, x)
+
+    def get_config(self):
+        return {"alpha": self.alpha, "threshold": self.threshold, "use_stochastic_rounding": False,
+                "number_of_unrolls": self.number_of_unrolls}
+
+
+def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding):
+    """QKeras ``_clip_power_of_two``: the exponent of each |x| (float tensor)."""
+    small = x_abs < _EPS
+    xf = ops.where(small, ops.full_like(x_abs, _EPS), x_abs)
+    if max_value is not None:
+        xf = ops.where(xf >= max_value, ops.full_like(xf, max_value), xf)
+    factor = 2.0 if quadratic else 1.0
+    xi = ops.sqrt(xf) if quadratic else xf
+    lg = ops.log(xi) / _LN2
+    e = ops.floor(lg) if log2_rounding == "floor" else ops.round(lg)
+    e = factor * ops.clip(e, float(min_exp), float(max_exp))
+    return ops.where(small, ops.full_like(e, float(min_exp)), e)
+
+
+def _need_exponent_sign(max_value) -> int:
+    if max_value is not None and max_value < 0:
+        raise ValueError(f"po2 max_value={max_value} must be non-negative")
+    return 1 if max_value is None or max_value > 1 else 0
+
+
+class _Po2Base(Quantizer):
+    def _common(self, max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding):
+        if log2_rounding not in ("rnd", "floor"):
+            raise ValueError(f"{self.alias}(log2_rounding={log2_rounding!r}) is unknown; use 'rnd' or 'floor'")
+        _no_stochastic(self.alias, use_stochastic_rounding)
+        self.max_value = None if max_value is None else float(max_value)
+        self.use_stochastic_rounding = False
+        self.quadratic_approximation = bool(quadratic_approximation)
+        self.log2_rounding = log2_rounding
+
+    def _exponents(self, x_abs):
+        return _po2_exponents(x_abs, self._min_exp, self._max_exp, self.max_value,
+                              self.quadratic_approximation, self.log2_rounding)
+
+    def exponent_range(self) -> tuple[int, int]:
+        """The smallest and largest exponent an output can have."""
+        f = 2 if self.quadratic_approximation else 1
+        lo, hi = min(f * self._min_exp, self._min_exp), f * self._max_exp
+        if self.max_value is not None:
+            top = self._exponents(ops.convert_to_tensor(np.float32([self.max_value])))
+            hi = min(hi, int(ops.convert_to_numpy(top)[0]))
+        return lo, hi
+
+    def _hardware(self, signed: bool) -> Hardware:
+        lo, hi = self.exponent_range()
+        top = 1 << (hi - lo)
+        t = FixedType.for_codes(-top if signed else 1, top, lo).replace(rounding="RND_CONV", overflow="SAT")
+        return Hardware("po2", t, exponents=(lo, hi))
+
+
+@_register("quantized_po2")
+class QuantizedPo2(_Po2Base):
+    r"""QKeras ``quantized_po2``: the nearest power of two, signed.
+
+    .. math::
+        q(x) = \mathrm{sign}(x) \cdot 2^{e(|x|)}, \qquad
+        e(a) = \begin{cases} e_{min} & a < \epsilon \\
+        \mathrm{clip}(\mathrm{round}(\log_2 \min(a, \texttt{max\_value})), e_{min}, e_{max}) & \text{else}
+        \end{cases}
+        \qquad \frac{\partial q}{\partial x} = 1
+
+    ``sign(0) = +1`` (so :math:`q(0) = 2^{e_{min}}`), ``round`` half to even (``floor`` with
+    ``log2_rounding="floor"``), :math:`\epsilon = 10^{-7}`. With :math:`E = bits - 1 -
+    [\texttt{max\_value} \text{ is None or} > 1]`: :math:`e_{min} = -2^E`,
+    :math:`e_{max} = 2^E - 1`. ``quadratic_approximation`` rounds :math:`\log_2 \sqrt{a}`
+    (even exponents :math:`2\,\mathrm{clip}(\cdot)`, :math:`e_{max}` made even first).
+    Hardware: ``po2`` (signed).
+    """
+
+    def __init__(self, bits: int = 8, max_value: float | None = None, use_stochastic_rounding: bool = False,
+                 quadratic_approximation: bool = False, log2_rounding: str = "rnd"):
+        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
+        self.bits = int(bits)
+        eff = self.bits - 1 - _need_exponent_sign(self.max_value)
+        if eff < 0:
+            raise ValueError(f"quantized_po2(bits={bits}) has no exponent bits left; use more bits")
+        self._min_exp, self._max_exp = -(2**eff), 2**eff - 1
+        if self.quadratic_approximation:
+            self._max_exp = 2 * (self._max_exp // 2)
+
+    def __call__(self, x, training=None):
+        def forward(v):
+            return _sign(v) * ops.power(2.0, self._exponents(ops.abs(v)))
+
+        return _ste_identity(forward)(_tensor(x))
+
+    def hardware(self, x=None) -> Hardware:
+        return self._hardware(signed=True)
+
+    def get_config(self):
+        return {"bits": self.bits, "max_value": self.max_value, "use_stochastic_rounding": False,
+                "quadratic_approximation": self.quadratic_approximation, "log2_rounding": self.log2_rounding}
+
+
+@_register("quantized_relu_po2")
+class QuantizedReluPo2(_Po2Base):
+    r"""QKeras ``quantized_relu_po2``: a ReLU onto powers of two.
+
+    .. math::
+        q(x) = \begin{cases} 2^{e(\max(x, 0))} & x \ge 0 \text{ or } \sigma = 0 \\
+        -2^{e(\sigma \cdot (-x))} & x < 0 \end{cases}
+        \qquad
+        \frac{\partial q}{\partial x} = \begin{cases} 1 & 0 < x \le \texttt{max\_value} \\
+        \sigma & x \le 0 \\ 0 & x > \texttt{max\_value} \end{cases}
+
+    with :math:`e` as in :class:`QuantizedPo2` but :math:`e_{min} = -2^E`,
+    :math:`e_{max} = 2^E - 1`, :math:`E = bits - [\texttt{max\_value} \text{ is None or} > 1]`.
+    Zero is not an output: :math:`q(x) = 2^{e_{min}}` for :math:`x \le 0` when
+    :math:`\sigma = 0` (``negative_slope``, 0 or a power of two). Hardware: ``po2``
+    (unsigned, signed with a slope).
+    """
+
+    def __init__(self, bits: int = 8, max_value: float | None = None, negative_slope: float = 0.0,
+                 use_stochastic_rounding: bool = False, quadratic_approximation: bool = False,
+                 log2_rounding: str = "rnd"):
+        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
+        slope = float(negative_slope)
+        if slope < 0 or (slope != 0 and math.log2(slope) != int(math.log2(slope))):
+            raise ValueError(f"quantized_relu_po2(negative_slope={negative_slope}) must be 0 or a power of two")
+        self.bits = int(bits)
+        self.negative_slope = slope
+        eff = self.bits - _need_exponent_sign(self.max_value)
+        self._min_exp, self._max_exp = -(2**eff), 2**eff - 1
+        if self.quadratic_approximation:
+            self._max_exp = 2 * (self._max_exp // 2)
+
+    def __call__(self, x, training=None):
+        s = self.negative_slope
+
+        def forward(v):
+            pos = ops.power(2.0, self._exponents(ops.relu(v)))
+            if s == 0:
+                return pos
+            neg = -ops.power(2.0, self._exponents(ops.relu(-v) * s))
+            return ops.where(v >= 0, pos, neg)
+
+        return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, s, self.max_value))(_tensor(x))
+
+    def hardware(self, x=None) -> Hardware:
+        return self._hardware(signed=self.negative_slope != 0)
+
+    def get_config(self):
+        return {"bits": self.bits, "max_value": self.max_value, "negative_slope": self.negative_slope,
+                "use_stochastic_rounding": False, "quadratic_approximation": self.quadratic_approximation,
+                "log2_rounding": self.log2_rounding}
+
+
+# QKeras' own (snake_case) names
+quantized_bits = QuantizedBits
+quantized_relu = QuantizedRelu
+quantized_tanh = QuantizedTanh
+binary = Binary
+ternary = Ternary
+quantized_po2 = QuantizedPo2
+quantized_relu_po2 = QuantizedReluPo2
+
+
+# ------------------------------------------------------------------- XNOR-Net, partial
+
+
+@_register("xnor_sign")
+class XnorSign(Quantizer):
+    r"""XNOR-Net binarization: a sign times the mean magnitude.
+
+    .. math::
+        q(x) = E \cdot \mathrm{sign}(x), \qquad E = \operatorname{mean} |x|
+
+    over the whole tensor, or with ``per_channel`` (the default) over all axes but the last
+    (one :math:`E_c` per output channel; a 1-D tensor is one channel). ``po2`` rounds
+    :math:`E` to :math:`2^{\mathrm{round}(\log_2 E)}` (half to even) so the scale is a shift.
+    ``sign(0) = +1``.
+
+    .. math::
+        \frac{\partial q}{\partial x_i} = E\,[\,|x_i| \le \texttt{clip\_value}\,]
+        \;\Big(+\; \frac{\mathrm{sign}(x_i)}{N} \sum_{j} g_j\,\mathrm{sign}(x_j)\Big)
+
+    (per upstream gradient :math:`g`; :math:`N` elements per channel). The bracketed term,
+    the gradient through the scale, is used only with ``scale_gradient=True``; the power-of-two
+    rounding passes that gradient straight through. Hardware: ``scaled`` binary.
+    """
+
+    def __init__(self, per_channel: bool = True, po2: bool = False, clip_value: float | None = 1.0,
+                 scale_gradient: bool = False):
+        self.per_channel = bool(per_channel)
+        self.po2 = bool(po2)
+        self.clip_value = _clip_config(clip_value)
+        self.scale_gradient = bool(scale_gradient)
+
+    def _scale(self, x):
+        nd = len(x.shape)
+        axes = tuple(range(nd - 1)) if self.per_channel and nd > 1 else tuple(range(nd))
+        e = ops.mean(ops.abs(x), axis=axes)
+        if self.po2:
+            e = _ste_identity(lambda v: ops.power(2.0, ops.round(ops.log2(v))))(e)
+        return e
+
+    def scale(self, x):
+        """:math:`E` for the tensor ``x``: a scalar, or one value per channel of the last axis."""
+        return self._scale(ops.stop_gradient(_tensor(x)))
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        e = self._scale(x)
+        if not self.scale_gradient:
+            e = ops.stop_gradient(e)
+        clip = self.clip_value
+        return e * _custom(_sign, lambda v, dy: dy * _window(v, clip, dy.dtype))(x)
+
+    def hardware(self, x=None) -> Hardware:
+        scale = None if x is None else _channel_scale(self.scale(x), -1)
+        return Hardware("scaled", INT2, scale=scale, axis=-1 if self.per_channel else None, base="binary")
+
+    def get_config(self):
+        return {"per_channel": self.per_channel, "po2": self.po2, "clip_value": self.clip_value,
+                "scale_gradient": self.scale_gradient}
+
+
+def _union_type(a: Hardware | None, b: Hardware | None) -> FixedType | None:
+    """A fixed-point type holding the values of both forms, when both lie on fixed grids."""
+    grids = ("binary", "unipolar", "ternary", "fixed", "grid", "po2")
+    if a is None or b is None or a.kind not in grids or b.kind not in grids:
+        return None
+    lsb = min(a.type.lsb_exp, b.type.lsb_exp)
+    lo = min(a.type.min_code << (a.type.lsb_exp - lsb), b.type.min_code << (b.type.lsb_exp - lsb))
+    hi = max(a.type.max_code << (a.type.lsb_exp - lsb), b.type.max_code << (b.type.lsb_exp - lsb))
+    return FixedType.for_codes(lo, hi, lsb).replace(rounding="RND_CONV", overflow="SAT")
+
+
+@_register("partial_quantizer", "partial")
+class PartialQuantizer(Quantizer):
+    r"""A quantizer on chosen channels only.
+
+    .. math::
+        q(x)_{\ldots c \ldots} = \begin{cases} Q(x_{[C]})_{\ldots c \ldots} & c \in C \\
+        O(x_{[\bar C]})_{\ldots c \ldots} & c \notin C \end{cases}
+
+    along ``axis``: ``quantizer`` :math:`Q` sees the sub-tensor of the channels
+    :math:`C` = ``channels`` (so per-tensor statistics such as a TWN threshold or an XNOR
+    scale are those of the chosen channels), ``other`` :math:`O` the rest (identity when
+    None). Each gradient is its quantizer's. Hardware: ``partial`` with the two forms.
+    """
+
+    def __init__(self, quantizer, channels, axis: int = -1, other=None):
+        self.quantizer = get(quantizer)
+        if self.quantizer is None:
+            raise ValueError("PartialQuantizer needs a quantizer for the chosen channels, e.g. 'ste_sign'")
+        self.other = get(other)
+        chans = sorted({int(c) for c in channels})
+        if not chans or chans[0] < 0:
+            raise ValueError(f"PartialQuantizer channels {channels!r} must be non-negative channel indices")
+        self.channels = tuple(chans)
+        self.axis = int(axis)
+
+    def _split(self, shape):
+        ax = self.axis % len(shape)
+        n = int(shape[ax])
+        if self.channels[-1] >= n:
+            raise ValueError(f"PartialQuantizer channel {self.channels[-1]} is out of range: axis {self.axis} has {n}")
+        rest = [c for c in range(n) if c not in set(self.channels)]
+        return ax, list(self.channels), rest
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        ax, chosen, rest = self._split(x.shape)
+        out = self.quantizer(ops.take(x, chosen, axis=ax), training=training)
+        if not rest:
+            return out
+        b = ops.take(x, rest, axis=ax)
+        b = b if self.other is None else self.other(b, training=training)
+        inverse = np.argsort(np.array(chosen + rest))
+        return ops.take(ops.concatenate([out, ops.cast(b, out.dtype)], axis=ax), inverse, axis=ax)
+
+    def hardware(self, x=None) -> Hardware:
+        if x is None:
+            hq = self.quantizer.hardware()
+            ho = None if self.other is None else self.other.hardware()
+        else:
+            x = _tensor(x)
+            ax, chosen, rest = self._split(x.shape)
+            hq = self.quantizer.hardware(ops.take(x, chosen, axis=ax))
+            ho = None if self.other is None else self.other.hardware(ops.take(x, rest, axis=ax))
+        return Hardware("partial", _union_type(hq, ho), axis=self.axis, parts=(hq, ho), channels=self.channels)
+
+    def get_config(self):
+        return {"quantizer": serialize(self.quantizer), "channels": list(self.channels), "axis": self.axis,
+                "other": serialize(self.other)}
 
 
 # ----------------------------------------------------------------------------- lookup

@@ -66,7 +66,7 @@ def test_aliases_and_call_strings():
     with pytest.raises(ValueError, match="literals"):
         qz.get("quantized_bits(__import__('os'))")
     with pytest.raises(ValueError, match="alpha"):
-        qz.QuantizedBits(8, 0, alpha="auto")
+        qz.QuantizedBits(8, 0, alpha="autom")
 
 
 def test_quantizers_serialize():
