@@ -14,8 +14,15 @@ Weights: the CSV holds none. Each layer's weights are drawn at random (seeded) f
 default initializer range (Glorot uniform), put on the row's weight grid with no zero among
 them, and then the row's count of zero weights (``n_zero_weights``) is set to zero at random
 positions across the whole network. Biases are left out (a bias is one more term of an adder
-tree). Softmax and BatchNormalization layers of the original designs are not part of an
-edgebnn graph and are not estimated.
+tree). A softmax that ends the design is stripped by ``freeze(..., strip_softmax=True)`` and
+its hls4ml cost is added by the estimator (``graph.meta["stripped_softmax"]``);
+BatchNormalization layers of the original designs are not part of an edgebnn graph and are
+not estimated. Latency is estimated for the row's HLS tool (``hls_tool`` + ``hls_version``,
+Vivado HLS vs Vitis HLS operator timing).
+
+After the per-row table, the median errors are printed per source repository: no constant is
+fitted to the CSV, so each repository's figures show how the fixed model does on a group of
+designs built by one team with one tool.
 
 Resources are compared with post-synthesis utilization (``vsynth_*``, BRAM tiles x 2 =
 BRAM18) where the row has it, latency and II with the HLS report (``latency_max``,
@@ -71,7 +78,9 @@ def parse_architecture(text: str) -> list[tuple[str, int, int]]:
                 steps.append(("relu", int(m[2]), int(m[2])))
         elif token.lower().startswith("relu"):
             steps.append(("relu", steps[-1][2], steps[-1][2]))
-        elif token.lower() in ("softmax", "linear") or re.fullmatch(r"Input\(\d+\)", token):
+        elif token.lower() == "softmax":
+            steps.append(("softmax", steps[-1][2], steps[-1][2]))
+        elif token.lower() == "linear" or re.fullmatch(r"Input\(\d+\)", token):
             continue
         elif re.fullmatch(r"BN\(\d+\)", token):
             continue  # not estimated (see the module docstring)
@@ -110,9 +119,12 @@ def design_of(row: dict) -> dict:
         raise NotCovered(f"n_zero_weights is {row['n_zero_weights']!r}, not a count") from None
     notes = row.get("notes", "")
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
+    if any(kind == "softmax" for kind, _, _ in steps[:-1]):
+        raise NotCovered("a softmax before the last layer")
     return {"steps": steps, "weight": weights[0], "data": data, "relu": relu, "accum": accum[0],
             "reuse_factor": rfs[0], "strategy": strategies[0].capitalize(), "io_type": row["io_type"],
-            "clock": float(row["clock_ns"]), "part": row["part"], "zeros": zeros, "multipliers": multipliers}
+            "clock": float(row["clock_ns"]), "part": row["part"], "zeros": zeros, "multipliers": multipliers,
+            "hls_tool": f"{row['hls_tool']} {row['hls_version']}", "source": row["source_repo"]}
 
 
 def board_for_part(part: str):
@@ -189,8 +201,13 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             wi += 1
             first = False
             relu_next = i + 1 < len(steps) and steps[i + 1][0] == "relu"
-            if not relu_next:  # hls4ml casts the dense result to its result type
+            last = all(k != "dense" for k, _, _ in steps[i + 1:])
+            # between layers hls4ml casts the dense result to its result type; the last dense
+            # writes its result type itself (types= below), no activation layer follows it
+            if not relu_next and not last:
                 layers.append(QuantActivation(qbits(design["data"]), name=f"result{wi - 1}"))
+        elif kind == "softmax":  # hls4ml's softmax: stripped by freeze, its cost added by the estimator
+            layers.append(keras.layers.Activation("softmax", name="softmax"))
         else:
             layers.append(keras.layers.Activation("relu", name=f"relu{wi - 1}"))
             layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{wi - 1}_out"))
@@ -201,7 +218,7 @@ def build_graph(design: dict, weights: list[np.ndarray]):
         layer.kernel.assign((codes * lsb).astype("float32"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return freeze(model, name="row")
+        return freeze(model, name="row", strip_softmax=True)
 
 
 def estimate_row(design: dict, graph):
@@ -212,7 +229,8 @@ def estimate_row(design: dict, graph):
              for n in graph.compute_nodes() if n.op == "dense"}
     return estimate(graph, board_for_part(design["part"]), strategy=design["strategy"],
                     reuse_factor=design["reuse_factor"], io_type=design["io_type"], clock_period=design["clock"],
-                    utilization_limit=1.0, types=types, multipliers=design["multipliers"])
+                    utilization_limit=1.0, types=types, multipliers=design["multipliers"],
+                    hls_tool=design["hls_tool"])
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -247,6 +265,7 @@ def compare(row: dict, est) -> dict:
           "BRAM18": _num(row["csynth_BRAM_18K"])}
     hls = {"latency": _num(row["latency_max"]), "II": _num(row["II_max"])}
     return {"id": row["id"], "name": row["short_name"], "group": row["replicate_group"] or row["short_name"],
+            "source": row["source_repo"], "tool": f"{row['hls_tool']} {row['hls_version']}",
             "est": mine, "vsynth": vs, "csynth": cs, "hls": hls,
             "err_v": {k: rel_error(mine[k], v) for k, v in vs.items()},
             "err_c": {k: rel_error(mine[k], v) for k, v in cs.items()},
@@ -270,7 +289,8 @@ def _median(values):
 def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=sys.stdout):
     p = lambda *a: print(*a, file=out)  # noqa: E731
     p(f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
-      "with the row's count of zero weights set to zero), biases, softmax and BatchNorm left out")
+      "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
+      "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool")
     p("resources vs post-synthesis (vsynth; '-' where the row has none) and vs the HLS estimate (csynth); "
       "latency and II vs the HLS report")
     head = f"{'id':>3} {'name':<30} {'what':<8} {'estimate':>9} {'vsynth':>9} {'err':>6} {'csynth':>9} {'err':>6}"
@@ -297,6 +317,18 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
       f"median abs error II {_median(r['err_t']['II'] for r in results):.1f}%")
     p("median abs error vs csynth (all rows): " + " ".join(
         f"{k} {_median(r['err_c'][k] for r in results):.1f}%" for k in ("LUT", "FF", "DSP")))
+    # held-out view: the constants are fixed (nothing is fitted), so the error of each source
+    # repository's rows is what a new repository's rows would see if they behave alike
+    p("per source repository (constants fixed; latency ok = within 20% or 3 cycles):")
+    for src in sorted({r["source"] for r in results}):
+        rs = [r for r in results if r["source"] == src]
+        tools = ", ".join(sorted({r["tool"] for r in rs}))
+        has_v = any(r["vsynth"]["LUT"] is not None for r in rs)
+        which, key = ("vsynth", "err_v") if has_v else ("csynth", "err_c")
+        res = which + " " + " ".join(f"{k} {_median(r[key][k] for r in rs):.1f}%" for k in ("LUT", "FF", "DSP"))
+        p(f"  {src} ({len(rs)} rows; {tools}): latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
+          f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}; "
+          f"{res}")
     p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all "
       f"{len(results)} rows")
     p("median abs error: " + " ".join(f"{k} {_median(r['err_v'][k] for r in results):.1f}%"

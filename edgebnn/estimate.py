@@ -29,11 +29,30 @@ differ; checked against the CSV by ``bench/validate_estimates.py``):
   Registers: partial sums at internal cycle boundaries, every output not held in a DSP's
   output register, and with sharing the accumulators and multiplier operands.
 * ``cast`` nodes (relu and/or requantization): ``lut_per_cast_bit`` LUTs per output bit plus
-  an incrementer when rounding and a compare when saturating; chained into the neighbours
-  (0 cycles) unless the usable clock is below ``cast_chain_ns``.
+  an incrementer when rounding and a compare when saturating; latency = the tool's layer
+  boundary (below).
 * DSP cap: past the device's DSP count the rest are rebuilt as LUT constant multipliers
   (``lut_per_dsp`` per layer); ``dsp_needed`` keeps the demand and ``fits`` is false.
 * :func:`fit` searches the valid reuse factors for the smallest that fits.
+
+**Revision for issue 6** (HLS tool timing, softmax, io_stream II):
+
+* ``hls_tool`` selects the operator timing (``ModelConstants.timing_ns[tool][dsp]``): Vivado
+  HLS (up to 2020.1) chains hls4ml's layers inside the top pipeline (layer boundary 0 cycles,
+  a cast costs no cycle); Vitis HLS (2020.2+, the default) keeps every layer function a
+  pipeline with registered I/O (``ceil(layer / T)`` cycles per dense, cast and softmax) and
+  assumes slower operators. A multiply longer than the usable period ``T`` is a multi-cycle
+  operator ending on a register: ``ceil(mult / T) + ceil(L / floor(T / add))`` cycles;
+  a shorter one chains with the adders: ``ceil((mult + L * add) / T)``. Dense latency =
+  boundary + ``(II - 1)`` + those cycles + ``dense_extra_cycles`` (0). The ns figures are
+  round numbers chosen so the CSV's Vivado HLS 2019.2/2020.1 (5 and 25 ns) and Vitis HLS 2021.1
+  (3.33 and 5 ns) designs come out right on average, not fitted per row.
+* A graph frozen with ``strip_softmax=True`` (``graph.meta["stripped_softmax"]``) gets hls4ml's
+  softmax as a last row ``"softmax"`` (see :func:`_softmax`: max tree, exp and 1/x tables of
+  1024 x 18 bits in BRAM18, sum tree, ``n`` 18x18 products).
+* ``io_stream``: hls4ml's dense(stream) reads its inputs, runs the dense and writes its
+  outputs one after the other, ``stream_dense_overhead_cycles`` more, and is not pipelined
+  as a whole: its II is its latency (DATAFLOW's II is the slowest process's).
 
 Dense nodes (``y = x @ W + b``; ``Wx`` input width, ``Wa`` accumulator width from the graph,
 ``R`` reuse factor):
@@ -154,24 +173,38 @@ class ModelConstants:
     mult_min_csd_digits: int = 3
     # LUTs per output bit of a cast (the relu / saturation select)
     lut_per_cast_bit: float = 0.5  # a LUT6_2 gives two such bits sharing the sign input
-    # cycles of hls4ml's activation function that runs a cast, when the clock period (less
-    # the uncertainty) is below cast_chain_ns; above it the cast chains into its neighbours
-    cast_cycles: int = 1
-    cast_chain_ns: float = 10.0
-    # cycles a dense layer adds beyond its datapath (its output register)
-    dense_extra_cycles: int = 1
+    # cycles a dense layer adds beyond its datapath and the tool's layer boundary
+    dense_extra_cycles: int = 0
     # io_stream: cycles each node spends reading and writing its streams
     stream_cycles: int = 1
+    # io_stream: a dense process reads its input, runs the dense and writes its output one after
+    # the other (hls4ml's dense(stream) is not pipelined as a whole), plus this many cycles of
+    # loop entry/exit; its II is that latency (DATAFLOW runs at the slowest process's interval)
+    stream_dense_overhead_cycles: int = 2
+    # hls4ml softmax (nnet_activation.h, 1.3.0 defaults): table_size 1024 for exp and 1/x,
+    # exp_table_t / inv_table_t / inv_inp_t / accum_t ap_fixed<18,8,RND,SAT>
+    softmax_table_size: int = 1024
+    softmax_table_bits: int = 18
     # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
     lut_scale: float = 1.0
     ff_scale: float = 1.0
     # RAMB18 aspect ratios (max depth, port width in bits), UG473 / UG573
     bram18_shapes: tuple = ((512, 36), (1024, 18), (2048, 9), (4096, 4), (8192, 2), (16384, 1))
-    # assumed delays (ns) by DSP generation: one adder level, a DSP multiply, a LUT multiply,
-    # a comparator
+    # operator timing by HLS tool and DSP generation (ns as the tool's scheduler assumes them):
+    # one adder level, a DSP multiply, a LUT multiply, a comparator, the boundary of an hls4ml
+    # layer function, and "rom" = cycles of a table (BRAM ROM) read. Vivado HLS (2019-2020)
+    # chains hls4ml's layers inside the top pipeline (boundary 0); Vitis HLS (2020.2+) keeps each
+    # layer a pipelined function with registered I/O and a slower, more conservative operator
+    # library (the CSV's Vitis HLS 2021.1 designs take about 3x the cycles of Vivado HLS ones).
     timing_ns: Mapping = dataclasses.field(default_factory=lambda: {
-        "DSP48E1": {"add": 1.2, "dsp_mult": 3.0, "lut_mult": 2.5, "compare": 1.2},
-        "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8},
+        "vivado_hls": {
+            "DSP48E1": {"add": 1.2, "dsp_mult": 4.5, "lut_mult": 2.5, "compare": 1.2, "layer": 0.0, "rom": 1},
+            "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 0.0, "rom": 1},
+        },
+        "vitis_hls": {
+            "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
+            "DSP48E2": {"add": 1.4, "dsp_mult": 5.0, "lut_mult": 1.8, "compare": 1.0, "layer": 2.5, "rom": 2},
+        },
     })
 
 
@@ -219,6 +252,7 @@ class Estimate:
     rows: tuple[LayerEstimate, ...]
     warnings: tuple[str, ...] = ()
     dsp_needed: int = 0  # DSPs the design asks for before Vivado caps them at the device's count
+    hls_tool: str = "vitis_hls"
 
     @property
     def totals(self) -> dict[str, int]:
@@ -266,6 +300,7 @@ class Estimate:
             "reuse_factor": _jsonable(self.reuse_factor),
             "io_type": self.io_type,
             "clock_period_ns": self.clock_period_ns,
+            "hls_tool": self.hls_tool,
             "utilization_limit": self.utilization_limit,
             "rows": [r.to_dict() for r in self.rows],
             "totals": self.totals,
@@ -296,7 +331,7 @@ class Estimate:
         rf = self.reuse_factor if not isinstance(self.reuse_factor, Mapping) else "per node"
         lines = [
             f"estimate of graph '{self.graph}' on {self.board.name} ({self.board.part}): {self.strategy}, "
-            f"reuse factor {rf}, {self.io_type}, clock {self.clock_period_ns:g} ns",
+            f"reuse factor {rf}, {self.io_type}, clock {self.clock_period_ns:g} ns, {self.hls_tool}",
             line(head), rule, *(line(r) for r in body[:-3]), rule, *(line(r) for r in body[-3:]),
             f"fits under {100 * self.utilization_limit:g}% of every resource: {'yes' if self.fits else 'no'}; "
             f"latency {self.latency_cycles} cycles = {self.latency_ns:g} ns, II {self.ii} cycles",
@@ -308,7 +343,8 @@ class Estimate:
 def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: str = "io_parallel",
              clock_period: float | None = None, utilization_limit: float = 0.8,
              constants: ModelConstants = CONSTANTS, types: Mapping | None = None,
-             multipliers: str = "auto") -> Estimate:
+             multipliers: str = "auto", hls_tool: str = "vitis_hls", softmax=None,
+             softmax_implementation: str = "stable") -> Estimate:
     """Estimate resources and latency of ``graph`` on ``board``.
 
     Args:
@@ -331,6 +367,13 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
         multipliers: ``"auto"`` (Vivado/Vitis choose DSP or LUTs by operand widths), ``"dsp"``
             or ``"lut"`` (the build forces every real multiplier into DSPs or into fabric, as
             ``config_op mul -impl dsp|fabric`` does).
+        hls_tool: the HLS tool whose scheduler sets the latency: ``"vitis_hls"`` (Vitis HLS
+            2020.2 and later, the default) or ``"vivado_hls"`` (Vivado HLS up to 2020.1); names
+            such as ``"Vivado HLS 2019.2"`` are accepted (see ``ModelConstants.timing_ns``).
+        softmax: add hls4ml's softmax after the graph's output: ``None`` (default) when the
+            graph was frozen with ``strip_softmax=True`` (``graph.meta["stripped_softmax"]``),
+            ``False`` never, ``True`` always (over the output's last axis).
+        softmax_implementation: hls4ml's ``"stable"`` (its default) or ``"latency"``.
     """
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
@@ -350,8 +393,14 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
     if multipliers not in MULTIPLIERS:
         raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
     widths = _resolve_types(graph, types)
+    tool = hls_tool_family(hls_tool)
+    if softmax_implementation not in SOFTMAX_IMPLEMENTATIONS:
+        raise EstimateError(f"unknown softmax_implementation {softmax_implementation!r}; use one of "
+                            f"{', '.join(SOFTMAX_IMPLEMENTATIONS)}")
+    if softmax not in (None, True, False):
+        raise EstimateError(f"softmax must be None (from the graph), True or False, got {softmax!r}")
 
-    ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers)
+    ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers, tool)
     rows, warnings = [], []
     for node in graph.compute_nodes():
         src = graph[node.inputs[0]]
@@ -367,22 +416,33 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
                 f"{', '.join(KNOWN_OPS)} (update edgebnn or estimate a graph without this node)"
             )
         rows.append(_stream(row, node, ctx, widths))
+    stripped = graph.meta.get("stripped_softmax")
+    if softmax or (softmax is None and stripped):
+        last = graph.compute_nodes()[-1]
+        n = int(last.shape[-1])
+        wi = widths[last.name]["result"].width
+        row = _softmax(n, wi, wi, ctx, softmax_implementation)
+        if _positions(last) > 1:
+            p = _positions(last)
+            row = dataclasses.replace(row, lut=row.lut * p, ff=row.ff * p, dsp=row.dsp * p, bram18=row.bram18 * p)
+        rows.append(_stream(row, None, ctx, widths, bits=n * wi))
     dsp_needed = sum(r.dsp for r in rows)
     rows = _cap_dsp(rows, board, warnings)
     rf_shown = dict(reuse_factor) if isinstance(reuse_factor, Mapping) else int(reuse_factor)
     est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit),
-                   tuple(rows), tuple(warnings), dsp_needed)
+                   tuple(rows), tuple(warnings), dsp_needed, tool)
     return est
 
 
 KNOWN_OPS = ("dense", "threshold", "cast")
+SOFTMAX_IMPLEMENTATIONS = ("stable", "latency")
 MULTIPLIERS = ("auto", "dsp", "lut")
 _TYPE_KEYS = ("accum", "result", "weight")
 
 
 def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: str = "io_parallel",
         clock_period: float | None = None, types: Mapping | None = None, multipliers: str = "auto",
-        constants: ModelConstants = CONSTANTS) -> "Fit":
+        constants: ModelConstants = CONSTANTS, hls_tool: str = "vitis_hls", softmax=None) -> "Fit":
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
     Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
@@ -397,7 +457,7 @@ def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: st
     dense = [n for n in graph.compute_nodes() if n.op == "dense"]
     candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*n.params["weight"].shape)}) or [1]
     kwargs = dict(strategy=strategy, io_type=io_type, clock_period=clock_period, utilization_limit=limit,
-                  types=types, multipliers=multipliers, constants=constants)
+                  types=types, multipliers=multipliers, constants=constants, hls_tool=hls_tool, softmax=softmax)
     tried = []
     last = None
     for rf in candidates:
@@ -446,16 +506,53 @@ class _Context:
     clock: float
     c: ModelConstants
     multipliers: str = "auto"
+    hls_tool: str = "vitis_hls"
 
     @property
     def usable_ns(self) -> float:
         return self.clock * (1.0 - self.c.clock_uncertainty)
 
     def ns(self, what: str) -> float:
-        return self.c.timing_ns[self.board.dsp_type][what]
+        return self.c.timing_ns[self.hls_tool][self.board.dsp_type][what]
 
     def cycles(self, ns: float) -> int:
         return math.ceil(ns / self.usable_ns) if ns > 0 else 0
+
+    @property
+    def boundary(self) -> int:
+        """Cycles an hls4ml layer function adds at its boundary (0: chained into its neighbours)."""
+        return self.cycles(self.ns("layer"))
+
+    @property
+    def rom(self) -> int:
+        return int(self.ns("rom"))
+
+    def datapath_cycles(self, mult_ns: float, levels: int) -> int:
+        """Cycles of a multiply followed by ``levels`` adder levels. A multiply that fits the
+        clock chains with the adders; a longer one is a multi-cycle operator ending on a
+        register, after which the adders chain ``floor(T / add)`` levels per cycle."""
+        add = self.ns("add")
+        if mult_ns <= self.usable_ns:
+            return max(1, self.cycles(mult_ns + levels * add))
+        per_cycle = max(1, math.floor(self.usable_ns / add))
+        return self.cycles(mult_ns) + math.ceil(levels / per_cycle)
+
+    def extra_cycles(self, ns: float) -> int:
+        """Cycles beyond the first that combinational logic of ``ns`` needs (it chains into
+        the cycle of the register or memory read that follows it)."""
+        return max(0, self.cycles(ns) - 1)
+
+
+def hls_tool_family(tool: str) -> str:
+    """``"vivado_hls"`` or ``"vitis_hls"`` from names like ``"Vivado HLS 2020.1"``, ``"vitis"``."""
+    if isinstance(tool, str):
+        t = tool.lower().replace("_", " ").replace("-", " ")
+        if "vivado" in t:
+            return "vivado_hls"
+        if "vitis" in t:
+            return "vitis_hls"
+    raise EstimateError(f"unknown hls_tool {tool!r}; use 'vitis_hls' (Vitis HLS 2020.2 and later) or 'vivado_hls' "
+                        "(Vivado HLS up to 2020.1)")
 
 
 def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
@@ -747,8 +844,8 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
     if ii > 1:
         levels += 1
     path_ns = mult_ns + levels * ctx.ns("add")
-    stages = max(1, ctx.cycles(path_ns))
-    latency = (ii - 1) + stages + c.dense_extra_cycles
+    stages = ctx.datapath_cycles(mult_ns, levels)
+    latency = ctx.boundary + (ii - 1) + stages + c.dense_extra_cycles
     if weights_in_memory:
         latency += c.bram_read_cycles
 
@@ -823,22 +920,71 @@ def _cast(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     if not (relu or rounds or saturates) and drop_high == 0 and drop_low == 0:
         per = 0  # a plain wire
     lut = math.ceil(n * per)
-    # chained into the neighbouring logic when the clock leaves room, else its own cycle
-    latency = c.cast_cycles if ctx.usable_ns < c.cast_chain_ns else 0
+    # an hls4ml activation function: chained into its neighbours by Vivado HLS, a pipelined
+    # function with registered outputs (the tool's layer boundary) in Vitis HLS
+    latency = ctx.boundary
     ff = n * to.width if latency else 0
     detail = {"elements": n, "input_bits": ti.width, "output_bits": to.width, "relu": relu,
               "rounds": rounds, "saturates": saturates}
     return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, 1, detail)
 
 
-def _stream(row: LayerEstimate, node: Node, ctx: _Context, widths) -> LayerEstimate:
+def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:
     """io_stream: each node's output goes through a FIFO (depth 1 for io_parallel-shaped
-    dense outputs, in registers) and the node reads and writes its stream: a cycle each."""
+    dense outputs, in registers) and the node reads and writes its stream: a cycle each.
+    hls4ml's dense(stream) reads all inputs, runs the dense and writes all outputs in sequence
+    (only the dense inside is pipelined), so its II is its whole latency."""
     if ctx.io_type != "io_stream":
         return row
-    fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width
-    return dataclasses.replace(row, ff=row.ff + fifo, latency=row.latency + ctx.c.stream_cycles,
+    fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width if node is not None else bits
+    latency = row.latency + ctx.c.stream_cycles
+    ii = row.ii
+    if row.op == "dense":
+        latency += ctx.c.stream_dense_overhead_cycles
+        ii = max(ii, latency)
+    return dataclasses.replace(row, ff=row.ff + fifo, latency=latency, ii=ii,
                                detail={**row.detail, "stream_fifo_bits": fifo})
+
+
+def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> LayerEstimate:
+    """hls4ml's softmax over ``n`` values of ``wi`` bits (nnet_activation.h, 1.3.0):
+
+    * ``stable`` (hls4ml's default): the maximum by a tree of ``n - 1`` compare-and-select
+      units, ``n`` subtractions ``x_max - x_i``; ``latency`` skips both.
+    * ``exp`` from a table of ``softmax_table_size`` entries of ``softmax_table_bits`` bits
+      (indexed by the top 10 bits: a slice, no logic); a ROM has two read ports, so ``n``
+      parallel reads replicate it ``ceil(n/2)`` times (one 1Kx18 BRAM18 each).
+    * the sum by a tree of ``n - 1`` adders of ``softmax_table_bits`` bits, ``1/sum`` from a
+      second table (one BRAM18), then ``n`` products ``exp_i * inv`` of 18x18 bits (a DSP each,
+      or a LUT multiplier when multipliers are forced to fabric).
+    * latency: the tool's layer boundary, two table reads (``rom`` cycles each), the cycles
+      beyond the first of the logic before each read (max tree and subtraction; sum tree), and
+      the multiply. Registers: every internal cycle boundary holds ``n`` table-width values,
+      plus the ``n`` outputs. II 1.
+    """
+    c = ctx.c
+    tb = c.softmax_table_bits
+    levels = math.ceil(math.log2(n)) if n > 1 else 0
+    stable = implementation == "stable"
+    lut = (n - 1) * tb * c.lut_per_adder_bit  # sum tree
+    pre_ns = 0.0
+    if stable:
+        lut += (n - 1) * wi * (c.lut_per_compare_bit + c.lut_per_adder_bit)  # compare + select
+        lut += n * wi * c.lut_per_adder_bit  # x_max - x_i
+        pre_ns = levels * (ctx.ns("compare") + ctx.ns("add")) + ctx.ns("add")
+    use_dsp = ctx.multipliers != "lut"
+    dsp = n * int(_dsp_slices(np.array([tb]), np.array([tb]), ctx.board.dsp_ports)[0]) if use_dsp else 0
+    if not use_dsp:
+        lut += n * c.lut_per_mult_bit2 * tb * tb
+    mult_ns = ctx.ns("dsp_mult") if use_dsp else ctx.ns("lut_mult")
+    rom_each = _bram18(tb, c.softmax_table_size, c.bram18_shapes)
+    bram = (math.ceil(n / 2) + 1) * rom_each
+    latency = (ctx.boundary + 2 * ctx.rom + ctx.extra_cycles(pre_ns) + ctx.extra_cycles(levels * ctx.ns("add"))
+               + max(1, ctx.cycles(mult_ns)))
+    ff = max(0, latency - 1) * n * tb + n * wr
+    detail = {"n": n, "implementation": implementation, "input_bits": wi, "table_bits": tb,
+              "table_size": c.softmax_table_size, "exp_table_copies": math.ceil(n / 2), "adder_levels": levels}
+    return LayerEstimate("softmax", "softmax", math.ceil(lut), ff, dsp, bram, 0, latency, 1, detail)
 
 
 def _pct(value: float) -> str:

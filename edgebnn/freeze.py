@@ -94,8 +94,32 @@ def _layer_chain(model) -> list:
     return layers
 
 
-def plan(model) -> list[Step]:
-    """The steps of ``model`` in order; raises FreezeError for anything not exportable."""
+def _trailing_softmax(layers) -> int | None:
+    """Index of the model's last layer (Dropout skipped) when it applies softmax, else None."""
+    for i in range(len(layers) - 1, -1, -1):
+        layer = layers[i]
+        if isinstance(layer, keras.layers.Dropout):
+            continue
+        if isinstance(layer, keras.layers.Softmax):
+            return i
+        fn = getattr(layer, "activation", None)
+        if isinstance(layer, (keras.layers.Activation, QuantDense)) and _is_softmax(fn):
+            return i
+        return None
+    return None
+
+
+def _is_softmax(fn) -> bool:
+    return fn is not None and getattr(fn, "__name__", "") == "softmax"
+
+
+def plan(model, strip_softmax: bool = False) -> list[Step]:
+    """The steps of ``model`` in order; raises FreezeError for anything not exportable.
+
+    With ``strip_softmax`` a softmax that ends the model (an ``Activation('softmax')``, a
+    ``Softmax`` layer or a last ``QuantDense`` with ``activation='softmax'``) is left out: the
+    steps compute the logits, whose argmax is the same.
+    """
     steps: list[Step] = []
     pending: list[_FloatOp] = []  # float ops after the last accumulator
     pending_layers: list[str] = []
@@ -109,7 +133,11 @@ def plan(model) -> list[Step]:
     def where(layer):
         return f"layer {layer.name!r} ({type(layer).__name__})"
 
-    for layer in _layer_chain(model):
+    layers = _layer_chain(model)
+    strip = _trailing_softmax(layers) if strip_softmax else None
+    for index, layer in enumerate(layers):
+        if index == strip and not isinstance(layer, QuantDense):
+            continue  # the trailing softmax: the graph computes the logits
         if isinstance(layer, QuantDense):
             if not started:
                 if layer.input_quantizer is None or layer.input_quantizer.hardware().kind != "fixed":
@@ -134,7 +162,8 @@ def plan(model) -> list[Step]:
             if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
                 pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias)))
                 pending_layers.append(layer.name)
-            if layer.activation is not None and layer.activation is not keras.activations.linear:
+            if layer.activation is not None and layer.activation is not keras.activations.linear \
+                    and index != strip:
                 _check_elementwise_activation(layer, layer.activation)
                 pending.append(_FloatOp(f"{layer.name}.activation", layer.activation,
                                         relu=layer.activation is keras.activations.relu))
@@ -188,9 +217,18 @@ def _check_elementwise_activation(layer, fn):
 # ------------------------------------------------------------------------------ freezing
 
 
-def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None) -> Graph:
-    """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`."""
-    steps = plan(model)
+def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None,
+           strip_softmax: bool = False) -> Graph:
+    """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
+
+    ``strip_softmax=True`` drops a softmax that ends the model (hardware cannot compute it
+    exactly; argmax is unchanged): the graph computes the logits, ``graph.meta
+    ["stripped_softmax"]`` records ``{"n": classes}`` (the estimator can add hls4ml's softmax
+    cost from it) and a :class:`FreezeWarning` says so. Without it such a model is refused.
+    """
+    layers = _layer_chain(model)
+    stripped = _trailing_softmax(layers) if strip_softmax else None
+    steps = plan(model, strip_softmax=strip_softmax)
     nodes: list[Node] = []
     input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
     jit = _model_jit(model)
@@ -215,11 +253,20 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             "and the C-simulation still agree bit for bit; use narrower inputs or weights for a bit-exact Keras model",
             FreezeWarning, stacklevel=2,
         )
+    if stripped is not None:
+        layer = layers[stripped]
+        meta["stripped_softmax"] = {"n": int(nodes[-1].shape[-1]), "layer": layer.name}
+        warnings.warn(
+            f"the softmax of layer {layer.name!r} is not part of the graph: it computes the logits (argmax is "
+            "unchanged); apply softmax in software if probabilities are needed",
+            FreezeWarning, stacklevel=2,
+        )
     return Graph(name or model.name, nodes, meta)
 
 
 class FreezeWarning(UserWarning):
-    """The frozen graph is exact, but Keras's own float32 inference cannot match it bit for bit."""
+    """The frozen graph is exact but not what Keras computes: float32 cannot hold its accumulators
+    exactly, or the model's trailing softmax was stripped (``strip_softmax=True``)."""
 
 
 def _is_cast(step: Step) -> bool:

@@ -45,25 +45,35 @@ def test_exact_lut_multipliers_on_a_tiny_layer():
     # column 1: 0 (nothing) and -100 (odd part 25 -> 5 bits + sign = 6, CSD 32-8+1: two 8+6-bit adders)
     g = dense_graph(weight=[[3, 0], [64, -100]])
     wa = g["dense"].type.width
-    est = estimate(g, "pynq-z2")
+    est = estimate(g, "pynq-z2", hls_tool="vitis_hls")
     r = row(est)
     assert r.detail["products"] == {"zero": 1, "free": 1, "shift_add": 1, "lut": 1, "dsp": 0}
     # one adder (column 0's two terms), level 1 of 8 + 8 + 1 bits capped by the accumulator
     add = min(wa, 17)
     assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0}
     assert (r.lut, r.dsp, r.bram18, r.uram) == (39 + add, 0, 0, 0)
-    # the multiply and one adder level fit one 10 ns cycle: only the 2 outputs are registered
+    # the LUT multiply and one adder level (2.5 + 2.0 ns) fit one 10 ns cycle (8.75 ns usable):
+    # only the 2 outputs are registered; Vitis HLS adds its layer boundary, ceil(3.5 / 8.75) = 1
     assert r.ff == 2 * wa
     assert (r.latency, r.ii) == (2, 1)
+    assert row(estimate(g, "pynq-z2", hls_tool="vivado_hls")).latency == 1  # chained: boundary 0
 
 
 def test_exact_dsp_product_and_post_adder():
     g = dense_graph(weight=[[107], [1]], input_type="fixed<16,6>")  # 107 = 128-16-4-1: 4 signed digits
-    r = row(estimate(g, "pynq-z2"))
+    wa = g["dense"].type.width
+    r = row(estimate(g, "pynq-z2", hls_tool="vivado_hls"))
     assert r.detail["products"] == {"zero": 0, "free": 1, "shift_add": 0, "lut": 0, "dsp": 1}
     assert (r.dsp, r.lut) == (1, 0)  # the one add sits in the DSP's post-adder
-    assert r.ff == g["dense"].type.width
-    assert (r.latency, r.ii) == (2, 1)
+    # Vivado HLS, DSP48E1: 4.5 ns multiply + 1.2 ns adder level fit 8.75 ns; boundary 0
+    assert r.ff == wa
+    assert (r.latency, r.ii) == (1, 1)
+    # Vitis HLS: 7.0 + 2.0 ns > 8.75 ns: two cycles, the 2 products (23 bits) registered between
+    # them (no adder level fits after the multiply: floor((8.75 - 7.0) / 2.0) = 0), plus the
+    # layer boundary ceil(3.5 / 8.75) = 1
+    r = row(estimate(g, "pynq-z2", hls_tool="vitis_hls"))
+    assert r.ff == 2 * min(wa, 16 + 8) + wa
+    assert (r.latency, r.ii) == (1 + 2, 1)
 
 
 def test_exact_threshold_costs_only_live_distinct_comparators():
@@ -247,9 +257,14 @@ def test_io_stream_adds_a_cycle_and_a_fifo_per_node():
     par = estimate(g, "pynq-z2")
     stream = estimate(g, "pynq-z2", io_type="io_stream")
     for a, b, node in zip(par.rows, stream.rows, g.compute_nodes()):
-        assert b.latency == a.latency + 1
+        if node.op == "dense":  # read all, compute, write all: not pipelined, II = its latency
+            assert b.latency == a.latency + 1 + CONSTANTS.stream_dense_overhead_cycles
+            assert b.ii == b.latency
+        else:
+            assert b.latency == a.latency + 1 and b.ii == a.ii
         assert b.ff == a.ff + node.shape[-1] * node.type.width
         assert (a.lut, a.dsp) == (b.lut, b.dsp)
+    assert stream.ii == max(r.latency for r in stream.rows if r.op == "dense")
 
 
 def test_positions_reuse_one_dense_unit():
@@ -470,10 +485,68 @@ def test_cast_nodes_are_cheap_elementwise():
     d = dense_node("dense", inp, np.ones((16, 8), dtype=np.int64) * 3, FixedType(4, 2))
     relu = cast_node("relu", d, FixedType.from_string("ufixed<8,4,RND,SAT>"), relu=True)
     g = Graph("c", [inp, d, relu])
-    r = row(estimate(g, "pynq-z2"), "relu")
-    assert r.op == "cast" and r.dsp == 0 and 0 < r.lut <= 8 * 8 * 3 and r.latency in (0, 1) and r.ii == 1
-    fast = row(estimate(g, "pynq-z2", clock_period=3), "relu")
-    assert fast.latency == 1 and fast.ff == 8 * 8
+    r = row(estimate(g, "pynq-z2", hls_tool="vivado_hls"), "relu")
+    assert r.op == "cast" and r.dsp == 0 and 0 < r.lut <= 8 * 8 * 3 and r.ii == 1
+    assert (r.latency, r.ff) == (0, 0)  # Vivado HLS chains it into the dense: no register
+    # Vitis HLS: its own function, the layer boundary: ceil(3.5 / 8.75) = 1, ceil(3.5 / 2.625) = 2
+    assert row(estimate(g, "pynq-z2", hls_tool="vitis_hls"), "relu").latency == 1
+    fast = row(estimate(g, "pynq-z2", clock_period=3, hls_tool="vitis_hls"), "relu")
+    assert fast.latency == 2 and fast.ff == 8 * 8
+
+
+def _logits_graph(n_out=3, width=16):
+    inp = input_node("input", (4,), FixedType.from_string("fixed<8,3>"))
+    d = dense_node("dense", inp, (np.arange(4 * n_out).reshape(4, n_out) % 100) + 3, W8)
+    return Graph("logits", [inp, d], {"stripped_softmax": {"n": n_out}}), f"fixed<{width},6>"
+
+
+def test_softmax_row_matches_the_formulas():
+    g, t = _logits_graph()
+    est = estimate(g, "pynq-z2", hls_tool="vivado_hls", types={"dense": {"result": t}})
+    sm = row(est, "softmax")
+    n, wi, tb = 3, 16, 18
+    # sum tree (n-1)*18, max tree (n-1)*wi*(compare + select), n subtractions of wi bits
+    assert sm.lut == (n - 1) * tb + (n - 1) * wi * 2 + n * wi == 148
+    assert sm.dsp == n  # 18x18 products fit one DSP48E1 (25x18)
+    assert sm.bram18 == 2 + 1  # exp table replicated ceil(3/2) times (two ports each) + the 1/x table
+    # Vivado HLS at 10 ns (8.75 usable): boundary 0, two 1-cycle table reads, the max tree +
+    # subtraction (2*(1.2+1.2)+1.2 = 6.0 ns) and the sum tree (2.4 ns) chain into them, 1-cycle multiply
+    assert (sm.latency, sm.ii) == (3, 1)
+    assert sm.ff == (3 - 1) * n * tb + n * wi
+    # Vitis HLS: boundary ceil(3.5/8.75) = 1, two 2-cycle reads, max tree 2*(1.5+2.0)+2.0 = 9.0 ns
+    # is one cycle beyond the first, sum tree 4.0 ns none, multiply 7.0 ns one cycle
+    vit = row(estimate(g, "pynq-z2", hls_tool="Vitis HLS 2021.1", types={"dense": {"result": t}}), "softmax")
+    assert vit.latency == 1 + 2 * 2 + 1 + 0 + 1
+    lat = row(estimate(g, "pynq-z2", hls_tool="vivado_hls", types={"dense": {"result": t}},
+                       softmax_implementation="latency"), "softmax")
+    assert lat.lut == (n - 1) * tb and lat.latency <= sm.latency
+    lut = row(estimate(g, "pynq-z2", multipliers="lut", types={"dense": {"result": t}}), "softmax")
+    assert lut.dsp == 0 and lut.lut > sm.lut + n * tb * tb - 1
+    assert est.latency_cycles == row(est).latency + sm.latency
+    assert "softmax" not in [r.name for r in estimate(g, "pynq-z2", softmax=False).rows]
+    g.meta.clear()
+    assert "softmax" not in [r.name for r in estimate(g, "pynq-z2").rows]
+    assert row(estimate(g, "pynq-z2", softmax=True), "softmax").detail["n"] == 3
+
+
+def test_softmax_grows_with_classes():
+    small, big = (row(estimate(_logits_graph(n)[0], "zcu104"), "softmax") for n in (4, 32))
+    assert big.lut > small.lut and big.dsp > small.dsp and big.bram18 > small.bram18
+    assert big.latency >= small.latency
+
+
+def test_hls_tool_sets_the_timing():
+    g = dense_graph(n_in=256, n_out=8, input_type="fixed<16,6>")
+    vivado = estimate(g, "zcu104", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
+    vitis = estimate(g, "zcu104", clock_period=3.33, hls_tool="vitis")
+    assert vivado.hls_tool == "vivado_hls" and vitis.hls_tool == "vitis_hls"
+    assert vitis.latency_cycles > vivado.latency_cycles
+    assert estimate(g, "zcu104").hls_tool == "vitis_hls"  # the default
+    assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
+    with pytest.raises(EstimateError, match="hls_tool"):
+        estimate(g, "zcu104", hls_tool="catapult")
+    with pytest.raises(EstimateError, match="softmax_implementation"):
+        estimate(g, "zcu104", softmax_implementation="argmax")
 
 
 def test_unknown_future_op_is_a_clear_error():

@@ -147,3 +147,49 @@ def test_float_output_and_float_kernel_and_softmax_are_refused():
                           keras.layers.Activation("softmax", name="sm")])
     with pytest.raises(FreezeError, match="'sm'.*from_logits"):
         freeze(m)
+
+
+def _softmax_models():
+    q = dict(input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
+             use_bias=False)
+    yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", **q),
+                            keras.layers.Activation("softmax", name="sm")]), "sm"
+    yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", activation="softmax", **q)]), "d"
+    yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", **q), keras.layers.Softmax(name="sml"),
+                            keras.layers.Dropout(0.1)]), "sml"
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_strip_softmax_gives_the_logits_and_records_it(index):
+    from edgebnn.freeze import FreezeWarning
+
+    model, layer = list(_softmax_models())[index]
+    if index < 2:  # the default still refuses (a Softmax layer is refused as unsupported)
+        with pytest.raises(FreezeError, match="from_logits"):
+            freeze(model)
+    with pytest.warns(FreezeWarning, match=f"softmax of layer '{layer}'.*logits"):
+        graph = freeze(model, strip_softmax=True)
+    assert graph.meta["stripped_softmax"] == {"n": 3, "layer": layer}
+    assert [n.op for n in graph.compute_nodes()] == ["dense"]
+    x = all_inputs()
+    logits = np.asarray(model.layers[0](x)) if index != 1 else None
+    y = emulate(graph, x)
+    if logits is not None:
+        np.testing.assert_array_equal(y, logits)
+    probs = np.asarray(model.predict(x, verbose=0))
+    np.testing.assert_array_equal(np.argmax(y, axis=-1), np.argmax(probs, axis=-1))
+
+
+def test_strip_softmax_leaves_models_without_one_alone():
+    import warnings as w
+
+    model = bn_model(3)
+    with w.catch_warnings():
+        w.simplefilter("error")
+        graph = freeze(model, strip_softmax=True)
+    assert "stripped_softmax" not in graph.meta
+    m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, input_quantizer="quantized_bits(4, 0)",
+                                                          kernel_quantizer="ste_sign", use_bias=False),
+                          keras.layers.Activation("softmax", name="sm"), QuantActivation("ste_sign")])
+    with pytest.raises(FreezeError, match="'sm'.*from_logits"):  # not trailing: still refused
+        freeze(m, strip_softmax=True)

@@ -36,6 +36,8 @@ def test_three_row_subset_prints_rows_and_the_median_line(tmp_path):
     assert re.search(r"^\s*6 dnnsi_mlp_pr75_rf1\s+DSP\s+\d+\s+162\s", out, re.M)
     assert re.search(r"^\s*95 hls4ml_testreport_dense16x5\s+latency\s+\d+\s+10\s", out, re.M)
     assert "random" in out and "zero weights" in out
+    assert re.search(r"^\s*6 dnnsi_mlp_pr75_rf1\s+BRAM18\s+3\s+3\s", out, re.M)  # the softmax tables
+    assert "per source repository" in out and "pominiq/DNNonSilicon (1 rows; Vivado HLS 2020.1)" in out
 
 
 def test_parsing_helpers():
@@ -43,7 +45,7 @@ def test_parsing_helpers():
     import validate_estimates as v
 
     assert v.parse_architecture("Dense(4->128) -> relu -> Dense(128->3) -> softmax") == [
-        ("dense", 4, 128), ("relu", 128, 128), ("dense", 128, 3)]
+        ("dense", 4, 128), ("relu", 128, 128), ("dense", 128, 3), ("softmax", 3, 3)]
     assert v.parse_types("ap_fixed<16,6>;ap_ufixed<8,0,AP_RND_CONV,AP_SAT>") == [(True, 16, 6), (False, 8, 0)]
     with pytest.raises(v.NotCovered, match="convolution"):
         v.parse_architecture("Conv2D(in=28x28x1,k=3x3,f=4,s=1,out=26x26) -> relu")
