@@ -28,6 +28,7 @@ def test_demo_run_is_verified_and_accurate(demo_run):
     assert summary["accuracy_deployed"] == summary["accuracy_keras"] == summary["accuracy_emulator"]
     assert summary["board"] == "pynq-z2"
     assert summary["resources"]["totals"]["dsp"] == 0  # binary layers need no multiplier
+    assert summary["resources"]["fits"] is True  # the example's reuse factor fits its board
     project = out / "hls_project"
     assert summary["project_dir"] == str(project)
     assert (project / "build_prj.tcl").is_file() and (project / "firmware").is_dir()
