@@ -245,17 +245,22 @@ def _reduce_axes(ndim: int, keep: int | None):
 
 def _qkeras_axes(ndim: int, scale_axis: int | None):
     """The axes QKeras averages over for a per-channel scale: all but ``scale_axis``
-    (default: the last, channels_last); for a 1-D tensor, axis 0."""
+    (default: the last, channels_last). None for a 1-D tensor, where QKeras' ``_get_scale``
+    averages over nothing: each element gets its own scale."""
     if ndim <= 1:
-        return (0,)
+        return None
     return _reduce_axes(ndim, -1 if scale_axis is None else scale_axis)
 
 
 def _qkeras_scale(alpha: str, x, q, axes):
-    r"""QKeras ``_get_scale``: :math:`s = \overline{xq} / (\overline{qq} + \epsilon)` over ``axes``;
-    ``"auto_po2"`` rounds it to :math:`2^{\mathrm{round}(\log_2(s + \epsilon))}` (half to even)."""
-    qx = ops.mean(x * q, axis=axes, keepdims=True)
-    qq = ops.mean(q * q, axis=axes, keepdims=True)
+    r"""QKeras ``_get_scale``: :math:`s = \overline{xq} / (\overline{qq} + \epsilon)` over ``axes``
+    (elementwise, no mean, when ``axes`` is None: QKeras' 1-D case); ``"auto_po2"`` rounds it
+    to :math:`2^{\mathrm{round}(\log_2(s + \epsilon))}` (half to even)."""
+    if axes is None:
+        qx, qq = x * q, q * q
+    else:
+        qx = ops.mean(x * q, axis=axes, keepdims=True)
+        qq = ops.mean(q * q, axis=axes, keepdims=True)
     scale = qx / (qq + _EPS)
     if alpha == "auto_po2":
         scale = _po2(scale)
@@ -663,18 +668,21 @@ class QuantizedBits(_Stochastic, Quantizer):
     q_{None}(x)`, gradient 1.
 
     ``alpha="auto"`` / ``"auto_po2"`` (QKeras' per-channel scale; symmetric, signed): with
-    :math:`x' = x / 2^{integer}`, :math:`L = 2^{bits} - 1`, :math:`M = (L - 1)/2` and means over
-    all axes but ``scale_axis`` (default the last; a 1-D tensor is one channel), start from
-    :math:`s = (\max x' - \min x') / L` (rounded to a power of two for ``"auto_po2"``), then
-    five times
+    :math:`x' = x / 2^{integer}`, :math:`M = 2^{bits-1} - 1` and maxima/means over all axes but
+    ``scale_axis`` (default the last), start from :math:`s = 2 \max |x'| / (2M)` and set
 
     .. math::
         z = \mathrm{sign}(x') \min(\lfloor |x'|/s + \tfrac12 \rfloor, M), \qquad
-        s = 2^{\mathrm{round}(\log_2(\overline{x'z} / (\overline{zz} + \epsilon) + \epsilon))}
+        q(x) = 2^{integer} \, s \, z, \qquad \frac{\partial q}{\partial x} = 1
 
-    and :math:`q(x) = 2^{integer} \, s \, z`, gradient 1. As in QKeras 0.9 the refinement
-    always rounds the scale to a power of two, for ``"auto"`` too; ``keep_negative=False``,
-    rounding/overflow modes and stochastic rounding do not apply there and are refused.
+    ``"auto"`` keeps that float scale (so the largest :math:`|x|` of each channel maps to
+    itself). ``"auto_po2"`` first rounds :math:`s` to :math:`2^{\mathrm{round}(\log_2(s + \epsilon))}`,
+    then five times recomputes :math:`z` and
+    :math:`s = 2^{\mathrm{round}(\log_2(\overline{x'z} / (\overline{zz} + \epsilon) + \epsilon))}`.
+    As in QKeras 0.9.0, a 1-D tensor takes its maximum over the whole tensor but its
+    ``auto_po2`` refinement over no axis (one scale per element). ``keep_negative=False``
+    (which QKeras ignores there), ``bits < 2``, rounding/overflow modes and stochastic rounding
+    do not apply and are refused.
 
     ``use_stochastic_rounding``: with ``training=True`` the codes round up with probability
     equal to their fractional part (unbiased, on the same grid, overflow mode unchanged),
@@ -682,7 +690,8 @@ class QuantizedBits(_Stochastic, Quantizer):
 
     Hardware: ``fixed`` (``binary`` for the 1-bit case); ``scaled`` with a numeric alpha
     (scale alpha, base ``fixed``) or "auto" (base ``grid``: codes ``int<bits>`` times a
-    per-channel power of two that depends on the tensor: ``hardware(x)``/``scale(x)``).
+    per-channel scale, a power of two for ``"auto_po2"``, that depends on the tensor:
+    ``hardware(x)``/``scale(x)``).
     """
 
     def __init__(self, bits: int = 8, integer: int = 0, symmetric: bool = False, keep_negative: bool = True,
@@ -696,6 +705,8 @@ class QuantizedBits(_Stochastic, Quantizer):
         if int(bits) < 1 or int(bits) - bool(keep_negative) < 0:
             raise ValueError(f"quantized_bits(bits={bits}) needs at least 1 bit (2 when keep_negative)")
         if isinstance(alpha, str):
+            if int(bits) < 2:
+                raise ValueError(f"quantized_bits(bits={bits}, alpha={alpha!r}) needs at least 2 bits")
             if not keep_negative:
                 raise ValueError(
                     f"quantized_bits(alpha={alpha!r}) is always signed in QKeras; drop keep_negative=False"
@@ -733,19 +744,25 @@ class QuantizedBits(_Stochastic, Quantizer):
         return FixedType(self.bits, self.bits, True, "RND_INF", "SAT_SYM")
 
     def _auto(self, x):
-        """(z, total scale) of the "auto" path: q(x) = scale * z."""
+        """(z, total scale) of the "auto" path: q(x) = scale * z (QKeras 0.9.0's numbers)."""
         axes = _qkeras_axes(len(x.shape), self.scale_axis)
         m_i = 2.0**self.integer
         x = x / m_i
-        levels = 2**self.bits - 1
-        cap = (levels - 1) / 2
-        scale = (ops.max(x, axis=axes, keepdims=True) - ops.min(x, axis=axes, keepdims=True)) / levels
+        levels = 2 * (2 ** (self.bits - 1) - 1)  # QKeras forces symmetric with a string alpha
+        cap = levels / 2
+        scale = ops.max(ops.abs(x), axis=(0,) if axes is None else axes, keepdims=True) * 2.0 / levels
+
+        def codes(scale):
+            v = ops.floor(ops.abs(x) / scale + 0.5)
+            return ops.sign(x) * ops.where(v < cap, v, ops.full_like(v, cap))
+
         if self.alpha == "auto_po2":
             scale = _po2(scale)
-        for _ in range(5):
-            v = ops.floor(ops.abs(x) / scale + 0.5)
-            z = ops.sign(x) * ops.where(v < cap, v, ops.full_like(v, cap))
-            scale = _qkeras_scale("auto_po2", x, z, axes)
+            for _ in range(5):
+                z = codes(scale)
+                scale = _qkeras_scale("auto_po2", x, z, axes)
+        else:
+            z = codes(scale)
         return z, scale * m_i
 
     def scale(self, x):
@@ -817,10 +834,13 @@ class QuantizedRelu(_Stochastic, Quantizer):
         0 & x > u \end{cases}
 
     with :math:`u = m_i - m_i/m` (``is_quantized_clip``, the default), else
-    ``relu_upper_bound`` (or :math:`+\infty` when None). ``use_stochastic_rounding``: with
+    ``relu_upper_bound`` (or :math:`+\infty` when None). With ``is_quantized_clip=False`` and a
+    non-zero ``relu_upper_bound``, QKeras also clips the output: :math:`q \leftarrow \min(q,
+    \texttt{relu\_upper\_bound})`. ``use_stochastic_rounding``: with
     ``training=True`` each ``round`` rounds up with probability equal to the fractional part.
     Hardware: ``fixed`` (``ap_ufixed<bits, integer, RND_CONV, SAT>``, a plain conversion);
-    ``grid`` with ``use_sigmoid`` or a negative slope (signed then), which are not conversions.
+    ``grid`` with ``use_sigmoid``, a negative slope (signed then) or an output clip below the
+    grid's top, which are not conversions.
     """
 
     def __init__(self, bits: int = 8, integer: int = 0, use_sigmoid: int = 0, negative_slope: float = 0.0,
@@ -859,6 +879,11 @@ class QuantizedRelu(_Stochastic, Quantizer):
             xq = xq + m_i * s * ops.clip(_round_or_draw(p * s, u) * (1.0 / (s * m)), -1.0, 0.0)
         return xq
 
+    def _output_bound(self):
+        """QKeras also clips the quantized output to ``relu_upper_bound`` (when it is set,
+        non-zero, and ``is_quantized_clip`` is False)."""
+        return self.relu_upper_bound if self.relu_upper_bound and not self.is_quantized_clip else None
+
     def _upper(self):
         if self.is_quantized_clip:
             m, m_i, b = self._consts()
@@ -868,14 +893,28 @@ class QuantizedRelu(_Stochastic, Quantizer):
     def __call__(self, x, training=None):
         x = _tensor(x)
         u = self._draws(x, training)
-        slope, upper = self.negative_slope, self._upper()
-        return _custom(lambda v: self._forward(v, u), lambda v, dy: dy * _relu_slope_grad(v, slope, upper))(x)
+        slope, upper, bound = self.negative_slope, self._upper(), self._output_bound()
+
+        def forward(v):
+            xq = self._forward(v, u)
+            return xq if bound is None else ops.minimum(xq, bound)
+
+        return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, slope, upper))(x)
 
     def hardware(self, x=None) -> Hardware:
         m, m_i, b = self._consts()
+        bound = self._output_bound()
+        if bound is not None and bound < m_i - m_i / m:
+            if bound * m / m_i != math.floor(bound * m / m_i):
+                raise NoHardwareForm(
+                    f"quantized_relu(relu_upper_bound={bound}) clips its outputs to {bound}, which is off its "
+                    f"grid (step {m_i / m}); use a bound on the grid or is_quantized_clip=True")
+            grid = True  # min(conversion, bound): on the grid, but not a plain conversion
+        else:
+            grid = False
         if self.negative_slope == 0:
             t = FixedType(self.bits, self.integer, False, "RND_CONV", "SAT")
-            return Hardware("grid" if self.use_sigmoid else "fixed", t)
+            return Hardware("grid" if self.use_sigmoid or grid else "fixed", t)
         s = self.negative_slope
         lsb_exp = min(self.integer - b, self.integer + int(math.log2(s)))
         t = FixedType.for_range(-m_i * s, m_i - m_i / m, lsb_exp)
@@ -896,28 +935,32 @@ class QuantizedRelu(_Stochastic, Quantizer):
 
 @_register("quantized_tanh")
 class QuantizedTanh(_Stochastic, Quantizer):
-    r"""QKeras ``quantized_tanh``: :math:`m = 2^{bits - 1}`,
+    r"""QKeras ``quantized_tanh``: :math:`m = 2^{bits - 1}`, :math:`l = -1 + [\texttt{symmetric}]/m`,
 
     .. math::
         p = \begin{cases} \tanh(x) & \texttt{use\_real\_tanh} \\
         2\,\mathrm{clip}(x/2 + 1/2, 0, 1) - 1 & \text{else (hard tanh)} \end{cases}, \qquad
-        q(x) = \mathrm{clip}\Big(\frac{\mathrm{round}(p m)}{m}, -1 + \frac1m, 1 - \frac1m\Big)
+        q(x) = \mathrm{clip}\Big(\frac{\mathrm{round}(p m)}{m}, l, 1 - \frac1m\Big)
+
+    (QKeras 0.9.0's default ``symmetric=False`` keeps -1 as an output.)
 
     .. math::
-        \frac{\partial q}{\partial x} = [\,|\mathrm{round}(pm)/m| \le 1 - 1/m\,] \cdot
+        \frac{\partial q}{\partial x} = [\,l \le \mathrm{round}(pm)/m \le 1 - 1/m\,] \cdot
         \begin{cases} 1 - \tanh^2(x) & \texttt{use\_real\_tanh} \\
         [\,0 \le x/2 + 1/2 \le 1\,] & \text{else} \end{cases}
 
     (``round`` half to even, or stochastic with ``training=True``; the clip windows are
     inclusive, as ``tf.clip_by_value``'s gradient). Hardware: ``grid`` of
-    ``fixed<bits, 1, RND_CONV, SAT_SYM>`` (values on it, but tanh is not a conversion).
+    ``fixed<bits, 1, RND_CONV, SAT>`` (``SAT_SYM`` when symmetric; values on it, but tanh is
+    not a conversion).
     """
 
-    def __init__(self, bits: int = 8, use_stochastic_rounding: bool = False, use_real_tanh: bool = False,
-                 seed: int | None = None):
+    def __init__(self, bits: int = 8, use_stochastic_rounding: bool = False, symmetric: bool = False,
+                 use_real_tanh: bool = False, seed: int | None = None):
         if int(bits) < 1:
             raise ValueError(f"quantized_tanh(bits={bits}) needs at least 1 bit")
         self.bits = int(bits)
+        self.symmetric = bool(symmetric)
         self.use_real_tanh = bool(use_real_tanh)
         self._init_random(use_stochastic_rounding, seed)
 
@@ -926,12 +969,13 @@ class QuantizedTanh(_Stochastic, Quantizer):
         u = self._draws(x, training)
         m = 2.0 ** (self.bits - 1)
         lim = 1.0 - 1.0 / m
+        low = -1.0 + float(self.symmetric) / m
 
         def p_of(v):
             return ops.tanh(v) if self.use_real_tanh else 2.0 * _hard_sigmoid(v) - 1.0
 
         def forward(v):
-            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, -lim, lim)
+            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)
 
         def backward(v, dy):
             if self.use_real_tanh:
@@ -940,17 +984,18 @@ class QuantizedTanh(_Stochastic, Quantizer):
             else:
                 h = 0.5 * v + 0.5
                 dp = ops.cast((h >= 0.0) & (h <= 1.0), dy.dtype)
-            inside = ops.abs(_round_or_draw(p_of(v) * m, u) / m) <= lim
+            r = _round_or_draw(p_of(v) * m, u) / m
+            inside = (r >= low) & (r <= lim)
             return dy * dp * ops.cast(inside, dy.dtype)
 
         return _custom(forward, backward)(x)
 
     def hardware(self, x=None) -> Hardware:
-        return Hardware("grid", FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM"))
+        return Hardware("grid", FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM" if self.symmetric else "SAT"))
 
     def get_config(self):
         return {"bits": self.bits, "use_stochastic_rounding": self.use_stochastic_rounding,
-                "use_real_tanh": self.use_real_tanh, "seed": self.seed}
+                "symmetric": self.symmetric, "use_real_tanh": self.use_real_tanh, "seed": self.seed}
 
 
 def _no_stochastic(name, use):
@@ -969,7 +1014,8 @@ class Binary(Quantizer):
         1 - \tanh^2(x) & \alpha = \text{None (QKeras' tanh STE path)} \\ 1 & \text{else} \end{cases}
 
     :math:`\alpha` is 1 when None, a number (or one per channel of the last axis), or with
-    ``"auto"``/``"auto_po2"`` per output channel (last axis; a 1-D tensor is one channel)
+    ``"auto"``/``"auto_po2"`` per output channel (last axis; as in QKeras, a 1-D tensor gets
+    one scale per element)
     :math:`\alpha = \overline{xk} / (\overline{kk} + \epsilon)`, rounded to
     :math:`2^{\mathrm{round}(\log_2(\alpha + \epsilon))}` for ``"auto_po2"``.
     Hardware: ``binary`` (``unipolar`` with ``use_01``), ``scaled`` with an alpha.
@@ -1031,7 +1077,8 @@ class Ternary(Quantizer):
     ``alpha`` is None (QKeras' tanh STE path), else 1.
 
     With ``alpha="auto"``/``"auto_po2"`` (for weights; ``threshold`` must be None), per output
-    channel (last axis; a 1-D tensor is one channel): :math:`s = \tfrac23 \max|x|` (a power
+    channel (last axis; as in QKeras, a 1-D tensor takes its maximum over the whole tensor
+    and one refined scale per element): :math:`s = \tfrac23 \max|x|` (a power
     of two for ``"auto_po2"``), then ``number_of_unrolls`` times
 
     .. math::

@@ -50,21 +50,31 @@ def test_quantized_bits_numeric_alpha():
     assert qz.QuantizedBits(4, 0, alpha=[1.0, 0.25]).hardware().scale == (1.0, 0.25)
 
 
+# Reference values below are QKeras 0.9.0's own outputs (TF 2.15), recorded with
+# bench/reference_quantizers.py's reference environment.
+_AUTO_REF = {  # quantized_bits(4, 0, alpha=...) on x = [col, 2 col], col = [0.5, -0.25, 0.125, -1]
+    # "auto": s = 2 max|x| / 14, no refinement, not a power of two: the max maps to itself
+    "auto": [[0.4285714626312256, 0.8571429252624512], [-0.2857142984867096, -0.5714285969734192],
+             [0.1428571492433548, 0.2857142984867096], [-1.0, -2.0]],
+    "auto_po2": [[0.5, 1.0], [-0.25, -0.5], [0.125, 0.25], [-0.875, -1.75]],
+}
+_AUTO_1D_REF = {"auto": [0.30000001192092896, -0.10000000149011612, 0.10000000149011612, 0.699999988079071],
+                "auto_po2": [0.25, -0.125, 0.046875, 0.75]}  # 1-D: per-element po2 refinement
+
+
 @pytest.mark.parametrize("alpha", ["auto", "auto_po2"])
 def test_quantized_bits_auto_alpha(alpha):
-    # one channel [0.5, -0.25, 0.125, -1]; bits 4: L = 15, codes capped at 7. Initial scale
-    # 1.5/15 (-> 0.125 as po2); z = sign * min(floor(|x|/s + 1/2), 7) = [4, -2, 1, -7];
-    # mean(xz)/mean(zz) = 9.625/70 -> 2**round(log2 0.1375) = 0.125, a fixed point.
     col = f32([0.5, -0.25, 0.125, -1.0])
     x = np.stack([col, 2 * col], axis=1)  # the second channel is twice the first
     q = qz.QuantizedBits(4, 0, alpha=alpha)
     y, g = fwd_grad(q, x)
-    z = f32([4, -2, 1, -7])
-    np.testing.assert_array_equal(y, np.stack([0.125 * z, 0.25 * z], axis=1))
+    np.testing.assert_array_equal(y, f32(_AUTO_REF[alpha]))
     np.testing.assert_array_equal(g, np.ones_like(x))
     hw = q.hardware(x)
-    assert (hw.kind, hw.base, hw.scale, hw.axis) == ("scaled", "grid", (0.125, 0.25), -1)
-    assert hw.type == FixedType(4, 4, True, "RND_INF", "SAT_SYM") and hw.base == "grid"  # codes in [-7, 7]
+    assert (hw.kind, hw.base, hw.axis) == ("scaled", "grid", -1)
+    codes = np.round(y / np.float32(hw.scale))
+    assert np.abs(codes).max() == 7 and np.allclose(y, np.float32(hw.scale) * codes, rtol=1e-6)  # in [-7, 7]
+    assert hw.type == FixedType(4, 4, True, "RND_INF", "SAT_SYM") and hw.base == "grid"
     assert q.hardware().scale is None  # depends on the tensor
     # integer bits: x / 2**integer is quantized, then scaled back
     y1, _ = fwd_grad(qz.QuantizedBits(4, 1, alpha=alpha), 2 * x)
@@ -72,6 +82,35 @@ def test_quantized_bits_auto_alpha(alpha):
     # scale_axis=0: one scale per row
     y0, _ = fwd_grad(qz.QuantizedBits(4, 0, alpha=alpha, scale_axis=0), x.T)
     np.testing.assert_array_equal(y0, y.T)
+    y, _ = fwd_grad(q, [0.3, -0.1, 0.05, 0.7])
+    np.testing.assert_array_equal(y, f32(_AUTO_1D_REF[alpha]))
+    with pytest.raises(ValueError, match="2 bits"):
+        qz.QuantizedBits(1, 0, alpha=alpha)
+
+
+def test_quantized_relu_clips_output_to_relu_upper_bound():
+    # QKeras 0.9.0: with is_quantized_clip=False the output is also clipped to relu_upper_bound
+    q = qz.QuantizedRelu(4, 1, relu_upper_bound=1.0, is_quantized_clip=False)
+    y, g = fwd_grad(q, [0.9, 1.0, 1.125, 1.875, 5.0, -1.0])
+    np.testing.assert_array_equal(y, f32([0.875, 1.0, 1.0, 1.0, 1.0, 0.0]))
+    np.testing.assert_array_equal(g, f32([1, 1, 0, 0, 0, 0]))
+    assert q.hardware().kind == "grid"  # min(conversion, 1.0) is not a plain conversion
+    with pytest.raises(qz.NoHardwareForm, match="off its grid"):
+        qz.QuantizedRelu(4, 1, relu_upper_bound=1.1, is_quantized_clip=False).hardware()
+    assert qz.QuantizedRelu(4, 1, relu_upper_bound=1.0).hardware().kind == "fixed"  # is_quantized_clip wins
+
+
+def test_binary_ternary_auto_1d_scale_per_element():
+    # QKeras 0.9.0's _get_scale averages over nothing for a 1-D tensor
+    x = [1.0, -0.375, 0.0, 0.25]
+    np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto").scale(x)),
+                                  f32([0.9999998807907104, 0.3749999701976776, 0.0, 0.2499999701976776]))
+    np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto_po2").scale(x)),
+                                  f32([1.0, 0.5, 1.1920928955078125e-07, 0.25]))
+    y, _ = fwd_grad(qz.Ternary(alpha="auto"), x + [0.1])
+    np.testing.assert_array_equal(y, f32([0.9999998807907104, -0.3749999701976776, 0.0, 0.0, 0.0]))
+    y, _ = fwd_grad(qz.Ternary(alpha="auto_po2"), x + [0.1])
+    np.testing.assert_array_equal(y, f32([1.0, -0.5, 0.0, 0.25, 0.125]))
 
 
 def test_quantized_bits_refuses_what_qkeras_ignores():
@@ -136,13 +175,19 @@ def test_quantized_relu_sigmoid():
 
 
 def test_quantized_tanh():
-    q = qz.QuantizedTanh(3)  # m = 4, outputs in [-0.75, 0.75] step 0.25, hard tanh
-    x = [-2.0, -1.0, -0.625, -0.375, -0.0, 0.125, 0.375, 0.625, 0.75, 0.875, 1.0, 2.0]
+    # QKeras 0.9.0's numbers: m = 4, step 0.25, hard tanh; symmetric=False (the default) keeps -1
+    q = qz.QuantizedTanh(3)
+    x = [-2.0, -1.0, -0.875, -0.625, -0.375, -0.0, 0.125, 0.375, 0.625, 0.75, 0.875, 1.0, 2.0]
     y, g = fwd_grad(q, x)
-    np.testing.assert_array_equal(y, [-0.75, -0.75, -0.5, -0.5, 0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
-    # gradient 1 where |x| <= 1 and the rounded value is inside the clip (inclusive)
-    np.testing.assert_array_equal(g, [0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])
-    assert q.hardware() == qz.Hardware("grid", FixedType(3, 1, True, "RND_CONV", "SAT_SYM"))  # not a cast
+    np.testing.assert_array_equal(y, [-1.0, -1.0, -1.0, -0.5, -0.5, 0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
+    # gradient 1 where |x| <= 1 and the rounded value is inside the clip [-1, 0.75] (inclusive)
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])
+    assert q.hardware() == qz.Hardware("grid", FixedType(3, 1, True, "RND_CONV", "SAT"))  # not a cast
+    q = qz.QuantizedTanh(3, symmetric=True)  # clip [-0.75, 0.75]
+    y, g = fwd_grad(q, x)
+    np.testing.assert_array_equal(y, [-0.75, -0.75, -0.75, -0.5, -0.5, 0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
+    np.testing.assert_array_equal(g, [0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])
+    assert q.hardware() == qz.Hardware("grid", FixedType(3, 1, True, "RND_CONV", "SAT_SYM"))
     y, g = fwd_grad(qz.QuantizedTanh(3, use_real_tanh=True), [0.0, 0.5, 5.0])
     np.testing.assert_array_equal(y, f32([0.0, 0.5, 0.75]))  # tanh(0.5) * 4 = 1.85 -> 2
     assert g[0] == 1.0 and g[2] == 0.0
