@@ -113,11 +113,37 @@ def _pad_input(layer, x):
     return ops.pad(x, widths, constant_values=layer.pad_values), "valid"
 
 
+# ---------------------------------------------------------------------------- shared part
+
+
+class _Quantized:
+    """What every quantized layer shares: its quantizer arguments, the quantized bias, and the
+    serialization of both (and of ``pad_values`` where the layer has it)."""
+
+    _quantizer_keys: tuple[str, ...] = ()
+
+    def _set_quantizers(self, pad_values=None, **quantizers):
+        for key in self._quantizer_keys:
+            setattr(self, key, _quantizer_arg(quantizers[key]))
+        if pad_values is not None:
+            self.pad_values = float(pad_values)
+            _check_conv_args(self)
+
+    def quantized_bias(self, training=None):
+        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
+
+    def get_config(self):
+        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
+        if hasattr(self, "pad_values"):
+            config["pad_values"] = self.pad_values
+        return config
+
+
 # --------------------------------------------------------------------------------- dense
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantDense(keras.layers.Dense):
+class QuantDense(_Quantized, keras.layers.Dense):
     """``Dense`` on quantized inputs and weights: ``y = q_in(x) @ q_k(W) + q_b(b)``.
 
     A float bias (``bias_quantizer=None``) is allowed where a quantizer follows (freeze folds
@@ -129,9 +155,8 @@ class QuantDense(keras.layers.Dense):
     def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, bias_quantizer=None,
                  **kwargs):
         super().__init__(units, use_bias=use_bias, **kwargs)
-        self.input_quantizer = _quantizer_arg(input_quantizer)
-        self.kernel_quantizer = _quantizer_arg(kernel_quantizer)
-        self.bias_quantizer = _quantizer_arg(bias_quantizer)
+        self._set_quantizers(input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
+                             bias_quantizer=bias_quantizer)
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -141,40 +166,20 @@ class QuantDense(keras.layers.Dense):
 
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
-
-    def quantized_bias(self, training=None):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x = ops.matmul(x, self.quantized_kernel(training))
         return _bias_and_activation(self, x, training)
 
-    def get_config(self):
-        return _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in cls._quantizer_keys:
-            config[key] = q.get(config.get(key))
-        return super().from_config(config)
-
 
 # ------------------------------------------------------------------------- convolutions
 
 
-class _QuantConv:
+class _QuantConv(_Quantized):
     """Shared ``call`` of QuantConv1D/2D: ``conv(pad(q_in(x)), q_k(W)) + q_b(b)``."""
 
     _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
-
-    def _init_quant(self, input_quantizer, kernel_quantizer, bias_quantizer, pad_values):
-        self.input_quantizer = _quantizer_arg(input_quantizer)
-        self.kernel_quantizer = _quantizer_arg(kernel_quantizer)
-        self.bias_quantizer = _quantizer_arg(bias_quantizer)
-        self.pad_values = float(pad_values)
-        _check_conv_args(self)
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -184,9 +189,6 @@ class _QuantConv:
 
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
-
-    def quantized_bias(self, training=None):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
@@ -194,11 +196,6 @@ class _QuantConv:
         x = ops.conv(x, self.quantized_kernel(training), strides=list(self.strides), padding=padding,
                      dilation_rate=self.dilation_rate, data_format=self.data_format)
         return _bias_and_activation(self, x, training)
-
-    def get_config(self):
-        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
-        config["pad_values"] = self.pad_values
-        return config
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -208,7 +205,8 @@ class QuantConv1D(_QuantConv, keras.layers.Conv1D):
     def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
                  pad_values=0.0, **kwargs):
         super().__init__(filters, kernel_size, **kwargs)
-        self._init_quant(input_quantizer, kernel_quantizer, bias_quantizer, pad_values)
+        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
+                             bias_quantizer=bias_quantizer)
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -218,11 +216,12 @@ class QuantConv2D(_QuantConv, keras.layers.Conv2D):
     def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
                  pad_values=0.0, **kwargs):
         super().__init__(filters, kernel_size, **kwargs)
-        self._init_quant(input_quantizer, kernel_quantizer, bias_quantizer, pad_values)
+        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
+                             bias_quantizer=bias_quantizer)
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
+class QuantDepthwiseConv2D(_Quantized, keras.layers.DepthwiseConv2D):
     """``DepthwiseConv2D`` on quantized inputs and weights:
     ``depthwise_conv(pad(q_in(x)), q_d(W)) + q_b(b)``, with larq's ``pad_values``."""
 
@@ -231,11 +230,8 @@ class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
     def __init__(self, kernel_size, input_quantizer=None, depthwise_quantizer=None, bias_quantizer=None,
                  pad_values=0.0, **kwargs):
         super().__init__(kernel_size, **kwargs)
-        self.input_quantizer = _quantizer_arg(input_quantizer)
-        self.depthwise_quantizer = _quantizer_arg(depthwise_quantizer)
-        self.bias_quantizer = _quantizer_arg(bias_quantizer)
-        self.pad_values = float(pad_values)
-        _check_conv_args(self)
+        self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
+                             bias_quantizer=bias_quantizer)
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -247,9 +243,6 @@ class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
         return _apply(self.depthwise_quantizer, self.kernel, training)
 
-    def quantized_bias(self, training=None):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
-
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding = _pad_input(self, x)
@@ -257,14 +250,9 @@ class QuantDepthwiseConv2D(keras.layers.DepthwiseConv2D):
                                dilation_rate=self.dilation_rate, data_format=self.data_format)
         return _bias_and_activation(self, x, training)
 
-    def get_config(self):
-        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
-        config["pad_values"] = self.pad_values
-        return config
-
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantSeparableConv2D(keras.layers.SeparableConv2D):
+class QuantSeparableConv2D(_Quantized, keras.layers.SeparableConv2D):
     """``SeparableConv2D`` on quantized inputs and weights:
     ``pointwise(depthwise(pad(q_in(x)), q_d(Wd)), q_p(Wp)) + q_b(b)``, with larq's
     ``pad_values``. The depthwise result is not quantized before the pointwise step."""
@@ -274,12 +262,8 @@ class QuantSeparableConv2D(keras.layers.SeparableConv2D):
     def __init__(self, filters, kernel_size, input_quantizer=None, depthwise_quantizer=None,
                  pointwise_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs):
         super().__init__(filters, kernel_size, **kwargs)
-        self.input_quantizer = _quantizer_arg(input_quantizer)
-        self.depthwise_quantizer = _quantizer_arg(depthwise_quantizer)
-        self.pointwise_quantizer = _quantizer_arg(pointwise_quantizer)
-        self.bias_quantizer = _quantizer_arg(bias_quantizer)
-        self.pad_values = float(pad_values)
-        _check_conv_args(self)
+        self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
+                             pointwise_quantizer=pointwise_quantizer, bias_quantizer=bias_quantizer)
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -294,9 +278,6 @@ class QuantSeparableConv2D(keras.layers.SeparableConv2D):
     def quantized_pointwise_kernel(self, training=None):
         return _apply(self.pointwise_quantizer, self.pointwise_kernel, training)
 
-    def quantized_bias(self, training=None):
-        return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
-
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding = _pad_input(self, x)
@@ -304,11 +285,6 @@ class QuantSeparableConv2D(keras.layers.SeparableConv2D):
                                strides=self.strides, padding=padding, dilation_rate=self.dilation_rate,
                                data_format=self.data_format)
         return _bias_and_activation(self, x, training)
-
-    def get_config(self):
-        config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
-        config["pad_values"] = self.pad_values
-        return config
 
 
 # --------------------------------------------------------------------------- activation
