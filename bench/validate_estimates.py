@@ -329,6 +329,16 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         p(f"  {src} ({len(rs)} rows; {tools}): latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
           f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}; "
           f"{res}")
+    # leave-one-source-out: the medians without each repository's rows (nothing is fitted, so
+    # this shows how much one repository's designs move the headline figures)
+    sources = sorted({r["source"] for r in results})
+    if len(sources) > 1:
+        p("leave-one-source-out median abs error (vsynth resources, latency):")
+        for src in sources:
+            rest = [r for r in results if r["source"] != src]
+            p(f"  without {src}: " + " ".join(f"{k} {_median(r['err_v'][k] for r in rest):.1f}%"
+                                              for k in ("LUT", "FF", "DSP"))
+              + f" latency {_median(r['err_t']['latency'] for r in rest):.1f}%")
     p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all "
       f"{len(results)} rows")
     p("median abs error: " + " ".join(f"{k} {_median(r['err_v'][k] for r in results):.1f}%"

@@ -54,6 +54,21 @@ differ; checked against the CSV by ``bench/validate_estimates.py``):
   outputs one after the other, ``stream_dense_overhead_cycles`` more, and is not pipelined
   as a whole: its II is its latency (DATAFLOW's II is the slowest process's).
 
+**Revision for issue 7** (LUT/FF; checked against the CSV's post-synthesis rows, nothing fitted):
+
+* Unread logic is removed (Vivado's sweep): :func:`_live_outputs` walks the graph backwards; a
+  dense with constant weights reads input ``i`` only when row ``i`` of its weights has a
+  non-zero entry in a live output column, a cast reads what it writes live. A dense builds
+  only its live outputs (products, adders, registers) and a cast only its live elements;
+  hls4ml's ``multiplier_limit`` (and the valid reuse factors) still count the whole layer.
+* DSP cap: a multiplier HLS bound to a DSP "mul" core was not strength-reduced, so Vivado's
+  LUT multiplier for it keeps one partial product per ``1`` bit of the constant's binary
+  magnitude (``popcount - 1`` adders of ``Wx + we`` bits, not the signed-digit count), and
+  the tree adder folded into the slice's post-adder moves to fabric with it.
+* ``io_stream`` dense: hls4ml's dense(stream) copies its input stream into a completely
+  partitioned ``data[n_in]`` array and holds ``res[n_out]`` until its write loop has sent it,
+  so ``n_in * Wx + n_out * Wr`` more register bits per dense (besides the output FIFO).
+
 Dense nodes (``y = x @ W + b``; ``Wx`` input width, ``Wa`` accumulator width from the graph,
 ``R`` reuse factor):
 
@@ -401,15 +416,16 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
         raise EstimateError(f"softmax must be None (from the graph), True or False, got {softmax!r}")
 
     ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers, tool)
+    live = _live_outputs(graph, strategy, rf_of)
     rows, warnings = [], []
     for node in graph.compute_nodes():
         src = graph[node.inputs[0]]
         if node.op == "dense":
-            row = _dense(node, src, rf_of[node.name], ctx, widths, warnings)
+            row = _dense(node, src, rf_of[node.name], ctx, widths, warnings, live.get(node.name))
         elif node.op == "threshold":
             row = _threshold(node, src, ctx, widths)
         elif node.op == "cast":
-            row = _cast(node, src, ctx, widths)
+            row = _cast(node, src, ctx, widths, live.get(node.name))
         else:
             raise EstimateError(
                 f"graph node {node.name!r}: estimate does not know op {node.op!r} yet; it models "
@@ -660,6 +676,16 @@ def _signed_bits(magnitude: np.ndarray, signed: bool) -> np.ndarray:
     return bits + (1 if signed else 0)
 
 
+def _popcount(magnitude: np.ndarray) -> np.ndarray:
+    """'1' bits of each constant's binary magnitude."""
+    n = magnitude.astype(np.int64).copy()
+    ones = np.zeros(n.shape, dtype=np.int64)
+    while np.any(n > 0):
+        ones += n & 1
+        n >>= 1
+    return ones
+
+
 def _csd_digits(magnitude: np.ndarray) -> np.ndarray:
     """Non-zero digits of each constant in canonical signed-digit (non-adjacent) form: a
     constant multiplier is that many shifted copies of the input added together."""
@@ -728,25 +754,63 @@ def _bram18(width_bits: int, depth: int, shapes) -> int:
     return math.ceil(width_bits / port) * math.ceil(depth / max_depth)
 
 
-def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str]) -> LayerEstimate:
+def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """Per node, which elements of its last axis some later node reads (Vivado removes the
+    logic of an unread value). A dense with constant weights (Latency strategy, or Resource
+    with ``R = 1``) reads input ``i`` only when row ``i`` of its weights has a non-zero entry
+    in a live output column; a cast reads what it writes live; anything else (a threshold,
+    weights in memory, the graph's output) reads or is everything."""
+    nodes = graph.compute_nodes()
+    live: dict[str, np.ndarray] = {}
+    for node in reversed(nodes):
+        width = int(node.shape[-1])
+        readers = [n for n in nodes if node.name in n.inputs]
+        if not readers:
+            live[node.name] = np.ones(width, dtype=bool)
+            continue
+        need = np.zeros(width, dtype=bool)
+        for r in readers:
+            out = live[r.name]
+            if r.op == "dense" and not (strategy == "Resource" and rf_of[r.name] > 1):
+                w = np.asarray(r.params["weight"])
+                need |= (w[:, out] != 0).any(axis=1)
+            elif r.op == "cast":
+                need |= out
+            else:
+                need |= True
+        live[node.name] = need
+    return live
+
+
+def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
+           live: np.ndarray | None = None) -> LayerEstimate:
     c = ctx.c
     w = np.asarray(node.params["weight"], dtype=np.int64)
     wt = widths[node.name]["weight"]
+    bias = node.params.get("bias")
+    weights_in_memory = ctx.strategy == "Resource" and rf > 1
+    n_dead = 0
+    n_out_full = w.shape[1]
+    zeros_full = int((w == 0).sum())  # hls4ml's multiplier_limit counts the whole layer
+    if live is not None and not weights_in_memory and not live.all():
+        # outputs no later node reads: Vivado removes their products and adders
+        n_dead = int((~live).sum())
+        w = w[:, live]
+        bias = None if bias is None else np.asarray(bias)[live]
     n_in, n_out = w.shape
     wx = widths[src.name]["result"].width
     wa = widths[node.name]["accum"].width
     wr = widths[node.name]["result"].width
-    bias = node.params.get("bias")
     bias_terms = (np.asarray(bias) != 0).astype(np.int64) if bias is not None else np.zeros(n_out, np.int64)
     detail: dict[str, Any] = {"n_in": n_in, "n_out": n_out, "input_bits": wx, "weight_bits": wt.width,
-                              "accumulator_bits": wa, "result_bits": wr}
+                              "accumulator_bits": wa, "result_bits": wr, "dead_outputs": n_dead}
 
     if ctx.strategy == "Resource":
-        valid = valid_reuse_factors(n_in, n_out)
+        valid = valid_reuse_factors(n_in, n_out_full)
         if rf not in valid:
             used = _closest_reuse_factor(valid, rf)
             warnings.append(
-                f"node {node.name!r}: reuse factor {rf} is not valid for a {n_in}x{n_out} Resource dense; hls4ml "
+                f"node {node.name!r}: reuse factor {rf} is not valid for a {n_in}x{n_out_full} Resource dense; hls4ml "
                 f"uses {used} instead (valid: {', '.join(map(str, valid))}) and so does this estimate"
             )
             detail["reuse_factor_requested"] = rf
@@ -790,7 +854,7 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
         limit = math.ceil(n_in * n_out / rf)
         ii = rf
     else:
-        limit = max(1, math.ceil(n_in * n_out / rf) - math.floor(int((~present).sum()) / rf))
+        limit = max(1, math.ceil(n_in * n_out_full / rf) - math.floor(zeros_full / rf))
         ii = max(1, min(rf, math.ceil(n_real / limit))) if rf > 1 else 1
     shared = rf > 1 and (weights_in_memory or n_real > limit)
     instances = min(n_real, limit) if shared else n_real
@@ -815,9 +879,13 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
         dsp = int(_dsp_slices(wx_arr, we[dsp_prod], ctx.board.dsp_ports).sum())
         lut_mult = c.lut_per_adder_bit * float(((np.maximum(digits[lut_prod], 2) - 1) * (wx + we[lut_prod])).sum())
         lut_mux = 0
-        # the same constant products built from LUTs if Vivado runs out of DSPs
+        # the same constant products built from LUTs if Vivado runs out of DSPs: HLS bound them
+        # to a DSP "mul" core, so no strength reduction happened; Vivado's generic LUT multiplier
+        # keeps, after constant propagation, one partial product per '1' bit of the constant
+        # (binary, not recoded to signed digits): popcount - 1 adders of Wx + we bits
         moved = dsp_prod
-        lut_per_dsp = (c.lut_per_adder_bit * float(((digits[moved] - 1) * (wx + we[moved])).sum()) / dsp) if dsp else 0.0
+        ones = _popcount(mag[moved])
+        lut_per_dsp = (c.lut_per_adder_bit * float(((np.maximum(ones, 2) - 1) * (wx + we[moved])).sum()) / dsp) if dsp else 0.0
     lut_shift = c.lut_per_adder_bit * float((wx + we[shift_add]).sum())  # one adder each, never shared
     lut_mult = math.ceil(lut_mult + lut_shift)
 
@@ -830,6 +898,9 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
     folded = min(dsp, adders)  # one add behind each DSP multiply sits in its post-adder
     adders -= folded
     adder_bits = max(adder_bits - folded * min(wa, term_bits + 1), 0)
+    if dsp:
+        # a DSP moved to fabric by the device cap takes its folded post-adder with it
+        lut_per_dsp += c.lut_per_adder_bit * folded * min(wa, term_bits + 1) / dsp
     lut_add = math.ceil(c.lut_per_adder_bit * adder_bits)
 
     # latency: the multiply, then the adder levels, as many per cycle as the clock allows
@@ -899,7 +970,7 @@ def _threshold(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency, 1, detail)
 
 
-def _cast(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
+def _cast(node: Node, src: Node, ctx: _Context, widths, live: np.ndarray | None = None) -> LayerEstimate:
     """A fixed-point conversion (optionally after relu), elementwise: per output bit a LUT
     that selects it (zero for a negative input under relu, the saturation value on
     overflow); rounding modes other than truncation add an incrementer; saturation compares
@@ -907,6 +978,8 @@ def _cast(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     c = ctx.c
     ti, to = widths[src.name]["result"], widths[node.name]["result"]
     n = int(np.prod(node.shape))
+    if live is not None:
+        n = _positions(node) * int(live.sum())  # elements no later node reads are removed
     drop_low = max(0, to.lsb_exp - ti.lsb_exp) if ti.lsb_exp < to.lsb_exp else 0
     drop_high = max(0, (ti.integer - (0 if ti.signed else 0)) - to.integer)
     rounds = drop_low > 0 and to.rounding not in ("TRN",)
@@ -939,11 +1012,17 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
     fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width if node is not None else bits
     latency = row.latency + ctx.c.stream_cycles
     ii = row.ii
+    arrays = 0
     if row.op == "dense":
         latency += ctx.c.stream_dense_overhead_cycles
         ii = max(ii, latency)
-    return dataclasses.replace(row, ff=row.ff + fifo, latency=latency, ii=ii,
-                               detail={**row.detail, "stream_fifo_bits": fifo})
+        # dense(stream) copies its input stream into a completely partitioned data[n_in] array
+        # (DataPrepare loop), runs the dense on it and keeps res[n_out] until the ResWrite loop
+        # has written it out: both arrays live across the process's sequential phases, so they
+        # are registers (n_in * Wx + n_out * Wr bits) besides the dense's own pipeline registers
+        arrays = row.detail["n_in"] * row.detail["input_bits"] + row.detail["n_out"] * row.detail["result_bits"]
+    return dataclasses.replace(row, ff=row.ff + fifo + arrays, latency=latency, ii=ii,
+                               detail={**row.detail, "stream_fifo_bits": fifo, "stream_array_bits": arrays})
 
 
 def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> LayerEstimate:

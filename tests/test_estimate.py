@@ -262,9 +262,41 @@ def test_io_stream_adds_a_cycle_and_a_fifo_per_node():
             assert b.ii == b.latency
         else:
             assert b.latency == a.latency + 1 and b.ii == a.ii
-        assert b.ff == a.ff + node.shape[-1] * node.type.width
+        fifo = node.shape[-1] * node.type.width
+        if node.op == "dense":  # plus the data[n_in] and res[n_out] arrays of dense(stream)
+            n_in = g[node.inputs[0]].shape[-1]
+            arrays = n_in * g[node.inputs[0]].type.width + node.shape[-1] * node.type.width
+            assert b.detail["stream_array_bits"] == arrays
+            assert b.ff == a.ff + fifo + arrays
+        else:
+            assert b.ff == a.ff + fifo
         assert (a.lut, a.dsp) == (b.lut, b.dsp)
     assert stream.ii == max(r.latency for r in stream.rows if r.op == "dense")
+
+
+def test_outputs_no_later_layer_reads_are_removed():
+    from edgebnn.estimate import _live_outputs
+
+    g = binary_mlp()
+    dense = [n for n in g.compute_nodes() if n.op == "dense"]
+    src = g[dense[1].inputs[0]]  # the threshold whose outputs dense1 reads
+    w = dense[1].params["weight"].copy()
+    w[:3, :] = 0  # dense1 never reads the first three of them
+    dense[1].params["weight"] = w
+    live = _live_outputs(g, "Latency", {n.name: 1 for n in dense})
+    assert not live[src.name][:3].any() and live[src.name][3:].all()
+    assert live[dense[-1].name].all()  # the graph's output is read
+    # weights in memory (Resource, R > 1) are read whatever their values: nothing is removed
+    assert _live_outputs(g, "Resource", {n.name: 2 for n in dense})[src.name].all()
+    # a dense whose later reader ignores some outputs builds only the others
+    d = dense_graph(n_in=8, n_out=4, input_type="fixed<16,6>")
+    full = row(estimate(d, "zcu104"))
+    from edgebnn.estimate import _Context, _dense, _resolve_types
+    ctx = _Context(load_board("zcu104"), "Latency", "io_parallel", 5.0, CONSTANTS)
+    node = d["dense"]
+    cut = _dense(node, d[node.inputs[0]], 1, ctx, _resolve_types(d, None), [], np.array([True, False, True, True]))
+    assert cut.detail["dead_outputs"] == 1 and cut.detail["n_out"] == 3
+    assert cut.lut < full.lut and cut.ff < full.ff
 
 
 def test_positions_reuse_one_dense_unit():
