@@ -38,7 +38,23 @@ def emulate(graph: Graph, x, return_all: bool = False):
 
 
 def _dense(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
-    w = node.params["weight"]
+    return _weighted_sum(node, src, x, node.params["weight"])
+
+
+def _conv2d(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
+    """Cross-correlation as Keras computes it: im2col over (kh, kw, C), then the weighted sum."""
+    w = node.params["weight"]  # (kh, kw, C, F)
+    kh, kw, c, f = w.shape
+    (pt, pb), (pl, pr) = node.attrs["padding"]
+    sh, sw = node.attrs["strides"]
+    x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=int(node.attrs["pad_code"]))
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]  # N,Ho,Wo,C,kh,kw
+    cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(*win.shape[:3], kh * kw * c)
+    return _weighted_sum(node, src, cols, w.reshape(kh * kw * c, f))
+
+
+def _weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w (+ bias)`` on integer codes, exactly, cast to the node's accumulator type."""
     wt = node.fixed_attr("weight_type")
     # codes of the product live on the grid lsb(src) * lsb(weight)
     prod_lsb_exp = src.type.lsb_exp + wt.lsb_exp
@@ -59,6 +75,10 @@ def _dense(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     return node.type.cast_codes(acc, prod_lsb_exp)
 
 
+def _flatten(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
+    return x.reshape(len(x), -1)
+
+
 def _threshold(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     t = node.params["thresholds"]
     levels = node.params["levels"]
@@ -77,4 +97,4 @@ def _cast(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     return node.type.cast_codes(x, src.type.lsb_exp)
 
 
-_OPS = {"dense": _dense, "threshold": _threshold, "cast": _cast}
+_OPS = {"dense": _dense, "conv2d": _conv2d, "flatten": _flatten, "threshold": _threshold, "cast": _cast}

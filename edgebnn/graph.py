@@ -12,6 +12,14 @@ Nodes (each produces one tensor; ``shape`` excludes the batch axis, channels las
     ``y = x @ weight + bias`` with ``params['weight']`` int codes (n_in, n_out) on
     ``attrs['weight_type']`` and optional ``params['bias']`` codes on ``attrs['bias_type']``.
     ``type`` is the accumulator type, wide enough that nothing rounds or overflows.
+``conv2d``
+    Keras ``Conv2D`` arithmetic (cross-correlation, channels last) on an (H, W, C) input:
+    ``params['weight']`` int codes (kh, kw, C, F) on ``attrs['weight_type']``, optional bias as
+    for dense, ``attrs['strides']`` [sh, sw], ``attrs['padding']`` [[top, bottom], [left,
+    right]] explicit amounts, ``attrs['pad_code']`` the padding value as a code of the input's
+    type (0: zero padding; larq's ``pad_values`` otherwise). ``type`` is the exact accumulator.
+``flatten``
+    (H, W, C) -> (H*W*C,) in row-major order, as Keras ``Flatten``; bounds per feature.
 ``threshold``
     Requantization of an accumulator into a few levels, per channel ``c``:
     ``y = levels[c, n]`` where ``n`` counts the ``thresholds[c, k] <= x``.  Thresholds are
@@ -40,7 +48,7 @@ from .fixed import FixedType
 
 FORMAT = "edgebnn-graph"
 FORMAT_VERSION = 1
-OPS = ("input", "dense", "threshold", "cast")
+OPS = ("input", "dense", "conv2d", "flatten", "threshold", "cast")
 
 
 class GraphError(EdgebnnError):
@@ -122,6 +130,13 @@ class Graph:
                 raise GraphError(f"{where}: bounds do not fit its type {node.type}")
             if node.op == "dense":
                 self._check_dense(node, seen[node.inputs[0]], where)
+            elif node.op == "conv2d":
+                self._check_conv2d(node, seen[node.inputs[0]], where)
+            elif node.op == "flatten":
+                src = seen[node.inputs[0]]
+                if node.shape != (int(np.prod(src.shape)),) or node.lo.shape != node.shape:
+                    raise GraphError(f"{where}: flattens {src.shape} into ({int(np.prod(src.shape))},) with "
+                                     "per-feature bounds")
             elif node.op == "threshold":
                 self._check_threshold(node, seen[node.inputs[0]], where)
             elif node.op == "cast":
@@ -142,6 +157,25 @@ class Graph:
             b = node.params["bias"]
             if bt is None or b.shape != (node.shape[-1],):
                 raise GraphError(f"{where}: bias needs shape ({node.shape[-1]},) and a bias_type")
+
+    @staticmethod
+    def _check_conv2d(node: Node, src: Node, where: str) -> None:
+        w = node.params.get("weight")
+        if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] \
+                or w.shape[3] != node.shape[-1]:
+            raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, F) with C={src.shape[-1]}")
+        (pt, pb), (pl, pr) = node.attrs["padding"]
+        sh, sw = node.attrs["strides"]
+        ho = (src.shape[0] + pt + pb - w.shape[0]) // sh + 1
+        wo = (src.shape[1] + pl + pr - w.shape[1]) // sw + 1
+        if node.shape != (ho, wo, w.shape[3]):
+            raise GraphError(f"{where}: output shape must be {(ho, wo, w.shape[3])} for these padding and strides")
+        pad = int(node.attrs["pad_code"])
+        if not src.type.min_code <= pad <= src.type.max_code:
+            raise GraphError(f"{where}: pad_code {pad} is not a code of the input type {src.type}")
+        Graph._check_dense(
+            dataclasses.replace(node, shape=(node.shape[-1],), params={**node.params, "weight": w.reshape(-1, w.shape[3])}),
+            dataclasses.replace(src, shape=(w.shape[0] * w.shape[1] * w.shape[2],)), where)
 
     @staticmethod
     def _check_threshold(node: Node, src: Node, where: str) -> None:
@@ -270,6 +304,35 @@ def dense_node(name: str, src: Node, weight, weight_type: FixedType, bias=None,
     acc_type = FixedType.for_range(float(lo.min()), float(hi.max()), lsb_exp)
     params.update(lo=lo, hi=hi)
     return Node(name, "dense", [src.name], src.shape[:-1] + (weight.shape[1],), acc_type, params, attrs, source)
+
+
+def conv2d_node(name: str, src: Node, weight, weight_type: FixedType, strides=(1, 1),
+                padding=((0, 0), (0, 0)), pad_code: int = 0, bias=None, bias_type: FixedType | None = None,
+                source: str = "") -> Node:
+    """A conv2d node (see the module docstring) with the narrowest exact accumulator type."""
+    weight = np.asarray(weight, dtype=np.int64)
+    kh, kw, c, f = weight.shape
+    (pt, pb), (pl, pr) = padding
+    sh, sw = strides
+    lo, hi = src.lo, src.hi
+    if pt or pb or pl or pr:  # the padding value enters some windows
+        pad_value = float(src.type.from_codes(pad_code))
+        lo, hi = np.minimum(lo, pad_value), np.maximum(hi, pad_value)
+    window = input_node("window", (kh * kw * c,), src.type)
+    window.params.update(lo=np.tile(lo, kh * kw), hi=np.tile(hi, kh * kw))
+    flat = dense_node(name, window, weight.reshape(-1, f), weight_type, bias, bias_type, source)
+    ho = (src.shape[0] + pt + pb - kh) // sh + 1
+    wo = (src.shape[1] + pl + pr - kw) // sw + 1
+    flat.params["weight"] = weight
+    flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]],
+                      pad_code=int(pad_code))
+    return Node(name, "conv2d", [src.name], (ho, wo, f), flat.type, flat.params, flat.attrs, source)
+
+
+def flatten_node(name: str, src: Node, source: str = "") -> Node:
+    positions = int(np.prod(src.shape[:-1]))
+    params = {"lo": np.tile(src.lo, positions), "hi": np.tile(src.hi, positions)}
+    return Node(name, "flatten", [src.name], (int(np.prod(src.shape)),), src.type, params, {}, source)
 
 
 def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType, source: str = "") -> Node:
