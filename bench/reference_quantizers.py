@@ -263,6 +263,20 @@ def edge_spec(c):
 # --------------------------------------------------------------------------- dump (reference)
 
 
+def forward_and_gradient(fn, x, g):
+    """``fn(x)`` and the gradient of ``sum(fn(x) * g)`` with respect to ``x``, as float32, in
+    whichever TensorFlow this environment has (2.15 for the reference, 2.21 for edgebnn)."""
+    import tensorflow as tf
+
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = fn(xt)
+        loss = tf.reduce_sum(y * g)
+    grad = tape.gradient(loss, xt)
+    return np.asarray(y, f32), (np.zeros_like(x) if grad is None else np.asarray(grad, f32))
+
+
 def dump(path):
     import larq as lq
     import qkeras
@@ -273,14 +287,7 @@ def dump(path):
     out = {"__meta__": np.array(json.dumps({"tensorflow": tf.__version__, "larq": lq.__version__,
                                              "qkeras": getattr(qkeras, "__version__", "?")}))}
 
-    def run(fn, x, g):
-        xt = tf.constant(x)
-        with tf.GradientTape() as tape:
-            tape.watch(xt)
-            y = fn(xt)
-            loss = tf.reduce_sum(y * g)
-        grad = tape.gradient(loss, xt)
-        return y.numpy().astype(f32), (np.zeros_like(x) if grad is None else grad.numpy().astype(f32))
+    run = forward_and_gradient
 
     for c in CASES:
         x = inputs_for(c, rng)
@@ -362,19 +369,12 @@ def compare(path, verbose=False):
             if name not in DELIBERATE:
                 bad.append(name)
             continue
-        xt = tf.constant(x)
-        with tf.GradientTape() as tape:
-            tape.watch(xt)
-            y = q(xt)
-            loss = tf.reduce_sum(y * g)
-        grad = tape.gradient(loss, xt)
-        y = np.asarray(y, f32)
-        grad = np.zeros_like(x) if grad is None else np.asarray(grad, f32)
+        y, grad = forward_and_gradient(q, x, g)
         # TF 2.15 and TF 2.21 compute tanh to slightly different ulps; where they differ, an
         # input placed on a rounding tie may round to the neighbouring code: not edgebnn's doing
         tanh_ne = np.zeros(x.shape, bool)
         if name + "/tanh" in ref:
-            tanh_ne = np.asarray(tf.tanh(xt), f32) != ref[name + "/tanh"]
+            tanh_ne = np.asarray(tf.tanh(tf.constant(x)), f32) != ref[name + "/tanh"]
         n_tanh = int(tanh_ne.sum())
         same = ~(tanh_ne & (y != own_r))  # forward: left out only where the tanh ulp moved the code
         same_g = ~tanh_ne  # gradient: also the clip window may move with the unclipped code
