@@ -69,6 +69,31 @@ differ; checked against the CSV by ``bench/validate_estimates.py``):
   partitioned ``data[n_in]`` array and holds ``res[n_out]`` until its write loop has sent it,
   so ``n_in * Wx + n_out * Wr`` more register bits per dense (besides the output FIFO).
 
+**Revision for convolutions** (conv2d and flatten nodes):
+
+* ``conv2d`` (io_parallel): hls4ml 1.3.0's ``conv_2d_latency_cl`` (nnet_conv2d_latency.h)
+  builds one im2col dense unit of ``n_in = kh*kw*C`` inputs and ``n_out = F`` outputs (the
+  weights reshaped to ``(kh*kw*C, F)``, so every dense rule above applies: zero and free
+  products, multiplier kinds, ``multiplier_limit``, adder trees) and runs it in
+  ``PartitionLoop`` over ``P = Ho*Wo`` pixels (ParallelizationFactor 1: ``n_pixels = 1``)
+  pipelined at ``II = R``: with ``II_u = max(II_dense, R)``, ``II = P * II_u``, latency
+  ``= dense latency + (P - 1) * II_u``. Its ``fill_buffer`` selects each window element from one of the ``P`` pixel
+  positions: a ``P:1`` mux of ``Wx`` bits per window element, ``n_in * Wx * ceil((P-1) /
+  (mux_inputs_per_lut - 1))`` LUTs (``im2col_mux`` in the detail), and the window buffer
+  ``n_in * Wx`` FFs.
+* ``conv2d`` (io_stream): ``conv_2d_buffer_cl`` (nnet_conv2d_stream.h) keeps ``kh - 1`` line
+  buffers per channel, ``ap_shift_reg`` of ``W`` (the input width) elements: ``(kh-1) * C``
+  shift registers of ``W * Wx`` bits, built as SRL32 LUTs (``ceil(W / 32)`` LUTs per bit)
+  up to ``line_buffer_srl_max_depth`` and in BRAM18 beyond; the ``kh*kw*C`` window in FFs.
+  The pixel loop reads one input pixel per ``II_u`` cycles: ``II = H*W * II_u``,
+  latency ``= II + dense latency``. The multiplier side is the same dense unit.
+* ``flatten``: a reshape, free in io_parallel (0 of everything, 0 cycles); in io_stream
+  hls4ml repacks the stream (one cycle per input pixel, ``H*W``) plus its FIFO.
+* ``threshold`` / ``cast`` after a convolution work per element (hls4ml's io_parallel
+  activations are fully unrolled over ``H*W*C``), with per-channel thresholds; io_stream
+  activations process one pixel per cycle, so their units are built for ``C`` elements and
+  take ``H*W`` cycles.
+
 Dense nodes (``y = x @ W + b``; ``Wx`` input width, ``Wa`` accumulator width from the graph,
 ``R`` reuse factor):
 
@@ -200,6 +225,10 @@ class ModelConstants:
     # exp_table_t / inv_table_t / inv_inp_t / accum_t ap_fixed<18,8,RND,SAT>
     softmax_table_size: int = 1024
     softmax_table_bits: int = 18
+    # io_stream conv2d line buffers (ap_shift_reg of the input width): SRL32 LUTs per bit up to
+    # this depth, BRAM18 beyond (Vivado maps long shift registers to memory)
+    srl_bits_per_lut: int = 32
+    line_buffer_srl_max_depth: int = 128
     # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
     lut_scale: float = 1.0
     ff_scale: float = 1.0
@@ -422,6 +451,10 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
         src = graph[node.inputs[0]]
         if node.op == "dense":
             row = _dense(node, src, rf_of[node.name], ctx, widths, warnings, live.get(node.name))
+        elif node.op == "conv2d":
+            row = _conv2d(node, src, rf_of[node.name], ctx, widths, warnings, live.get(node.name))
+        elif node.op == "flatten":
+            row = _flatten(node, src, ctx)
         elif node.op == "threshold":
             row = _threshold(node, src, ctx, widths)
         elif node.op == "cast":
@@ -450,7 +483,8 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
     return est
 
 
-KNOWN_OPS = ("dense", "threshold", "cast")
+KNOWN_OPS = ("dense", "conv2d", "flatten", "threshold", "cast")
+_WEIGHTED = ("dense", "conv2d")
 SOFTMAX_IMPLEMENTATIONS = ("stable", "latency")
 MULTIPLIERS = ("auto", "dsp", "lut")
 _TYPE_KEYS = ("accum", "result", "weight")
@@ -470,8 +504,8 @@ def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: st
     """
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
-    dense = [n for n in graph.compute_nodes() if n.op == "dense"]
-    candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*n.params["weight"].shape)}) or [1]
+    dense = [n for n in graph.compute_nodes() if n.op in _WEIGHTED]
+    candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*_matrix_shape(n))}) or [1]
     kwargs = dict(strategy=strategy, io_type=io_type, clock_period=clock_period, utilization_limit=limit,
                   types=types, multipliers=multipliers, constants=constants, hls_tool=hls_tool, softmax=softmax)
     tried = []
@@ -590,18 +624,18 @@ def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
             for what, value in spec.items():
                 if what not in _TYPE_KEYS:
                     raise EstimateError(f"types[{key!r}] has key {what!r}; use {', '.join(_TYPE_KEYS)}")
-                if what in ("accum", "weight") and node.op != "dense":
+                if what in ("accum", "weight") and node.op not in _WEIGHTED:
                     if key == "*":
                         continue
                     raise EstimateError(f"types[{key!r}][{what!r}]: node {node.name!r} is a {node.op} node, "
-                                        f"only dense nodes have an {what} type")
+                                        f"only dense and conv2d nodes have an {what} type")
                 try:
                     out[node.name][what] = value if isinstance(value, FixedType) else FixedType.from_string(value)
                 except (ValueError, TypeError) as err:
                     raise EstimateError(f"types[{key!r}][{what!r}] = {value!r} is not a fixed-point type ({err})") from None
     for node in graph.nodes:
         t = out[node.name]
-        if node.op == "dense":
+        if node.op in _WEIGHTED:
             t.setdefault("accum", node.type)
             t.setdefault("weight", node.fixed_attr("weight_type"))
             t.setdefault("result", t["accum"] if t["accum"] is not node.type else node.type)
@@ -648,17 +682,23 @@ def _check_rf(value, where: str) -> int:
 
 
 def _reuse_factors(graph: Graph, reuse_factor) -> dict[str, int]:
-    dense = [n.name for n in graph.compute_nodes() if n.op == "dense"]
+    dense = [n.name for n in graph.compute_nodes() if n.op in _WEIGHTED]
     if isinstance(reuse_factor, Mapping):
         unknown = sorted(set(reuse_factor) - set(dense))
         if unknown:
             raise EstimateError(
                 f"reuse factor given for {', '.join(map(repr, unknown))}, which is not a dense node of graph "
-                f"{graph.name!r}; its dense nodes are {', '.join(dense) or 'none'}"
+                f"{graph.name!r}; its dense and conv2d nodes are {', '.join(dense) or 'none'}"
             )
         return {name: _check_rf(reuse_factor.get(name, 1), f"of node {name!r}") for name in dense}
     rf = _check_rf(reuse_factor, "")
     return {name: rf for name in dense}
+
+
+def _matrix_shape(node: Node) -> tuple[int, int]:
+    """(n_in, n_out) of a dense node's weights, or of a conv2d node's im2col dense unit."""
+    w = node.params["weight"]
+    return (int(np.prod(w.shape[:-1])), int(w.shape[-1]))
 
 
 def _positions(node: Node) -> int:
@@ -951,6 +991,54 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
     return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)
 
 
+def _conv2d(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
+            live: np.ndarray | None = None) -> LayerEstimate:
+    """hls4ml's conv2d: one im2col dense unit (see the module docstring) used once per output
+    pixel (io_parallel) or once per input pixel (io_stream line buffers)."""
+    c = ctx.c
+    w = np.asarray(node.params["weight"])
+    kh, kw, ch, f = w.shape
+    unit = dataclasses.replace(node, op="dense", shape=(f,), params={**node.params, "weight": w.reshape(-1, f)})
+    row = _dense(unit, src, rf, ctx, widths, warnings, live)
+    # the pixel loop is pipelined at II = R whatever the multipliers need (PIPELINE II=reuse_factor)
+    ii_unit = max(row.detail["ii"], row.detail["reuse_factor"])
+    wx = widths[src.name]["result"].width
+    n_in = kh * kw * ch
+    lut, ff, bram = row.lut, row.ff, row.bram18
+    detail = {**row.detail, "kernel": [kh, kw], "channels": ch, "filters": f}
+    if ctx.io_type == "io_stream":
+        h, wdt = src.shape[0], src.shape[1]
+        pixels = h * wdt
+        depth = wdt
+        lines = max(kh - 1, 0) * ch * wx  # shift registers, one bit wide each, W deep
+        if lines and depth > c.line_buffer_srl_max_depth:
+            bram += _bram18(lines, depth, c.bram18_shapes)
+            line_lut = 0
+        else:
+            line_lut = lines * math.ceil(depth / c.srl_bits_per_lut)
+        lut += line_lut
+        ff += n_in * wx  # the window
+        ii = pixels * ii_unit
+        latency = ii + row.latency
+        detail.update(pixels_in=pixels, line_buffer_bits=lines * depth, line_buffer_lut=line_lut)
+    else:
+        p = int(np.prod(node.shape[:-1]))
+        mux = n_in * wx * math.ceil((p - 1) / (c.mux_inputs_per_lut - 1)) if p > 1 else 0
+        lut += mux
+        ff += n_in * wx if p > 1 else 0
+        ii = p * ii_unit
+        latency = row.latency + (p - 1) * ii_unit
+        detail.update(positions=p, im2col_mux=mux)
+    return LayerEstimate(node.name, "conv2d", math.ceil(lut), ff, row.dsp, bram, 0, latency, ii, detail)
+
+
+def _flatten(node: Node, src: Node, ctx: _Context) -> LayerEstimate:
+    """A reshape: wires in io_parallel; io_stream repacks one input pixel per cycle."""
+    pixels = int(np.prod(src.shape[:-1]))
+    latency = pixels if ctx.io_type == "io_stream" else 0
+    return LayerEstimate(node.name, "flatten", 0, 0, 0, 0, 0, latency, max(1, latency), {"elements": int(np.prod(node.shape))})
+
+
 def _threshold(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     c = ctx.c
     t = np.asarray(node.params["thresholds"], dtype=np.int64)
@@ -958,16 +1046,19 @@ def _threshold(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
     hi = src.type.codes(np.broadcast_to(src.hi, (t.shape[0],)))
     live = [int(np.unique(row[(row > l) & (row <= h)]).size) for row, l, h in zip(t, lo, hi)]
     wi, wo = widths[src.name]["result"].width, widths[node.name]["result"].width
-    p = _positions(node)
+    pixels = _positions(node)
+    stream = ctx.io_type == "io_stream" and pixels > 1  # one pixel per cycle through C units
+    p = 1 if stream else pixels
     comparators = p * sum(live)
     lut_cmp = math.ceil(c.lut_per_compare_bit * comparators * wi)
     lut_mux = p * sum(wo * math.ceil(k / c.level_mux_inputs_per_lut) for k in live if k >= 2)
     ff = p * t.shape[0] * wo
     ns = ctx.ns("compare") + (ctx.ns("add") if any(k >= 2 for k in live) else 0.0)
-    latency = max(1, ctx.cycles(ns))
+    latency = max(1, ctx.cycles(ns)) + (pixels - 1 if stream else 0)
     detail = {"channels": t.shape[0], "thresholds_per_channel": t.shape[1], "live_comparators": comparators,
               "input_bits": wi, "output_bits": wo}
-    return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency, 1, detail)
+    return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency,
+                         pixels if stream else 1, detail)
 
 
 def _cast(node: Node, src: Node, ctx: _Context, widths, live: np.ndarray | None = None) -> LayerEstimate:
@@ -978,8 +1069,12 @@ def _cast(node: Node, src: Node, ctx: _Context, widths, live: np.ndarray | None 
     c = ctx.c
     ti, to = widths[src.name]["result"], widths[node.name]["result"]
     n = int(np.prod(node.shape))
+    pixels = _positions(node)
+    stream = ctx.io_type == "io_stream" and pixels > 1  # one pixel per cycle through C units
     if live is not None:
-        n = _positions(node) * int(live.sum())  # elements no later node reads are removed
+        n = pixels * int(live.sum())  # elements no later node reads are removed
+    if stream:
+        n //= pixels
     drop_low = max(0, to.lsb_exp - ti.lsb_exp) if ti.lsb_exp < to.lsb_exp else 0
     drop_high = max(0, (ti.integer - (0 if ti.signed else 0)) - to.integer)
     rounds = drop_low > 0 and to.rounding not in ("TRN",)
@@ -997,9 +1092,11 @@ def _cast(node: Node, src: Node, ctx: _Context, widths, live: np.ndarray | None 
     # function with registered outputs (the tool's layer boundary) in Vitis HLS
     latency = ctx.boundary
     ff = n * to.width if latency else 0
+    if stream:
+        latency += pixels - 1
     detail = {"elements": n, "input_bits": ti.width, "output_bits": to.width, "relu": relu,
               "rounds": rounds, "saturates": saturates}
-    return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, 1, detail)
+    return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, pixels if stream else 1, detail)
 
 
 def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:

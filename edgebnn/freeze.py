@@ -4,7 +4,11 @@ The model is read as a chain of steps:
 
 * the first layer's ``input_quantizer`` fixes the input's fixed-point type;
 * a ``QuantDense`` becomes an exact dense node (integer kernel codes, accumulator type from
-  interval analysis);
+  interval analysis), a ``QuantConv2D`` an exact conv2d node (explicit padding amounts with
+  TensorFlow's "same" split, ``pad_values`` as a code of the quantized input's type, strides);
+* a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
+  quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
+  thresholds stay per channel instead of per flattened feature;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node.
@@ -29,8 +33,8 @@ from keras import ops
 from . import quantizers as qz
 from .errors import EdgebnnError
 from .fixed import FixedType
-from .graph import Graph, Node, cast_node, dense_node, input_node, threshold_node
-from .layers import QuantActivation, QuantDense
+from .graph import Graph, Node, cast_node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
+from .layers import QuantActivation, QuantConv2D, QuantDense, _pad_input, _same_padding
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
 # per level would be needed, which freeze does not do yet
@@ -55,7 +59,7 @@ class Step:
     """One node of the graph and how Keras computes the same values."""
 
     name: str
-    kind: str  # "input" | "dense" | "requant"
+    kind: str  # "input" | "dense" | "conv2d" | "flatten" | "requant"
     layer: keras.layers.Layer
     quantizer: qz.Quantizer | None = None
     float_ops: list[_FloatOp] = dataclasses.field(default_factory=list)
@@ -66,10 +70,25 @@ class Step:
         if self.kind == "input":
             return self.quantizer(x, training=False)
         if self.kind == "dense":
-            return ops.matmul(x, self.layer.quantized_kernel())
+            return _add_quantized_bias(self.layer, ops.matmul(x, self.layer.quantized_kernel()))
+        if self.kind == "conv2d":
+            layer = self.layer
+            x, padding = _pad_input(layer, x)  # the layer's own padding of its quantized input
+            x = ops.conv(x, layer.quantized_kernel(), strides=list(layer.strides), padding=padding,
+                         dilation_rate=layer.dilation_rate, data_format=layer.data_format)
+            return _add_quantized_bias(layer, x)
+        if self.kind == "flatten":
+            return ops.reshape(x, (ops.shape(x)[0], -1))
         for op in self.float_ops:
             x = op.fn(x)
         return self.quantizer(x, training=False)
+
+
+def _add_quantized_bias(layer, x):
+    """The accumulator includes a quantized bias (a float one is folded into the requant)."""
+    if layer.use_bias and layer.bias_quantizer is not None:
+        x = ops.add(x, layer.quantized_bias())
+    return x
 
 
 # ------------------------------------------------------------------------------ walking
@@ -123,12 +142,16 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
     steps: list[Step] = []
     pending: list[_FloatOp] = []  # float ops after the last accumulator
     pending_layers: list[str] = []
+    deferred: list = []  # a Flatten met among pending float ops: emitted after their quantizer
     started = False
 
     def requant(name, quantizer, layer, extra_sources):
         steps.append(Step(name, "requant", layer, quantizer, list(pending), pending_layers + extra_sources))
         pending.clear()
         pending_layers.clear()
+        for flat in deferred:
+            steps.append(Step(flat.name, "flatten", flat, sources=[flat.name]))
+        deferred.clear()
 
     def where(layer):
         return f"layer {layer.name!r} ({type(layer).__name__})"
@@ -138,7 +161,9 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
     for index, layer in enumerate(layers):
         if index == strip and not isinstance(layer, QuantDense):
             continue  # the trailing softmax: the graph computes the logits
-        if isinstance(layer, QuantDense):
+        if isinstance(layer, (QuantDense, QuantConv2D)):
+            if isinstance(layer, QuantConv2D):
+                _check_conv2d(layer)
             if not started:
                 if layer.input_quantizer is None or layer.input_quantizer.hardware().kind != "fixed":
                     raise FreezeError(
@@ -158,7 +183,8 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
                 raise FreezeError(
                     f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'"
                 )
-            steps.append(Step(layer.name, "dense", layer, sources=[layer.name]))
+            kind = "conv2d" if isinstance(layer, QuantConv2D) else "dense"
+            steps.append(Step(layer.name, kind, layer, sources=[layer.name]))
             if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
                 pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias)))
                 pending_layers.append(layer.name)
@@ -170,12 +196,17 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
                 pending_layers.append(layer.name)
         elif not started:
             raise FreezeError(
-                f"{where(layer)} comes before the first QuantDense; the model must start with a "
-                "QuantDense whose input_quantizer sets the input's fixed-point type"
+                f"{where(layer)} comes before the first QuantDense or QuantConv2D; the model must start with one "
+                "whose input_quantizer sets the input's fixed-point type"
             )
         elif isinstance(layer, keras.layers.BatchNormalization):
             if layer.axis not in (-1, len(layer.input.shape) - 1):
                 raise FreezeError(f"{where(layer)} normalizes axis {layer.axis}; only the channel axis (-1) is supported")
+            if deferred:
+                raise FreezeError(
+                    f"{where(layer)} normalizes the flattened real-valued outputs of {', '.join(pending_layers)}; "
+                    f"quantize before {deferred[0].name!r} (Flatten) or normalize before it"
+                )
             pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x, training=False)))
             pending_layers.append(layer.name)
         elif isinstance(layer, QuantActivation):
@@ -190,10 +221,17 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             continue  # identity at inference
         elif isinstance(layer, keras.layers.Flatten) and len(layer.input.shape) == 2:
             continue
+        elif isinstance(layer, keras.layers.Flatten) and len(layer.input.shape) == 4:
+            if getattr(layer, "data_format", "channels_last") != "channels_last":
+                raise FreezeError(f"{where(layer)} flattens channels_first data; only channels_last is supported")
+            if pending:
+                deferred.append(layer)  # elementwise float ops and quantizer commute with the reshape
+            else:
+                steps.append(Step(layer.name, "flatten", layer, sources=[layer.name]))
         else:
             raise FreezeError(
-                f"{where(layer)} cannot be frozen; supported layers are QuantDense, "
-                "BatchNormalization, QuantActivation, elementwise Activation and Dropout"
+                f"{where(layer)} cannot be frozen; supported layers are QuantDense, QuantConv2D, "
+                "BatchNormalization, QuantActivation, elementwise Activation, Flatten and Dropout"
             )
     if pending:
         raise FreezeError(
@@ -201,8 +239,22 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             "reproduce exactly; end it with a QuantActivation (e.g. quantized_bits(8, 3)) or a QuantDense"
         )
     if not started:
-        raise FreezeError("the model has no QuantDense layer; nothing to freeze")
+        raise FreezeError("the model has no QuantDense or QuantConv2D layer; nothing to freeze")
     return steps
+
+
+def _check_conv2d(layer):
+    where = f"layer {layer.name!r} ({type(layer).__name__})"
+    if layer.data_format != "channels_last":
+        raise FreezeError(f"{where} uses data_format={layer.data_format!r}; only channels_last is supported")
+    if tuple(layer.dilation_rate) != (1, 1):
+        raise FreezeError(f"{where} has dilation_rate={tuple(layer.dilation_rate)}; only dilation 1 can be frozen")
+    if getattr(layer, "groups", 1) != 1:
+        raise FreezeError(f"{where} has groups={layer.groups}; only groups=1 can be frozen")
+    if layer.padding not in ("valid", "same"):
+        raise FreezeError(f"{where} has padding={layer.padding!r}; use 'valid' or 'same'")
+    if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
+        raise FreezeError(f"{where} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
 
 
 def _check_elementwise_activation(layer, fn):
@@ -239,12 +291,16 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             nodes.append(input_node("input", input_shape, step.quantizer.hardware().type, ",".join(step.sources)))
         elif step.kind == "dense":
             nodes.append(_dense(step, nodes[-1]))
+        elif step.kind == "conv2d":
+            nodes.append(_conv2d(step, nodes[-1]))
+        elif step.kind == "flatten":
+            nodes.append(flatten_node(step.name, nodes[-1], ",".join(step.sources)))
         elif _is_cast(step):
             relu = any(op.relu for op in step.float_ops)
             nodes.append(cast_node(step.name, nodes[-1], step.quantizer.hardware().type, relu, ",".join(step.sources)))
         else:
             nodes.append(_requant(step, nodes[-1], jit))
-    inexact = [n.name for n in nodes if n.op == "dense" and not _float32_exact(n, nodes)]
+    inexact = [n.name for n in nodes if n.op in ("dense", "conv2d") and not _float32_exact(n, nodes)]
     meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact}
     if inexact:
         warnings.warn(
@@ -275,12 +331,20 @@ def _is_cast(step: Step) -> bool:
 
 
 def _float32_exact(node: Node, nodes: list[Node]) -> bool:
-    """Every partial sum of the dense node's products is an integer multiple of its grid below
-    2**24 in magnitude, so float32 accumulates it without rounding, in any order."""
+    """Every partial sum of the dense (or conv2d: per window) node's products is an integer
+    multiple of its grid below 2**24 in magnitude, so float32 accumulates it without rounding,
+    in any order. A conv2d window may hold the padding value."""
     src = next(n for n in nodes if n.name == node.inputs[0])
     x_max = np.maximum(np.abs(src.lo), np.abs(src.hi))
-    x_max = np.broadcast_to(x_max, (node.params["weight"].shape[0],)) if x_max.size == 1 else x_max
-    w = node.fixed_attr("weight_type").from_codes(np.abs(node.params["weight"]))
+    weight = node.params["weight"]
+    if node.op == "conv2d":
+        kh, kw, c, f = weight.shape
+        if any(a for pair in node.attrs["padding"] for a in pair):
+            x_max = np.maximum(x_max, abs(float(src.type.from_codes(node.attrs["pad_code"]))))
+        x_max = np.tile(np.broadcast_to(x_max, (c,)), kh * kw)
+        weight = weight.reshape(kh * kw * c, f)
+    x_max = np.broadcast_to(x_max, (weight.shape[0],)) if x_max.size == 1 else x_max
+    w = node.fixed_attr("weight_type").from_codes(np.abs(weight))
     bound = float((x_max @ w).max(initial=0.0))
     if "bias" in node.params:
         bound += float(np.abs(node.fixed_attr("bias_type").from_codes(node.params["bias"])).max(initial=0.0))
@@ -301,6 +365,31 @@ def _dense(step: Step, src: Node) -> Node:
     if layer.use_bias and layer.bias_quantizer is not None:
         bias_type, bias = _on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
     return dense_node(step.name, src, w_codes, w_type, bias, bias_type, source=",".join(step.sources))
+
+
+def _conv2d(step: Step, src: Node) -> Node:
+    layer = step.layer
+    where = f"layer {layer.name!r} ({type(layer).__name__})"
+    w_type, w_codes = _on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    bias = bias_type = None
+    if layer.use_bias and layer.bias_quantizer is not None:
+        bias_type, bias = _on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
+    kh, kw = layer.kernel_size
+    sh, sw = layer.strides
+    padding = ((0, 0), (0, 0))
+    if layer.padding == "same":
+        padding = (_same_padding(src.shape[0], kh, sh, 1), _same_padding(src.shape[1], kw, sw, 1))
+    pad_code = 0
+    if any(a for pair in padding for a in pair):
+        pad = float(layer.pad_values)
+        if not src.type.contains(np.array([pad])):
+            raise FreezeError(
+                f"{where} pads with pad_values={pad}, which is not on the grid of its quantized input "
+                f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
+            )
+        pad_code = int(src.type.codes(np.array([pad]))[0])
+    return conv2d_node(step.name, src, w_codes, w_type, (sh, sw), padding, pad_code, bias, bias_type,
+                       source=",".join(step.sources))
 
 
 def _on_declared_grid(layer, which: str, tensor):
@@ -329,6 +418,7 @@ class _Replay(keras.layers.Layer):
 
 
 def _requant(step: Step, src: Node, jit: bool) -> Node:
+    """Thresholds per channel (the last axis); the float ops run on values of the source's rank."""
     hw = step.quantizer.hardware()
     lo = src.type.codes(src.lo)
     hi = src.type.codes(src.hi)
@@ -341,7 +431,7 @@ def _requant(step: Step, src: Node, jit: bool) -> Node:
         )
     codes = np.minimum(lo[None, :] + np.arange(span)[:, None], hi[None, :])
     values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
-    out = _evaluate(step, values, jit)
+    out = _evaluate(step, values, jit, rank=len(src.shape))
     if not hw.type.contains(out):
         raise FreezeError(
             f"step {step.name!r}: quantizer {step.quantizer!r} produced values off its declared grid {hw.type}"
@@ -364,13 +454,17 @@ def _requant(step: Step, src: Node, jit: bool) -> Node:
     return threshold_node(step.name, src, thresholds, levels, hw.type, source=",".join(step.sources))
 
 
-def _evaluate(step: Step, values: np.ndarray, jit: bool) -> np.ndarray:
-    """Run the step's float ops and quantizer through Keras ``predict``, as the model does."""
-    inp = keras.Input(shape=values.shape[1:], dtype="float32")
+def _evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1) -> np.ndarray:
+    """Run the step's float ops and quantizer through Keras ``predict``, as the model does.
+
+    ``values`` is (n, channels); it is given the rank of the model's tensor there ((n, 1, 1, C)
+    after a convolution) so the same kernels (e.g. TensorFlow's fused 4-D batch norm) run."""
+    shaped = values.reshape((len(values),) + (1,) * (rank - 1) + values.shape[1:])
+    inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
     replay = keras.Model(inp, _Replay(step)(inp))
     replay.jit_compile = jit
-    out = replay.predict(values, batch_size=min(len(values), 4096), verbose=0)
-    return np.asarray(out, dtype=np.float64)
+    out = replay.predict(shaped, batch_size=min(len(values), 4096), verbose=0)
+    return np.asarray(out, dtype=np.float64).reshape(values.shape)
 
 
 # ------------------------------------------------------------------------------ tracing

@@ -15,7 +15,7 @@ from edgebnn.boards import load_board
 from edgebnn.estimate import (CONSTANTS, Estimate, EstimateError, _closest_reuse_factor, estimate,
                               valid_reuse_factors)
 from edgebnn.fixed import FixedType, dot_interval
-from edgebnn.graph import Graph, Node, dense_node, input_node, threshold_node
+from edgebnn.graph import Graph, Node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
 from graphs import BINARY, binary_mlp
 
 W8 = FixedType(8, 1)
@@ -583,10 +583,10 @@ def test_hls_tool_sets_the_timing():
 
 def test_unknown_future_op_is_a_clear_error():
     g = binary_mlp()
-    g.nodes[-1].op = "conv2d"  # as if a newer freeze wrote it
+    g.nodes[-1].op = "maxpool2d"  # as if a newer freeze wrote it
     with pytest.raises(EstimateError) as err:
         estimate(g, "pynq-z2")
-    assert "'conv2d'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
+    assert "'maxpool2d'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_dsp_cap_moves_multipliers_to_luts():
@@ -641,3 +641,74 @@ def test_cli_estimate_table_fit_bars_and_svg(tmp_path, capsys):
     assert text.startswith("<svg") and text.count("<rect") == 4 * len(load_board.__globals__["list_boards"]())
     assert main(["estimate", str(tmp_path), "--board", "cora-z7-07s", "--fit", "--limit", "0.01"]) == 0
     assert "nothing fits cora-z7-07s" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------- convolutions
+
+
+def conv_graph(h=6, w=5, c=3, f=4, k=(3, 3), strides=(1, 1), padding=((1, 1), (1, 1)), seed=0, weight_type=W8,
+               input_type="fixed<8,3>", sign=True):
+    """Input (h, w, c) -> conv2d -> [sign threshold per channel] -> flatten."""
+    rng = np.random.default_rng(seed)
+    weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(*k, c, f))
+    inp = input_node("input", (h, w, c), FixedType.from_string(input_type))
+    conv = conv2d_node("conv", inp, weight, weight_type, strides, padding)
+    nodes = [inp, conv]
+    if sign:
+        lo, hi = conv.type.codes(conv.lo), conv.type.codes(conv.hi)
+        t = rng.integers(lo, hi + 1)[:, None]
+        nodes.append(threshold_node("sign", conv, t, np.tile([-1, 1], (f, 1)), BINARY))
+    nodes.append(flatten_node("flat", nodes[-1]))
+    return Graph("conv_graph", nodes), weight
+
+
+@pytest.mark.parametrize("rf", [1, 2, 3])
+def test_conv2d_is_one_im2col_dense_unit_per_output_pixel(rf):
+    g, weight = conv_graph()
+    kh, kw, c, f = weight.shape
+    unit = dense_graph(weight=weight.reshape(-1, f))  # same input type, same weights
+    u = row(estimate(unit, "pynq-z2", reuse_factor=rf))
+    est = estimate(g, "pynq-z2", reuse_factor=rf)
+    r = row(est, "conv")
+    p = 6 * 5
+    ii_u = max(u.ii, rf)
+    mux = kh * kw * c * 8 * math.ceil((p - 1) / (CONSTANTS.mux_inputs_per_lut - 1))
+    assert r.dsp == u.dsp and r.lut == u.lut + mux and r.ff == u.ff + kh * kw * c * 8
+    assert r.ii == p * ii_u and r.latency == u.latency + (p - 1) * ii_u
+    assert r.detail["im2col_mux"] == mux and r.detail["positions"] == p
+    # a flatten is wires; the threshold works per element with per-channel thresholds
+    fl, th = row(est, "flat"), row(est, "sign")
+    assert (fl.lut, fl.ff, fl.dsp, fl.latency) == (0, 0, 0, 0)
+    assert th.detail["live_comparators"] <= p * f and th.ff == p * f * 2
+    assert est.ii == r.ii and est.latency_cycles == sum(x.latency for x in est.rows)
+
+
+def test_conv2d_strides_shrink_the_pixel_loop_not_the_unit():
+    full, _ = conv_graph(sign=False)
+    strided, _ = conv_graph(strides=(2, 2), padding=((1, 0), (1, 1)), sign=False)
+    a, b = row(estimate(full, "pynq-z2"), "conv"), row(estimate(strided, "pynq-z2"), "conv")
+    assert b.detail["positions"] == 3 * 3 and a.detail["positions"] == 30
+    assert b.dsp == a.dsp and b.ii < a.ii and b.latency < a.latency
+
+
+def test_conv2d_io_stream_line_buffers():
+    g, weight = conv_graph(w=5)
+    r = row(estimate(g, "pynq-z2", io_type="io_stream"), "conv")
+    lines = (3 - 1) * 3 * 8  # (kh - 1) * C shift registers of Wx bits, 5 deep
+    assert r.detail["line_buffer_lut"] == lines * math.ceil(5 / CONSTANTS.srl_bits_per_lut)
+    assert r.ii == 6 * 5 and r.bram18 == 0  # one input pixel per cycle
+    wide, _ = conv_graph(h=4, w=CONSTANTS.line_buffer_srl_max_depth + 1, sign=False)
+    rw = row(estimate(wide, "pynq-z2", io_type="io_stream"), "conv")
+    assert rw.bram18 > 0 and rw.detail["line_buffer_lut"] == 0
+    th = row(estimate(g, "pynq-z2", io_type="io_stream"), "sign")  # one pixel per cycle: C units
+    assert th.ii == 30 and th.ff <= 4 * 2 + 30 * 4 * 2
+
+
+def test_conv2d_reuse_factor_types_and_fit():
+    g, _ = conv_graph(sign=False)
+    est = estimate(g, "pynq-z2", reuse_factor={"conv": 4})
+    assert row(est, "conv").detail["reuse_factor"] == 4
+    wide = estimate(g, "pynq-z2", types={"conv": {"accum": "fixed<24,10>"}})
+    assert row(wide, "conv").detail["accumulator_bits"] == 24
+    fitted = __import__("edgebnn.estimate", fromlist=["fit"]).fit(g, "pynq-z2")
+    assert fitted.fits

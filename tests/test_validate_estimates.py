@@ -33,6 +33,7 @@ def test_three_row_subset_prints_rows_and_the_median_line(tmp_path):
     assert LINE.match(lines[-1]), lines[-1]
     assert sum(1 for line in lines if line.startswith("median abs error:")) == 1
     assert "2 rows estimated" in out and "1 rows not covered" in out and "convolution" in out
+    assert "MaxPool2D" in out
     assert re.search(r"^\s*6 dnnsi_mlp_pr75_rf1\s+DSP\s+\d+\s+162\s", out, re.M)
     assert re.search(r"^\s*95 hls4ml_testreport_dense16x5\s+latency\s+\d+\s+10\s", out, re.M)
     assert "random" in out and "zero weights" in out
@@ -49,6 +50,10 @@ def test_parsing_helpers():
     assert v.parse_types("ap_fixed<16,6>;ap_ufixed<8,0,AP_RND_CONV,AP_SAT>") == [(True, 16, 6), (False, 8, 0)]
     with pytest.raises(v.NotCovered, match="convolution"):
         v.parse_architecture("Conv2D(in=28x28x1,k=3x3,f=4,s=1,out=26x26) -> relu")
+    with pytest.raises(v.NotCovered, match="MaxPool2D, which has no graph node"):
+        v.parse_architecture("Conv2D(in=28x28x1,k=3x3,f=4,s=1,out=26x26) -> relu -> MaxPool2D(4x4,in=26x26x4)")
+    with pytest.raises(v.NotCovered, match="depthwise"):
+        v.parse_architecture("DWConv2D(in=32x32x3,k=3x3,f=3,s=1,out=30x30) -> MaxPool2D(2x2,in=30x30x32)")
     design = {"steps": [("dense", 4, 8), ("relu", 8, 8), ("dense", 8, 2)], "weight": (True, 8, 1), "zeros": 10}
     w = v.draw_weights(design)
     assert [a.shape for a in w] == [(4, 8), (8, 2)]

@@ -1,0 +1,183 @@
+"""freeze of convolutional models: Keras = emulator bit for bit, padding, strides, refusals."""
+
+import keras
+import numpy as np
+import pytest
+
+import edgebnn  # noqa: F401
+from edgebnn.emulate import emulate
+from edgebnn.freeze import FreezeError, freeze, trace
+from edgebnn.graph import Graph
+from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+from edgebnn.verify import verify
+
+IN_Q = "quantized_bits(4, 0, keep_negative=False)"
+
+
+def adversarial_bn(units, rng, acc_values):
+    """Means on accumulator values, gamma of both signs and zero, betas cancelling mean * inv."""
+    mean = rng.choice(acc_values, units)
+    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], units)
+    gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], units)
+    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
+    beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], units)
+    shift = rng.choice(acc_values, units).astype(np.float32)
+    beta = np.where(rng.random(units) < 0.4, (shift * inv).astype(np.float32), beta)
+    beta = np.where(rng.random(units) < 0.2, rng.normal(size=units), beta)
+    return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
+
+
+def bnn_cnn(pad1=0.0, pad2=1.0, strides=1, out_q="quantized_bits(6, 2)", first_bias=False):
+    return keras.Sequential([
+        keras.Input((8, 8, 1)),
+        QuantConv2D(4, 3, padding="same", pad_values=pad1, input_quantizer=IN_Q, kernel_quantizer="ste_sign",
+                    use_bias=first_bias, name="c1"),
+        keras.layers.BatchNormalization(name="bn1"),
+        QuantConv2D(6, 3, strides=strides, padding="same", pad_values=pad2, input_quantizer="ste_sign",
+                    kernel_quantizer="ste_sign", use_bias=False, name="c2"),
+        keras.layers.BatchNormalization(name="bn2"),
+        keras.layers.Flatten(name="flat"),
+        QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+        keras.layers.BatchNormalization(name="bn3"),
+        QuantActivation(out_q, name="out"),
+    ])
+
+
+def randomize_bn(model, rng):
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            units = layer.gamma.shape[0]
+            # accumulators of the first conv are multiples of 1/16 within +-9*15/16; later ones integers
+            acc = np.arange(-9 * 15, 9 * 15 + 1) / 16 if layer.name == "bn1" else np.arange(-54, 55).astype(float)
+            layer.set_weights(adversarial_bn(units, rng, acc))
+
+
+def inputs(n, rng, shape=(8, 8, 1)):
+    return (rng.integers(0, 16, size=(n, *shape)) / 16).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed,pad1,pad2", [(0, 0.0, 1.0), (1, 0.0, -1.0), (2, 0.5, 0.0)])
+def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
+    rng = np.random.default_rng(seed)
+    model = bnn_cnn(pad1, pad2)
+    randomize_bn(model, rng)
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten",
+                                           "dense", "threshold"]
+    assert graph["c1"].attrs["padding"] == [[1, 1], [1, 1]]
+    assert graph["c1"].attrs["pad_code"] == int(graph.input.type.codes(pad1))
+    assert graph["c2"].attrs["pad_code"] == int(pad2)  # ste_sign codes are the values
+    assert graph["c2_input"].params["thresholds"].shape[0] == 4  # per channel, not per pixel
+    assert graph["d_input"].shape == (8, 8, 6) and graph["flat"].shape == (384,)
+    assert graph.meta["keras_float32_exact"]
+    x = inputs(400, rng)
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    # Keras's own trace agrees with the emulator node by node (verify can localize mismatches)
+    k = trace(model, x[:7])
+    e = emulate(graph, x[:7], return_all=True)
+    for node in graph.nodes:
+        np.testing.assert_array_equal(k[node.name], e[node.name], err_msg=node.name)
+    # the sign outputs are not constant (the test exercises thresholds)
+    assert len(np.unique(e["c2_input"])) == 2
+
+
+def test_strides_2_and_valid_padding_and_quantized_bias(tmp_path):
+    rng = np.random.default_rng(7)
+    model = keras.Sequential([
+        keras.Input((9, 7, 2)),
+        QuantConv2D(3, (3, 2), strides=2, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign",
+                    bias_quantizer="quantized_bits(6, 2)", name="c1"),
+        QuantActivation("quantized_bits(8, 3)", name="q1"),  # a cast
+        QuantConv2D(4, 2, strides=(2, 1), padding="valid", kernel_quantizer="quantized_bits(3, 1)",
+                    use_bias=False, name="c2"),
+        keras.layers.BatchNormalization(name="bn"),
+        keras.layers.Activation("relu"),
+        QuantActivation("quantized_bits(4, 1)", name="q2"),
+        keras.layers.Flatten(name="flat"),
+    ])
+    model.layers[0].bias.assign(rng.normal(size=3).astype(np.float32))
+    bn = model.get_layer("bn")
+    bn.set_weights([np.asarray(v, np.float32) for v in (rng.normal(size=4), rng.normal(size=4),
+                                                         rng.normal(size=4), rng.random(4) + 0.1)])
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "cast", "conv2d", "threshold", "flatten"]
+    c1 = graph["c1"]
+    assert c1.shape == (5, 4, 3) and c1.attrs["strides"] == [2, 2]
+    assert c1.attrs["padding"] == [[1, 1], [0, 1]]  # TensorFlow's split: the odd pixel goes after
+    assert graph["c2"].shape == (2, 3, 4) and graph["c2"].attrs["padding"] == [[0, 0], [0, 0]]
+    x = inputs(300, rng, (9, 7, 2))
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    graph.save(tmp_path / "g.npz")
+    np.testing.assert_array_equal(emulate(Graph.load(tmp_path / "g.npz"), x), emulate(graph, x))
+
+
+def test_flatten_after_quantized_outputs_is_a_plain_flatten():
+    model = keras.Sequential([
+        keras.Input((4, 4, 1)),
+        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
+        keras.layers.BatchNormalization(),
+        QuantActivation("ste_sign", name="s"),
+        keras.layers.Flatten(name="flat"),
+        QuantDense(3, kernel_quantizer="ste_sign", use_bias=False, name="d"),
+    ])
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "flatten", "dense"]
+    assert verify(model, graph, inputs(200, np.random.default_rng(1), (4, 4, 1))).keras_vs_emulator == 0
+
+
+def _conv_model(**conv):
+    kw = dict(input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="cv")
+    kw.update(conv)
+    return keras.Sequential([keras.Input((6, 6, 1)), QuantConv2D(2, 3, **kw), QuantActivation("ste_sign")])
+
+
+def test_refusals_name_the_layer():
+    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) pads with pad_values=0.3.*not on the grid"):
+        freeze(_conv_model(padding="same", pad_values=0.3))
+    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) has dilation_rate=\(2, 2\)"):
+        freeze(_conv_model(dilation_rate=2))
+    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) is the first layer and needs"):
+        freeze(_conv_model(input_quantizer=None))
+    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) has a float kernel"):
+        freeze(_conv_model(kernel_quantizer=None))
+    # a pad value off the grid does not matter where nothing is padded
+    freeze(_conv_model(padding="valid", pad_values=0.3))
+    pool = keras.Sequential([keras.Input((6, 6, 1)), QuantConv2D(2, 3, input_quantizer=IN_Q,
+                                                                  kernel_quantizer="ste_sign", use_bias=False),
+                             QuantActivation("ste_sign"), keras.layers.MaxPooling2D(name="mp")])
+    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) cannot be frozen"):
+        freeze(pool)
+
+
+def _bn_after_flatten(use_bias):
+    return keras.Sequential([
+        keras.Input((6, 6, 1)), QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign",
+                                            use_bias=use_bias, name="c"),
+        keras.layers.Flatten(name="fl"), keras.layers.BatchNormalization(name="bnf"), QuantActivation("ste_sign")])
+
+
+def test_batchnorm_after_flatten():
+    # straight after the accumulator: the flatten node comes first, thresholds per feature, exact
+    model = _bn_after_flatten(False)
+    rng = np.random.default_rng(4)
+    model.get_layer("bnf").set_weights(adversarial_bn(32, rng, np.arange(-9 * 15, 9 * 15 + 1) / 16))
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "flatten", "threshold"]
+    assert verify(model, graph, inputs(300, rng, (6, 6, 1))).keras_vs_emulator == 0
+    # behind a float bias the Flatten would have to move across a per-feature normalization
+    with pytest.raises(FreezeError, match=r"layer 'bnf' \(BatchNormalization\) normalizes the flattened.*'fl'"):
+        freeze(_bn_after_flatten(True))
+
+
+def test_strided_bnn_cnn_under_jit():
+    rng = np.random.default_rng(3)
+    model = bnn_cnn(0.0, -1.0, strides=2)
+    randomize_bn(model, rng)
+    model.compile(jit_compile=True)
+    graph = freeze(model)
+    assert graph["c2"].shape == (4, 4, 6) and graph["c2"].attrs["strides"] == [2, 2]
+    assert graph["c2"].attrs["padding"] == [[0, 1], [0, 1]]  # TensorFlow's "same" split for stride 2
+    report = verify(model, graph, inputs(300, rng))
+    assert report.keras_vs_emulator == 0, report.describe()
