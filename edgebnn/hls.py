@@ -8,8 +8,16 @@ The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, wr
 ``dense``      hls4ml ``Dense`` with weights and bias given as values (code * lsb) in their exact
                types; accumulator and result both take the node's type, which is exact (wide
                enough, on the product grid, WRAP), so nothing rounds.
+``conv2d``     hls4ml ``Conv2D`` (channels last, weights in Keras layout (kh, kw, C, F)) with types
+               as for dense and the graph's explicit padding as pad_top/bottom/left/right; hls4ml
+               pads with zeros only, so a node with a non-zero ``pad_code`` is refused. In
+               io_stream hls4ml moves the padding into a ``ZeroPadding2D`` layer of the input's type.
+``flatten``    hls4ml ``Reshape`` to one axis (what its Keras converter emits for ``Flatten``): a
+               no-op in io_parallel (dropped when it is the last layer) and in io_stream (the next
+               layer reads the pixels' packets; as the last layer hls4ml repacks it, ``Repack``).
 ``threshold``  edgebnn's own ``EdgebnnThreshold`` layer (``hls_templates/nnet_edgebnn_threshold.h``):
-               thresholds held in the input's type, levels in the output type.
+               thresholds held in the input's type, levels in the output type; an array and an
+               hls::stream version, one channel index per flat element either way.
 ``cast``       hls4ml ``Activation`` (``relu`` or ``linear``) whose result type is the node's type:
                the C++ assignment is the ap_fixed conversion with that type's modes.
 
@@ -49,7 +57,7 @@ from .outputs import staged_dir
 from .resources import templates_dir
 
 BACKENDS = ("Vitis", "Vivado")
-IO_TYPES = ("io_parallel",)
+IO_TYPES = ("io_parallel", "io_stream")
 STRATEGIES = ("Latency", "Resource")
 THRESHOLD_CLASS = "EdgebnnThreshold"
 THRESHOLD_HEADER = "nnet_edgebnn_threshold.h"
@@ -176,7 +184,8 @@ def export(
         part: FPGA part string, e.g. ``xc7z020clg400-1``.
         clock_period: target clock period in ns.
         backend: ``Vitis`` or ``Vivado``.
-        io_type: ``io_parallel`` (the only one supported so far).
+        io_type: ``io_parallel`` (arrays) or ``io_stream`` (hls::stream of pixels; convolutions
+            compile much faster there).
         strategy: ``Latency`` or ``Resource``.
         reuse_factor: hls4ml reuse factor for every layer (hls4ml may snap it; see ``.warnings``).
         project_name: the HLS top function / project name (a C identifier).
@@ -188,7 +197,7 @@ def export(
         an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
     """
     backend_name = _check_choice("backend", backend, BACKENDS, "use Vitis or Vivado")
-    io_type = _check_choice("io_type", io_type, IO_TYPES, "use io_parallel (io_stream is not supported yet)")
+    io_type = _check_choice("io_type", io_type, IO_TYPES, "use io_parallel or io_stream")
     strategy = _check_choice("strategy", strategy, STRATEGIES, "use Latency or Resource")
     if isinstance(reuse_factor, bool) or not isinstance(reuse_factor, (int, np.integer)) or reuse_factor < 1:
         raise EdgebnnError(f"reuse_factor must be an integer >= 1, got {reuse_factor!r}")
@@ -270,13 +279,15 @@ def _check_graph(graph: Graph) -> None:
     previous = None
     for node in graph.nodes:
         where = f"graph node {node.name!r} ({node.op})"
-        if node.op not in ("input", "dense", "threshold", "cast"):
-            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense, "
-                               "threshold and cast nodes")
+        if node.op not in ("input", "dense", "conv2d", "flatten", "threshold", "cast"):
+            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense, conv2d, "
+                               "flatten, threshold and cast nodes")
         if previous is not None and node.inputs != [previous.name]:
             raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
         if node.op == "dense":
             _check_dense(node, previous, where)
+        if node.op == "conv2d":
+            _check_conv2d(node, previous, where)
         if node.op == "cast" and cast_asserts(previous.type, node.type):
             raise EdgebnnError(
                 f"{where}: converting {previous.type} to {node.type} drops more bits than the source holds, "
@@ -295,6 +306,19 @@ def _check_dense(node: Node, src: Node, where: str) -> None:
             f"{where} reads a tensor of shape {src.shape}; export supports dense layers on flat inputs only, "
             "flatten before the dense layer"
         )
+    _check_accumulator(node, src, where)
+
+
+def _check_conv2d(node: Node, src: Node, where: str) -> None:
+    if any(node.attrs["padding"][0] + node.attrs["padding"][1]) and int(node.attrs["pad_code"]) != 0:
+        raise EdgebnnError(
+            f"{where} pads with the value {src.type.from_codes(node.attrs['pad_code'])} but hls4ml pads "
+            "convolutions with zeros only; train it with pad_values=0 or padding='valid'"
+        )
+    _check_accumulator(node, src, where)
+
+
+def _check_accumulator(node: Node, src: Node, where: str) -> None:
     acc = node.type
     wt = node.fixed_attr("weight_type")
     grid = src.type.lsb_exp + wt.lsb_exp
@@ -303,7 +327,7 @@ def _check_dense(node: Node, src: Node, where: str) -> None:
     if acc.overflow != "WRAP" or acc.sat_bits or acc.lsb_exp > grid:
         raise EdgebnnError(
             f"{where}: its type {acc} is not an exact accumulator (needs WRAP overflow and a step of at most "
-            f"2**{grid}); rebuild the node with edgebnn.graph.dense_node"
+            f"2**{grid}); rebuild the node with edgebnn.graph.{node.op}_node"
         )
 
 
@@ -361,6 +385,8 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
             "Strategy": strategy,
             "Trace": trace,
         }
+    if graph.output.op == "flatten":  # io_stream replaces a final Reshape by a Repack layer of this name
+        layer_cfg[f"repack_{names[graph.output.name]}"] = layer_cfg[names[graph.output.name]]
     config["HLSConfig"] = {
         # no model-wide default precision: a layer hls4ml might add without one fails loudly
         "Model": {"ReuseFactor": reuse_factor, "Strategy": strategy, "BitExact": False},
@@ -372,7 +398,7 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
 def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
     if node.op == "input":
         return {"result": _precision(node.type)}
-    if node.op == "dense":
+    if node.op in ("dense", "conv2d"):
         p = {
             "weight": _weight_precision(node.fixed_attr("weight_type"), node.params["weight"]),
             "accum": _precision(node.type),
@@ -381,7 +407,7 @@ def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
         if "bias" in node.params:
             p["bias"] = _precision(node.fixed_attr("bias_type"))
         return p
-    if node.op == "cast":
+    if node.op in ("cast", "flatten"):
         return {"result": _precision(node.type)}
     src = graph[node.inputs[0]]
     return {"thresholds": _precision(src.type), "levels": _precision(node.type), "result": _precision(node.type)}
@@ -404,6 +430,22 @@ def _layer_list(graph: Graph, names: dict[str, str]) -> list[dict]:
                 bias = node.fixed_attr("bias_type").from_codes(node.params["bias"])
             entry.update(class_name="Dense", n_in=int(w.shape[0]), n_out=int(w.shape[1]),
                          data_format="channels_last", weight_data=wt.from_codes(w), bias_data=bias)
+        elif node.op == "conv2d":
+            w = node.params["weight"]
+            kh, kw, c, f = (int(d) for d in w.shape)
+            (pt, pb), (pl, pr) = node.attrs["padding"]
+            sh, sw = node.attrs["strides"]
+            bias = None
+            if "bias" in node.params:
+                bias = node.fixed_attr("bias_type").from_codes(node.params["bias"])
+            entry.update(class_name="Conv2D", data_format="channels_last",
+                         in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_chan=c,
+                         out_height=int(node.shape[0]), out_width=int(node.shape[1]), n_filt=f,
+                         filt_height=kh, filt_width=kw, stride_height=int(sh), stride_width=int(sw),
+                         pad_top=int(pt), pad_bottom=int(pb), pad_left=int(pl), pad_right=int(pr),
+                         weight_data=node.fixed_attr("weight_type").from_codes(w), bias_data=bias)
+        elif node.op == "flatten":
+            entry.update(class_name="Reshape", target_shape=[int(node.shape[0])])
         elif node.op == "cast":
             entry.update(class_name="Activation", activation="relu" if node.attrs["relu"] else "linear",
                          n_in=int(np.prod(node.shape)))
@@ -431,9 +473,21 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
     anything that would break bit-exactness."""
     backend = model.config.backend
     layers = list(model.get_layers())
+    stream = model.config.get_config_value("IOType") == "io_stream"
+    # (hls4ml layer name, class, graph node whose output type the layer's result must have)
+    expected = []
+    for n in graph.nodes:
+        if n.op == "conv2d" and stream and any(n.attrs["padding"][0] + n.attrs["padding"][1]):
+            # io_stream pads in a ZeroPadding2D layer of the input's type: zeros are exact in any type
+            expected.append((f"zp2d_{names[n.name]}", "ZeroPadding2D", graph[n.inputs[0]]))
+        expected.append((names[n.name], _HLS_CLASSES[n.op], n))
+    if graph.output.op == "flatten":
+        if stream:  # hls4ml repacks the stream into one packet
+            expected[-1] = (f"repack_{expected[-1][0]}", "Repack", graph.output)
+        else:  # hls4ml removes a final Reshape (a no-op on flat arrays)
+            expected.pop()
+    want = [(name, cls) for name, cls, _ in expected]
     got = [(layer.name, layer.class_name) for layer in layers]
-    want = [(names[n.name], {"input": "Input", "dense": "Dense", "threshold": THRESHOLD_CLASS, "cast": "Activation"}[n.op])
-            for n in graph.nodes]
     if got != want:
         raise RuntimeError(f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
                            "bit-exact, please report this to edgebnn")
@@ -447,15 +501,20 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
             raise RuntimeError(f"hls4ml changed the {what} type of layer {layer.name!r} to {precision} "
                                f"(expected {text}); please report this to edgebnn")
 
-    for layer, node in zip(layers, graph.nodes):
+    for layer, (_, cls, node) in zip(layers, expected):
+        expect(layer, "result", layer.get_output_variable().type.precision, _precision(node.type)
+               if node.op != "input" else _layer_precisions(graph, node)["result"])
+        if cls in ("ZeroPadding2D", "Repack"):
+            continue
         prec = _layer_precisions(graph, node)
-        expect(layer, "result", layer.get_output_variable().type.precision, prec["result"])
-        if node.op == "dense":
+        if node.op in ("dense", "conv2d"):
             expect(layer, "accumulator", layer.get_attr("accum_t").precision, prec["accum"])
             wvar = layer.get_weights("weight")
             expect(layer, "weight", wvar.type.precision, prec["weight"])
             w = node.fixed_attr("weight_type").from_codes(node.params["weight"])
-            data = wvar.data.T if layer.get_attr("_weights_transposed", False) else wvar.data
+            data = wvar.data
+            if layer.get_attr("_weights_transposed", False):  # Resource strategy: (n_out, ...) first
+                data = np.moveaxis(data, 0, -1)
             if not np.array_equal(data, w):
                 raise RuntimeError(f"hls4ml changed the weights of layer {layer.name!r}; please report this to edgebnn")
             bvar = layer.get_weights("bias")
@@ -479,9 +538,13 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
     return messages
 
 
+_HLS_CLASSES = {"input": "Input", "dense": "Dense", "conv2d": "Conv2D", "flatten": "Reshape",
+                "threshold": THRESHOLD_CLASS, "cast": "Activation"}
+
+
 def _printed_warnings(text: str) -> list[str]:
     """hls4ml's printed ``WARNING: ...`` messages (continuation lines joined), except the
-    reuse-factor one, which _check_model words for the user."""
+    reuse-factor one, which _check_model words for the user, and the final-Reshape one."""
     messages: list[list[str]] = []
     current = None
     for line in text.splitlines():
@@ -493,7 +556,9 @@ def _printed_warnings(text: str) -> list[str]:
             current.append(line)
         else:
             current = None
-    return [f"hls4ml: {' '.join(m)}" for m in messages if "ReuseFactor" not in m[0]]
+    # the final-Reshape one is expected: _check_model accounts for the removed no-op
+    return [f"hls4ml: {' '.join(m)}" for m in messages
+            if "ReuseFactor" not in m[0] and "Final layer is a Reshape" not in m[0]]
 
 
 # ----------------------------------------------------------------------------- hls4ml extension

@@ -1,4 +1,4 @@
-// edgebnn multi-threshold requantization (io_parallel).
+// edgebnn multi-threshold requantization (io_parallel arrays and io_stream packets).
 //
 // Per channel c = i % n_chan:   n = #{ k : thresholds[c][k] <= x }   and   y = levels[c][n].
 //
@@ -9,6 +9,7 @@
 #ifndef NNET_EDGEBNN_THRESHOLD_H_
 #define NNET_EDGEBNN_THRESHOLD_H_
 
+#include "hls_stream.h"
 #include "nnet_common.h"
 
 namespace nnet {
@@ -46,6 +47,39 @@ Element:
             n += (x >= thresholds[c * CONFIG_T::n_thresholds + k]) ? 1 : 0;
         }
         res[i] = (res_T)levels[c * (CONFIG_T::n_thresholds + 1) + n];
+    }
+}
+
+// io_stream: n_in / data_T::size packets (a pixel's channels, or a flat vector); element j of
+// packet i is element i * size + j of the flat tensor, so its channel is that index % n_chan.
+template <class data_T, class res_T, typename CONFIG_T>
+void edgebnn_threshold(hls::stream<data_T> &data, hls::stream<res_T> &res,
+                       typename CONFIG_T::threshold_t thresholds[CONFIG_T::n_chan * CONFIG_T::n_thresholds],
+                       typename CONFIG_T::level_t levels[CONFIG_T::n_chan * (CONFIG_T::n_thresholds + 1)]) {
+    #pragma HLS function_instantiate variable=thresholds,levels
+    #pragma HLS ARRAY_PARTITION variable=thresholds complete
+    #pragma HLS ARRAY_PARTITION variable=levels complete
+
+Packet:
+    for (unsigned i = 0; i < CONFIG_T::n_in / data_T::size; i++) {
+        #pragma HLS PIPELINE
+        const data_T in = data.read();
+        res_T out;
+        PRAGMA_DATA_PACK(out)
+    Element:
+        for (unsigned j = 0; j < data_T::size; j++) {
+            #pragma HLS UNROLL
+            const unsigned c = (i * data_T::size + j) % CONFIG_T::n_chan;
+            const typename data_T::value_type x = in[j];
+            unsigned n = 0;
+        Compare:
+            for (unsigned k = 0; k < CONFIG_T::n_thresholds; k++) {
+                #pragma HLS UNROLL
+                n += (x >= thresholds[c * CONFIG_T::n_thresholds + k]) ? 1 : 0;
+            }
+            out[j] = (typename res_T::value_type)levels[c * (CONFIG_T::n_thresholds + 1) + n];
+        }
+        res.write(out);
     }
 }
 

@@ -85,3 +85,60 @@ def calibrated_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="fixed<7,2,RND_CONV,
             levels = np.sort(rng.integers(ot.min_code, ot.max_code + 1, size=(n_out, k + 1)), axis=1)
             add_threshold(f"levels{i}", ot, k, levels)
     return Graph("calibrated_mlp", nodes)
+
+
+def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>",
+             convs=({"kernel": (3, 3), "filters": 3, "padding": ((1, 1), (1, 1))},
+                    {"kernel": (3, 3), "filters": 3}),
+             weight_type="int<2>", weight_codes=(-1, 1), bias_type=None, act_type="int<2>", act_levels=(-1, 1),
+             act_thresholds=1, n_out=4, out_levels=None, n_calib=256, pad_code=0):
+    """Input -> [conv2d -> calibrated threshold] * n -> flatten -> dense [-> calibrated threshold].
+
+    Each entry of ``convs`` gives ``kernel``, ``filters`` and optional ``strides`` / ``padding``
+    (explicit amounts). Thresholds sit at per-channel quantiles of the accumulator on random
+    inputs, so outputs vary and ties occur. ``weight_codes=None`` spans the whole weight type;
+    ``bias_type`` (a FixedType string) adds a random bias to every conv and the dense.
+    ``pad_code`` is the first conv's padding value (non-zero ones are refused by export).
+    """
+    from edgebnn.emulate import emulate
+    from edgebnn.graph import conv2d_node, flatten_node
+
+    rng = np.random.default_rng(seed)
+    it, wt, at = (FixedType.from_string(s) for s in (input_type, weight_type, act_type))
+    bt = None if bias_type is None else FixedType.from_string(bias_type)
+    x = rng.uniform(it.min, it.max, size=(n_calib, *input_shape))
+    nodes = [input_node("input", tuple(input_shape), it)]
+
+    def weights(shape):
+        if weight_codes is None:
+            return rng.integers(wt.min_code, wt.max_code + 1, size=shape)
+        return rng.choice(np.asarray(weight_codes), size=shape)
+
+    def bias(n):
+        return None if bt is None else rng.integers(bt.min_code, bt.max_code + 1, size=n)
+
+    def add_threshold(name, out_type, k, levels=None):
+        src = nodes[-1]
+        values = emulate(Graph("partial", list(nodes)), x, return_all=True)[src.name]
+        c = src.shape[-1]
+        quantiles = np.linspace(0, 1, k + 2)[1:-1]
+        codes = src.type.codes(values).reshape(-1, c)
+        t = np.quantile(codes, quantiles, axis=0, method="nearest").T.astype(np.int64)
+        if levels is None:
+            levels = np.round(np.linspace(out_type.min_code, out_type.max_code, k + 1)).astype(np.int64)
+        levels = np.array(np.broadcast_to(levels, (c, k + 1)))
+        nodes.append(threshold_node(name, src, t, levels, out_type))
+
+    for i, spec in enumerate(convs):
+        src = nodes[-1]
+        kh, kw = spec["kernel"]
+        w = weights((kh, kw, src.shape[-1], spec["filters"]))
+        nodes.append(conv2d_node(f"conv{i}", src, w, wt, strides=spec.get("strides", (1, 1)),
+                                 padding=spec.get("padding", ((0, 0), (0, 0))), pad_code=pad_code if i == 0 else 0,
+                                 bias=bias(spec["filters"]), bias_type=bt))
+        add_threshold(f"act{i}", at, act_thresholds, act_levels)
+    nodes.append(flatten_node("flatten", nodes[-1]))
+    nodes.append(dense_node("dense", nodes[-1], weights((nodes[-1].shape[0], n_out)), wt, bias(n_out), bt))
+    if out_levels is not None:
+        add_threshold("levels", FixedType.from_string(out_levels), 5)
+    return Graph("conv_net", nodes)

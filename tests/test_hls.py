@@ -283,7 +283,7 @@ def test_export_without_tensorflow(tmp_path):
 
 # --------------------------------------------------------------- refusals
 @pytest.mark.parametrize("kwargs, match", [
-    ({"io_type": "io_stream"}, "io_type 'io_stream'.*io_parallel"),
+    ({"io_type": "io_serial"}, "io_type 'io_serial'.*io_parallel or io_stream"),
     ({"backend": "Quartus"}, "backend 'Quartus'.*Vitis or Vivado"),
     ({"strategy": "distributed_arithmetic"}, "strategy.*Latency or Resource"),
     ({"reuse_factor": 0}, "reuse_factor"),
@@ -298,8 +298,8 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
-    graph.nodes[1].op = "conv2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(conv2d\).*input, dense, threshold and cast"):
+    graph.nodes[1].op = "pool2d"
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*input, dense, conv2d, flatten, threshold and cast"):
         hls.export(graph, tmp_path / "p")
 
     image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))

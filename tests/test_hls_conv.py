@@ -1,0 +1,127 @@
+"""export of conv2d and flatten: hls4ml C-simulation equals the emulator bit for bit."""
+
+import os
+
+import numpy as np
+import pytest
+
+from edgebnn import hls
+from edgebnn.emulate import emulate
+from edgebnn.errors import EdgebnnError
+from edgebnn.fixed import FixedType
+from edgebnn.graph import Graph, cast_node, conv2d_node, flatten_node, input_node
+from graphs import calibrated_mlp, conv_net
+from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
+
+MULTIBIT = dict(seed=1, weight_type="fixed<3,1>", weight_codes=None, bias_type="fixed<6,2>",
+                act_type="ufixed<2,1>", act_levels=None, act_thresholds=3, out_levels="fixed<6,3,RND_CONV,SAT>")
+
+def conv_cast_flat(seed=0):
+    """Input -> conv2d (bias, padding) -> relu cast onto a rounding, saturating type -> flatten as the
+    last node (hls4ml drops it in io_parallel and repacks the stream in io_stream)."""
+    rng = np.random.default_rng(seed)
+    inp = input_node("input", (4, 4, 2), FixedType.from_string("fixed<6,2,RND_CONV,SAT>"))
+    conv = conv2d_node("conv", inp, rng.integers(-4, 4, size=(2, 3, 2, 3)), FixedType.from_string("fixed<3,1>"),
+                       padding=((0, 1), (1, 1)), bias=rng.integers(-8, 8, size=3),
+                       bias_type=FixedType.from_string("fixed<5,2>"))
+    cast = cast_node("cast", conv, FixedType.from_string("ufixed<4,2,RND_CONV,SAT>"), relu=True)
+    return Graph("conv_cast_flat", [inp, conv, cast, flatten_node("flat", cast)])
+
+
+# --------------------------------------------------------------- exported and compiled once per graph
+CASES = {
+    # a BNN: +-1 weights (hls4ml's ternary product), 'same' padding as explicit zeros, sign activations
+    "conv_bnn": (lambda: conv_net(), {}),
+    # multi-bit weights with bias, stride 2 with asymmetric padding, 2-bit activations, graph ends on a threshold
+    "conv_multibit": (
+        lambda: conv_net(convs=({"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
+                                {"kernel": (2, 2), "filters": 3}), **MULTIBIT),
+        {},
+    ),
+    # Resource strategy transposes conv weights to (F, kh, kw, C) inside hls4ml
+    "conv_resource": (
+        lambda: conv_net(convs=({"kernel": (2, 2), "filters": 4, "padding": ((1, 0), (0, 1))},
+                                        {"kernel": (3, 3), "filters": 2, "strides": (2, 1)}), **{**MULTIBIT, "seed": 3}),
+        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2},
+    ),
+    "conv_cast_flat": (conv_cast_flat, {}),
+    # io_stream: the threshold's stream version, pixels of n_chan values, the flatten folded away
+    "conv_bnn_stream": (lambda: conv_net(), {"io_type": "io_stream"}),
+    "conv_multibit_stream": (lambda: conv_net(
+        convs=({"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
+               {"kernel": (2, 2), "filters": 3}), **MULTIBIT), {"io_type": "io_stream"}),
+    "conv_cast_flat_stream": (conv_cast_flat, {"io_type": "io_stream"}),
+    # a flat network in io_stream: one packet per vector
+    "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def compiled(request, tmp_path_factory):
+    build, kwargs = CASES[request.param]
+    graph = build()
+    path = tmp_path_factory.mktemp("hls_conv") / request.param
+    project = export_quietly(graph, path, board=PYNQ, **kwargs)
+    project.compile()
+    return request.param, graph, project
+
+
+def test_csim_equals_emulator(compiled):
+    _, graph, project = compiled
+    x = edge_inputs(graph, n=120)
+    assert_csim_equals_emulator(project, graph, x)
+    assert len(np.unique(emulate(graph, x), axis=0)) > 10  # the outputs really vary
+
+
+def test_inputs_near_first_thresholds(compiled):
+    """Constant inputs one or a few codes apart, over the whole input range: first-layer sums
+    step through their range and meet the calibrated thresholds."""
+    _, graph, project = compiled
+    t = graph.input.type
+    codes = np.arange(t.min_code, t.max_code + 1, max(1, (t.max_code - t.min_code) // 60))
+    values = t.from_codes(codes).reshape(-1, *[1] * len(graph.input.shape))
+    x = np.broadcast_to(values, (len(codes), *graph.input.shape)).copy()
+    assert_csim_equals_emulator(project, graph, x)
+
+
+def test_project_has_the_graph_layers(compiled):
+    _, graph, project = compiled
+    classes = [layer.class_name for layer in project.model.get_layers()]
+    n_conv = sum(node.op == "conv2d" for node in graph.nodes)
+    assert classes.count("Conv2D") == n_conv
+    with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
+        assert fh.read().count("nnet::conv_2d_cl") == n_conv
+
+
+def test_nonzero_padding_value_is_refused(tmp_path):
+    graph = conv_net(input_type="fixed<8,1,RND_CONV,SAT>", pad_code=-128)
+    with pytest.raises(EdgebnnError, match=r"'conv0' .*zeros only.*pad_values=0"):
+        hls.export(graph, tmp_path / "prj", board=PYNQ)
+    assert not (tmp_path / "prj").exists()
+
+
+def test_valid_conv_ignores_padding_value(tmp_path):
+    """pad_code only matters where padding exists: a 'valid' conv with any pad_code exports."""
+    graph = conv_net(input_type="fixed<8,1,RND_CONV,SAT>", pad_code=5,
+                     convs=({"kernel": (3, 3), "filters": 3}, {"kernel": (3, 3), "filters": 2}))
+    project = export_quietly(graph, tmp_path / "prj", board=PYNQ)
+    assert [layer.class_name for layer in project.model.get_layers()][1] == "Conv2D"
+
+
+WITH_THRESHOLDS = [name for name, (build, _) in CASES.items() if any(n.op == "threshold" for n in build().nodes)]
+
+
+@pytest.mark.parametrize("compiled", WITH_THRESHOLDS, indirect=True)
+def test_first_thresholds_hit_exactly(compiled):
+    """Samples (picked from many random grid inputs by the emulator) where some first-layer
+    accumulator sits exactly on its threshold."""
+    _, graph, project = compiled
+    first = next(n for n in graph.nodes if n.op == "threshold")
+    src = graph[first.inputs[0]]
+    t = graph.input.type
+    rng = np.random.default_rng(7)
+    x = t.from_codes(rng.integers(t.min_code, t.max_code + 1, size=(4000, *graph.input.shape)))
+    acc = src.type.codes(emulate(graph, x, return_all=True)[src.name]).reshape(len(x), -1, src.shape[-1])
+    on = (acc[..., None] == first.params["thresholds"][None, None]).any(axis=(1, 2, 3))
+    assert on.sum() >= 20
+    assert_csim_equals_emulator(project, graph, x[on][:100])
