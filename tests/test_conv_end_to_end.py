@@ -1,0 +1,51 @@
+"""A binarized CNN from Keras to the C-simulation: Keras = emulator = C-sim, bit for bit."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+import edgebnn  # noqa: F401
+from edgebnn.freeze import freeze
+from edgebnn.hls import export
+from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+from edgebnn.verify import verify
+
+BOARD = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
+
+
+def bnn_cnn():
+    model = keras.Sequential([
+        keras.Input((6, 6, 1)),
+        QuantConv2D(4, 3, padding="same", input_quantizer="quantized_bits(4, 0, keep_negative=False)",
+                    kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        QuantConv2D(3, 3, strides=2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        keras.layers.Flatten(),
+        QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        QuantActivation("quantized_bits(5, 3)"),
+    ])
+    rng = np.random.default_rng(0)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.gamma.shape[0]
+            layer.set_weights([rng.normal(size=c), rng.normal(size=c), rng.normal(size=c) * 2, rng.random(c) + 0.5])
+    return model
+
+
+@pytest.mark.parametrize("io_type", ["io_stream", "io_parallel"])
+def test_cnn_keras_emulator_csim_identical(tmp_path, io_type):
+    model = bnn_cnn()
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten",
+                                            "dense", "threshold"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        project = export(graph, tmp_path / "prj", board=BOARD, io_type=io_type)
+    x = np.random.default_rng(1).random((150, 6, 6, 1)).astype(np.float32)
+    report = verify(model, graph, x, project=project)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+    assert len(np.unique(report.outputs["csim"], axis=0)) > 10
