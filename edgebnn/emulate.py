@@ -75,6 +75,12 @@ def _weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.nda
     return node.type.cast_codes(acc, prod_lsb_exp)
 
 
+def _maxpool2d(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
+    (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
+    win = np.lib.stride_tricks.sliding_window_view(x, (ph, pw), axis=(1, 2))[:, ::sh, ::sw]
+    return win.max(axis=(-2, -1))[:, : node.shape[0], : node.shape[1]]
+
+
 def _flatten(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     return x.reshape(len(x), -1)
 
@@ -97,4 +103,4 @@ def _cast(node: Node, src: Node, x: np.ndarray) -> np.ndarray:
     return node.type.cast_codes(x, src.type.lsb_exp)
 
 
-_OPS = {"dense": _dense, "conv2d": _conv2d, "flatten": _flatten, "threshold": _threshold, "cast": _cast}
+_OPS = {"dense": _dense, "conv2d": _conv2d, "maxpool2d": _maxpool2d, "flatten": _flatten, "threshold": _threshold, "cast": _cast}

@@ -18,6 +18,10 @@ Nodes (each produces one tensor; ``shape`` excludes the batch axis, channels las
     for dense, ``attrs['strides']`` [sh, sw], ``attrs['padding']`` [[top, bottom], [left,
     right]] explicit amounts, ``attrs['pad_code']`` the padding value as a code of the input's
     type (0: zero padding; larq's ``pad_values`` otherwise). ``type`` is the exact accumulator.
+``maxpool2d``
+    Keras ``MaxPooling2D`` with "valid" padding on an (H, W, C) input: ``attrs['pool']``
+    [ph, pw] and ``attrs['strides']`` [sh, sw]; the type and per-channel bounds are the input's
+    (a maximum of values on one grid is on that grid).
 ``flatten``
     (H, W, C) -> (H*W*C,) in row-major order, as Keras ``Flatten``; bounds per feature.
 ``threshold``
@@ -48,7 +52,7 @@ from .fixed import FixedType
 
 FORMAT = "edgebnn-graph"
 FORMAT_VERSION = 1
-OPS = ("input", "dense", "conv2d", "flatten", "threshold", "cast")
+OPS = ("input", "dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast")
 
 
 class GraphError(EdgebnnError):
@@ -132,6 +136,13 @@ class Graph:
                 self._check_dense(node, seen[node.inputs[0]], where)
             elif node.op == "conv2d":
                 self._check_conv2d(node, seen[node.inputs[0]], where)
+            elif node.op == "maxpool2d":
+                src = seen[node.inputs[0]]
+                (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
+                want = ((src.shape[0] - ph) // sh + 1, (src.shape[1] - pw) // sw + 1, src.shape[2]) \
+                    if len(src.shape) == 3 else None
+                if node.shape != want or node.type != src.type:
+                    raise GraphError(f"{where}: pools an (H, W, C) input into {want} and keeps its type {src.type}")
             elif node.op == "flatten":
                 src = seen[node.inputs[0]]
                 if node.shape != (int(np.prod(src.shape)),) or node.lo.shape != node.shape:
@@ -327,6 +338,14 @@ def conv2d_node(name: str, src: Node, weight, weight_type: FixedType, strides=(1
     flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]],
                       pad_code=int(pad_code))
     return Node(name, "conv2d", [src.name], (ho, wo, f), flat.type, flat.params, flat.attrs, source)
+
+
+def maxpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str = "") -> Node:
+    ph, pw = pool
+    sh, sw = strides or pool
+    shape = ((src.shape[0] - ph) // sh + 1, (src.shape[1] - pw) // sw + 1, src.shape[2])
+    attrs = {"pool": [int(ph), int(pw)], "strides": [int(sh), int(sw)]}
+    return Node(name, "maxpool2d", [src.name], shape, src.type, {"lo": src.lo.copy(), "hi": src.hi.copy()}, attrs, source)
 
 
 def flatten_node(name: str, src: Node, source: str = "") -> Node:
