@@ -89,6 +89,18 @@ differ; checked against the CSV by ``bench/validate_estimates.py``):
   latency ``= II + dense latency``. The multiplier side is the same dense unit.
 * ``flatten``: a reshape, free in io_parallel (0 of everything, 0 cycles); in io_stream
   hls4ml repacks the stream (one cycle per input pixel, ``H*W``) plus its FIFO.
+* ``maxpool2d`` (hls4ml ``Pooling2D``, pool_op Max; ``ph x pw`` windows, ``Wx`` the input
+  width, which is also the output's): no multiplier, no DSP. Each window is a chain of
+  ``ph*pw - 1`` comparators of ``Wx`` bits (``lut_per_compare_bit * Wx`` LUTs, a carry chain
+  between two variables) each selecting the larger value (a 2:1 mux of ``Wx`` bits,
+  ``lut_per_cast_bit * Wx`` LUTs). io_parallel: one chain per output element per channel,
+  ``Ho*Wo*C*(ph*pw-1)`` comparators, II 1, latency ``ceil(log2(ph*pw))`` compare levels
+  (``cycles(levels * compare)``) plus the layer boundary (whose output registers, ``Ho*Wo*C*Wx``
+  FFs, exist only where the boundary is a cycle). io_stream: line buffers as for conv2d
+  (``(ph-1) * C`` shift registers of ``W * Wx`` bits, SRL32 LUTs up to
+  ``line_buffer_srl_max_depth`` and BRAM18 beyond), the ``ph*pw*C*Wx`` window in FFs and
+  ``C*(ph*pw-1)`` comparators used once per input pixel: ``II = H*W``, latency ``H*W`` plus
+  the compare levels.
 * ``threshold`` / ``cast`` after a convolution work per element (hls4ml's io_parallel
   activations are fully unrolled over ``H*W*C``), with per-channel thresholds; io_stream
   activations process one pixel per cycle, so their units are built for ``C`` elements and
@@ -455,6 +467,8 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
             row = _conv2d(node, src, rf_of[node.name], ctx, widths, warnings, live.get(node.name))
         elif node.op == "flatten":
             row = _flatten(node, src, ctx)
+        elif node.op == "maxpool2d":
+            row = _maxpool2d(node, src, ctx, widths)
         elif node.op == "threshold":
             row = _threshold(node, src, ctx, widths)
         elif node.op == "cast":
@@ -483,7 +497,7 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
     return est
 
 
-KNOWN_OPS = ("dense", "conv2d", "flatten", "threshold", "cast")
+KNOWN_OPS = ("dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast")
 _WEIGHTED = ("dense", "conv2d")
 SOFTMAX_IMPLEMENTATIONS = ("stable", "latency")
 MULTIPLIERS = ("auto", "dsp", "lut")
@@ -1030,6 +1044,40 @@ def _conv2d(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: lis
         latency = row.latency + (p - 1) * ii_unit
         detail.update(positions=p, im2col_mux=mux)
     return LayerEstimate(node.name, "conv2d", math.ceil(lut), ff, row.dsp, bram, 0, latency, ii, detail)
+
+
+def _maxpool2d(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
+    """Max pooling: comparators and selects of the input width, no DSP (see the module docstring)."""
+    c = ctx.c
+    (ph, pw) = node.attrs["pool"]
+    ch = int(node.shape[-1])
+    wx = widths[src.name]["result"].width
+    per_window = ph * pw - 1
+    per_comparator = wx * (c.lut_per_compare_bit + c.lut_per_cast_bit)  # compare + 2:1 select
+    levels = math.ceil(math.log2(ph * pw)) if ph * pw > 1 else 0
+    compare = ctx.cycles(levels * ctx.ns("compare"))
+    bram, line_lut = 0, 0
+    if ctx.io_type == "io_stream":
+        h, wdt = src.shape[0], src.shape[1]
+        pixels = h * wdt
+        comparators = ch * per_window
+        lines = max(ph - 1, 0) * ch * wx
+        if lines and wdt > c.line_buffer_srl_max_depth:
+            bram = _bram18(lines, wdt, c.bram18_shapes)
+        else:
+            line_lut = lines * math.ceil(wdt / c.srl_bits_per_lut)
+        ff = ph * pw * ch * wx  # the window
+        ii = pixels
+        latency = pixels + compare
+    else:
+        comparators = int(np.prod(node.shape)) * per_window
+        latency = compare + ctx.boundary
+        ff = int(np.prod(node.shape)) * wx if ctx.boundary else 0
+        ii = 1
+    lut = math.ceil(comparators * per_comparator) + line_lut
+    detail = {"pool": [ph, pw], "strides": list(node.attrs["strides"]), "channels": ch, "comparators": comparators,
+              "compare_levels": levels, "input_bits": wx, "line_buffer_lut": line_lut}
+    return LayerEstimate(node.name, "maxpool2d", lut, ff, 0, bram, 0, latency, ii, detail)
 
 
 def _flatten(node: Node, src: Node, ctx: _Context) -> LayerEstimate:

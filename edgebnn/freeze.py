@@ -9,6 +9,19 @@ The model is read as a chain of steps:
 * a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
   quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
   thresholds stay per channel instead of per flattened feature;
+* a ``MaxPooling2D`` (channels_last, "valid" padding; "same" is refused) becomes a maxpool2d
+  node. On a quantized tensor (after a requantization) or directly on an accumulator it is
+  exact as it stands. Between an accumulator and its quantizer (conv -> BN -> MaxPool ->
+  quantizer, larq's usual order) it is moved after the quantizer, which is exact only when
+  the requantization commutes with the maximum: freeze enumerates every accumulator value
+  per channel, evaluates in Keras the float ops *before* the pool, and requires the
+  quantized output (the derived threshold levels) to be non-decreasing in the order of
+  those pre-pool values. With nothing but a float bias before the pool that is exactly
+  "levels non-decreasing per channel" (a negative BatchNormalization gamma after the pool
+  is refused); with the BatchNormalization before the pool and a non-decreasing quantizer
+  after it, any gamma sign passes (max commutes with the quantizer alone). A cast
+  requantization must not wrap. Otherwise a FreezeError names the pooling layer and
+  suggests pooling after the activation;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node.
@@ -33,7 +46,8 @@ from keras import ops
 from . import quantizers as qz
 from .errors import EdgebnnError
 from .fixed import FixedType
-from .graph import Graph, Node, cast_node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
+from .graph import (Graph, Node, _on_grid, cast_node, conv2d_node, dense_node, flatten_node, input_node,
+                    maxpool2d_node, threshold_node)
 from .layers import QuantActivation, QuantConv2D, QuantDense, _pad_input, _same_padding
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
@@ -59,11 +73,15 @@ class Step:
     """One node of the graph and how Keras computes the same values."""
 
     name: str
-    kind: str  # "input" | "dense" | "conv2d" | "flatten" | "requant"
+    kind: str  # "input" | "dense" | "conv2d" | "maxpool2d" | "flatten" | "requant"
     layer: keras.layers.Layer
     quantizer: qz.Quantizer | None = None
     float_ops: list[_FloatOp] = dataclasses.field(default_factory=list)
     sources: list[str] = dataclasses.field(default_factory=list)
+    # a maxpool2d moved after a requantization: that step and how many of its float ops ran
+    # before the pool in Keras (freeze checks that the move is exact)
+    moved_from: "Step | None" = None
+    ops_before: int = 0
 
     def keras_eval(self, x):
         """This step's output in Keras (eager, inference mode) given the previous output."""
@@ -79,6 +97,9 @@ class Step:
             return _add_quantized_bias(layer, x)
         if self.kind == "flatten":
             return ops.reshape(x, (ops.shape(x)[0], -1))
+        if self.kind == "maxpool2d":
+            return ops.max_pool(x, pool_size=tuple(self.layer.pool_size), strides=tuple(self.layer.strides),
+                                padding="valid", data_format="channels_last")
         for op in self.float_ops:
             x = op.fn(x)
         return self.quantizer(x, training=False)
@@ -142,15 +163,20 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
     steps: list[Step] = []
     pending: list[_FloatOp] = []  # float ops after the last accumulator
     pending_layers: list[str] = []
-    deferred: list = []  # a Flatten met among pending float ops: emitted after their quantizer
+    deferred: list = []  # a Flatten / MaxPooling2D met among pending float ops: emitted after their quantizer
     started = False
 
     def requant(name, quantizer, layer, extra_sources):
-        steps.append(Step(name, "requant", layer, quantizer, list(pending), pending_layers + extra_sources))
+        req = Step(name, "requant", layer, quantizer, list(pending), pending_layers + extra_sources)
+        steps.append(req)
         pending.clear()
         pending_layers.clear()
-        for flat in deferred:
-            steps.append(Step(flat.name, "flatten", flat, sources=[flat.name]))
+        for moved, n_before in deferred:
+            if isinstance(moved, keras.layers.MaxPooling2D):
+                steps.append(Step(moved.name, "maxpool2d", moved, sources=[moved.name], moved_from=req,
+                                  ops_before=n_before))
+            else:
+                steps.append(Step(moved.name, "flatten", moved, sources=[moved.name]))
         deferred.clear()
 
     def where(layer):
@@ -202,10 +228,11 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
         elif isinstance(layer, keras.layers.BatchNormalization):
             if layer.axis not in (-1, len(layer.input.shape) - 1):
                 raise FreezeError(f"{where(layer)} normalizes axis {layer.axis}; only the channel axis (-1) is supported")
-            if deferred:
+            flats = [d for d, _ in deferred if isinstance(d, keras.layers.Flatten)]
+            if flats:
                 raise FreezeError(
                     f"{where(layer)} normalizes the flattened real-valued outputs of {', '.join(pending_layers)}; "
-                    f"quantize before {deferred[0].name!r} (Flatten) or normalize before it"
+                    f"quantize before {flats[0].name!r} (Flatten) or normalize before it"
                 )
             pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x, training=False)))
             pending_layers.append(layer.name)
@@ -225,13 +252,19 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             if getattr(layer, "data_format", "channels_last") != "channels_last":
                 raise FreezeError(f"{where(layer)} flattens channels_first data; only channels_last is supported")
             if pending:
-                deferred.append(layer)  # elementwise float ops and quantizer commute with the reshape
+                deferred.append((layer, len(pending)))  # elementwise float ops and quantizer commute with the reshape
             else:
                 steps.append(Step(layer.name, "flatten", layer, sources=[layer.name]))
+        elif isinstance(layer, keras.layers.MaxPooling2D):
+            _check_maxpool2d(layer)
+            if pending:
+                deferred.append((layer, len(pending)))  # moved after the quantizer; freeze checks it is exact
+            else:  # on a quantized tensor or directly on an accumulator: exact as it is
+                steps.append(Step(layer.name, "maxpool2d", layer, sources=[layer.name]))
         else:
             raise FreezeError(
                 f"{where(layer)} cannot be frozen; supported layers are QuantDense, QuantConv2D, "
-                "BatchNormalization, QuantActivation, elementwise Activation, Flatten and Dropout"
+                "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, Flatten and Dropout"
             )
     if pending:
         raise FreezeError(
@@ -253,6 +286,16 @@ def _check_conv2d(layer):
         raise FreezeError(f"{where} has groups={layer.groups}; only groups=1 can be frozen")
     if layer.padding not in ("valid", "same"):
         raise FreezeError(f"{where} has padding={layer.padding!r}; use 'valid' or 'same'")
+    if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
+        raise FreezeError(f"{where} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
+
+
+def _check_maxpool2d(layer):
+    where = f"layer {layer.name!r} ({type(layer).__name__})"
+    if layer.data_format != "channels_last":
+        raise FreezeError(f"{where} uses data_format={layer.data_format!r}; only channels_last is supported")
+    if layer.padding != "valid":
+        raise FreezeError(f"{where} has padding={layer.padding!r}; only padding='valid' can be frozen")
     if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
         raise FreezeError(f"{where} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
 
@@ -295,6 +338,13 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             nodes.append(_conv2d(step, nodes[-1]))
         elif step.kind == "flatten":
             nodes.append(flatten_node(step.name, nodes[-1], ",".join(step.sources)))
+        elif step.kind == "maxpool2d":
+            if step.moved_from is not None:
+                req_node = next(n for n in nodes if n.name == step.moved_from.name)
+                _check_pool_move(step, req_node, next(n for n in nodes if n.name == req_node.inputs[0]), jit)
+            layer = step.layer
+            nodes.append(maxpool2d_node(step.name, nodes[-1], tuple(layer.pool_size), tuple(layer.strides),
+                                        ",".join(step.sources)))
         elif _is_cast(step):
             relu = any(op.relu for op in step.float_ops)
             nodes.append(cast_node(step.name, nodes[-1], step.quantizer.hardware().type, relu, ",".join(step.sources)))
@@ -405,16 +455,69 @@ def _on_declared_grid(layer, which: str, tensor):
 
 
 class _Replay(keras.layers.Layer):
-    """The float ops and quantizer of one requantization step, as one layer."""
+    """The float ops and quantizer of one requantization step, as one layer (with ``n_ops`` only
+    the first ``n_ops`` float ops and no quantizer)."""
 
-    def __init__(self, step: Step, **kwargs):
+    def __init__(self, step: Step, n_ops: int | None = None, **kwargs):
         super().__init__(**kwargs)
         self._step = step
+        self._n_ops = n_ops
 
     def call(self, x):
+        if self._n_ops is not None:
+            for op in self._step.float_ops[: self._n_ops]:
+                x = op.fn(x)
+            return x
         for op in self._step.float_ops:
             x = op.fn(x)
         return self._step.quantizer(x, training=False)
+
+
+def _check_pool_move(pool: Step, req: Node, acc: Node, jit: bool) -> None:
+    """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact.
+
+    Keras computes ``h(max_i f(x_i))`` with ``f`` the float ops before the pool and ``h`` the
+    rest and the quantizer; the graph computes ``max_i g(x_i)`` with ``g = h(f)`` (the node
+    ``req``). Both agree for every window exactly when ``g`` is non-decreasing in the order of
+    ``f``'s values, which is checked on every accumulator value of every channel.
+    """
+    step = pool.moved_from
+    where = f"layer {pool.name!r} ({type(pool.layer).__name__})"
+    advice = (f"so the maximum cannot move after the quantizer exactly; pool after the activation "
+              f"(put {pool.name!r} after {step.name!r}) or directly on the accumulator before the normalization")
+    if req.op == "cast":  # float ops are relus (non-decreasing): the conversion must be non-decreasing
+        t = req.type
+        lo, hi = acc.lo, acc.hi
+        if req.attrs["relu"]:
+            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        wraps = not (t.contains(_on_grid(lo, t)) and t.contains(_on_grid(hi, t)))
+        if wraps and t.overflow not in ("SAT", "SAT_SYM"):
+            raise FreezeError(f"{where} sits before the quantizer of {step.name!r}, whose conversion onto {t} "
+                              f"overflows with {t.overflow} and is not monotone, {advice}")
+        return
+    lo, hi = acc.type.codes(acc.lo), acc.type.codes(acc.hi)
+    span = int((hi - lo).max()) + 1
+    codes = np.minimum(lo[None, :] + np.arange(span)[:, None], hi[None, :])
+    values = acc.type.from_codes(codes).astype(np.float32)
+    shaped = values.reshape((span, 1, 1, values.shape[1]))
+    inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
+    replay = keras.Model(inp, _Replay(step, n_ops=pool.ops_before)(inp))
+    replay.jit_compile = jit
+    before = np.asarray(replay.predict(shaped, batch_size=min(span, 4096), verbose=0),
+                        dtype=np.float64).reshape(values.shape)
+    t, lv = req.params["thresholds"], req.params["levels"]
+    bad = []
+    for c in range(codes.shape[1]):
+        g = lv[c, (codes[:, c, None] >= t[c][None, :]).sum(axis=1)]
+        order = np.argsort(before[:, c], kind="stable")
+        if np.any(np.diff(g[order]) < 0):
+            bad.append(c)
+    if bad:
+        ops_before = ", ".join(op.label for op in step.float_ops[: pool.ops_before])
+        raise FreezeError(
+            f"{where} sits between {ops_before} and the quantizer of {step.name!r}, whose requantization "
+            f"decreases in channel(s) {bad[:8]} (e.g. a negative BatchNormalization gamma after the pool), {advice}"
+        )
 
 
 def _requant(step: Step, src: Node, jit: bool) -> Node:

@@ -12,6 +12,10 @@ The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, wr
                as for dense and the graph's explicit padding as pad_top/bottom/left/right; hls4ml
                pads with zeros only, so a node with a non-zero ``pad_code`` is refused. In
                io_stream hls4ml moves the padding into a ``ZeroPadding2D`` layer of the input's type.
+``maxpool2d``  hls4ml ``Pooling2D`` (class ``MaxPooling2D``, as its Keras converters emit; valid
+               padding, no pad amounts) whose accumulator and result types are the node's type (the
+               input's): a maximum of values on one grid needs no rounding. io_stream hls4ml pools
+               only non-overlapping windows (stride = pool size); other strides are refused there.
 ``flatten``    hls4ml ``Reshape`` to one axis (what its Keras converter emits for ``Flatten``): a
                no-op in io_parallel (dropped when it is the last layer) and in io_stream (the next
                layer reads the pixels' packets; as the last layer hls4ml repacks it, ``Repack``).
@@ -52,7 +56,7 @@ from hls4ml.model.optimizer.optimizer import optimizer_map
 
 from .errors import EdgebnnError
 from .fixed import FixedType, cast_asserts
-from .graph import Graph, Node
+from .graph import OPS, Graph, Node
 from .outputs import staged_dir
 from .resources import templates_dir
 
@@ -206,7 +210,7 @@ def export(
             or keyword.iskeyword(project_name):
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
     part, clock_period = _target(board, part, clock_period)
-    _check_graph(graph)
+    _check_graph(graph, io_type)
 
     _register_hls4ml()
     final = pathlib.Path(output_dir).absolute()
@@ -274,20 +278,24 @@ def _board_value(board, key, default=None, required=True):
     return value
 
 
-def _check_graph(graph: Graph) -> None:
+def _check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
     """Refuse anything this exporter cannot reproduce bit for bit, with one sentence each."""
     previous = None
     for node in graph.nodes:
         where = f"graph node {node.name!r} ({node.op})"
-        if node.op not in ("input", "dense", "conv2d", "flatten", "threshold", "cast"):
-            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports input, dense, conv2d, "
-                               "flatten, threshold and cast nodes")
+        if node.op not in OPS:
+            raise EdgebnnError(f"{where} cannot be exported to hls4ml; export supports {', '.join(OPS)} nodes")
         if previous is not None and node.inputs != [previous.name]:
             raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
         if node.op == "dense":
             _check_dense(node, previous, where)
         if node.op == "conv2d":
             _check_conv2d(node, previous, where)
+        if node.op == "maxpool2d" and io_type == "io_stream" and node.attrs["pool"] != node.attrs["strides"]:
+            raise EdgebnnError(
+                f"{where} pools {node.attrs['pool']} windows with strides {node.attrs['strides']}, but hls4ml's "
+                "io_stream pooling needs strides equal to the pool size; use io_parallel or strides=pool_size"
+            )
         if node.op == "cast" and cast_asserts(previous.type, node.type):
             raise EdgebnnError(
                 f"{where}: converting {previous.type} to {node.type} drops more bits than the source holds, "
@@ -409,6 +417,8 @@ def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
         return p
     if node.op in ("cast", "flatten"):
         return {"result": _precision(node.type)}
+    if node.op == "maxpool2d":
+        return {"accum": _precision(node.type), "result": _precision(node.type)}
     src = graph[node.inputs[0]]
     return {"thresholds": _precision(src.type), "levels": _precision(node.type), "result": _precision(node.type)}
 
@@ -444,6 +454,13 @@ def _layer_list(graph: Graph, names: dict[str, str]) -> list[dict]:
                          filt_height=kh, filt_width=kw, stride_height=int(sh), stride_width=int(sw),
                          pad_top=int(pt), pad_bottom=int(pb), pad_left=int(pl), pad_right=int(pr),
                          weight_data=node.fixed_attr("weight_type").from_codes(w), bias_data=bias)
+        elif node.op == "maxpool2d":
+            (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
+            entry.update(class_name="MaxPooling2D", data_format="channels_last",
+                         in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_filt=int(src.shape[2]),
+                         n_chan=int(src.shape[2]), out_height=int(node.shape[0]), out_width=int(node.shape[1]),
+                         pool_height=int(ph), pool_width=int(pw), stride_height=int(sh), stride_width=int(sw),
+                         padding="valid", pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
         elif node.op == "flatten":
             entry.update(class_name="Reshape", target_shape=[int(node.shape[0])])
         elif node.op == "cast":
@@ -532,13 +549,18 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
                     f"hls4ml changed the reuse factor of layer {node.name!r} from {reuse_factor} to {rf}; "
                     f"valid reuse factors there are {', '.join(map(str, valid))}"
                 )
+        elif node.op == "maxpool2d":
+            expect(layer, "accumulator", layer.get_attr("accum_t").precision, prec["accum"])
+            if layer.get_attr("pool_op") != "Max":
+                raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
+                                   "please report this to edgebnn")
         elif node.op == "threshold":
             expect(layer, "thresholds", layer.get_weights("thresholds").type.precision, prec["thresholds"])
             expect(layer, "levels", layer.get_weights("levels").type.precision, prec["levels"])
     return messages
 
 
-_HLS_CLASSES = {"input": "Input", "dense": "Dense", "conv2d": "Conv2D", "flatten": "Reshape",
+_HLS_CLASSES = {"input": "Input", "dense": "Dense", "conv2d": "Conv2D", "maxpool2d": "Pooling2D", "flatten": "Reshape",
                 "threshold": THRESHOLD_CLASS, "cast": "Activation"}
 
 

@@ -91,7 +91,7 @@ def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>
              convs=({"kernel": (3, 3), "filters": 3, "padding": ((1, 1), (1, 1))},
                     {"kernel": (3, 3), "filters": 3}),
              weight_type="int<2>", weight_codes=(-1, 1), bias_type=None, act_type="int<2>", act_levels=(-1, 1),
-             act_thresholds=1, n_out=4, out_levels=None, n_calib=256, pad_code=0):
+             act_thresholds=1, n_out=4, out_levels=None, n_calib=256, pad_code=0, pools=None):
     """Input -> [conv2d -> calibrated threshold] * n -> flatten -> dense [-> calibrated threshold].
 
     Each entry of ``convs`` gives ``kernel``, ``filters`` and optional ``strides`` / ``padding``
@@ -99,9 +99,11 @@ def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>
     inputs, so outputs vary and ties occur. ``weight_codes=None`` spans the whole weight type;
     ``bias_type`` (a FixedType string) adds a random bias to every conv and the dense.
     ``pad_code`` is the first conv's padding value (non-zero ones are refused by export).
+    ``pools`` maps a conv index to a list of maxpool2d specs ``{"pool", "strides", "where"}``:
+    ``where`` "acc" pools the accumulator (before the threshold), "act" the thresholded output.
     """
     from edgebnn.emulate import emulate
-    from edgebnn.graph import conv2d_node, flatten_node
+    from edgebnn.graph import conv2d_node, flatten_node, maxpool2d_node
 
     rng = np.random.default_rng(seed)
     it, wt, at = (FixedType.from_string(s) for s in (input_type, weight_type, act_type))
@@ -136,7 +138,12 @@ def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>
         nodes.append(conv2d_node(f"conv{i}", src, w, wt, strides=spec.get("strides", (1, 1)),
                                  padding=spec.get("padding", ((0, 0), (0, 0))), pad_code=pad_code if i == 0 else 0,
                                  bias=bias(spec["filters"]), bias_type=bt))
-        add_threshold(f"act{i}", at, act_thresholds, act_levels)
+        specs = (pools or {}).get(i, [])
+        for where in ("acc", "act"):
+            for j, p in enumerate(s for s in specs if s.get("where", "act") == where):
+                nodes.append(maxpool2d_node(f"pool{i}_{where}{j}", nodes[-1], p["pool"], p.get("strides")))
+            if where == "acc":
+                add_threshold(f"act{i}", at, act_thresholds, act_levels)
     nodes.append(flatten_node("flatten", nodes[-1]))
     nodes.append(dense_node("dense", nodes[-1], weights((nodes[-1].shape[0], n_out)), wt, bias(n_out), bt))
     if out_levels is not None:

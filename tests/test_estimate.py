@@ -583,10 +583,10 @@ def test_hls_tool_sets_the_timing():
 
 def test_unknown_future_op_is_a_clear_error():
     g = binary_mlp()
-    g.nodes[-1].op = "maxpool2d"  # as if a newer freeze wrote it
+    g.nodes[-1].op = "avgpool2d"  # as if a newer freeze wrote it
     with pytest.raises(EstimateError) as err:
         estimate(g, "pynq-z2")
-    assert "'maxpool2d'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
+    assert "'avgpool2d'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_dsp_cap_moves_multipliers_to_luts():
@@ -712,3 +712,20 @@ def test_conv2d_reuse_factor_types_and_fit():
     assert row(wide, "conv").detail["accumulator_bits"] == 24
     fitted = __import__("edgebnn.estimate", fromlist=["fit"]).fit(g, "pynq-z2")
     assert fitted.fits
+
+
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_maxpool_costs_comparators_and_no_dsp(io_type):
+    from edgebnn.graph import maxpool2d_node
+
+    inp = input_node("input", (6, 6, 3), FixedType.from_string("fixed<8,3>"))
+    pool = maxpool2d_node("pool", inp, (2, 2))
+    graph = Graph("pool", [inp, pool, flatten_node("flat", pool)])
+    r = row(estimate(graph, "pynq-z2", io_type=io_type), "pool")
+    assert r.dsp == 0 and r.op == "maxpool2d"
+    per_window = 3  # 2*2 - 1 comparators of 8 bits
+    comparators = (3 if io_type == "io_stream" else 3 * 3 * 3) * per_window
+    assert r.detail["comparators"] == comparators and r.detail["compare_levels"] == 2
+    assert r.lut >= comparators * 8 * CONSTANTS.lut_per_compare_bit
+    if io_type == "io_stream":
+        assert r.detail["line_buffer_lut"] > 0 and r.ii == 36

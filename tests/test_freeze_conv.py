@@ -146,8 +146,8 @@ def test_refusals_name_the_layer():
     freeze(_conv_model(padding="valid", pad_values=0.3))
     pool = keras.Sequential([keras.Input((6, 6, 1)), QuantConv2D(2, 3, input_quantizer=IN_Q,
                                                                   kernel_quantizer="ste_sign", use_bias=False),
-                             QuantActivation("ste_sign"), keras.layers.MaxPooling2D(name="mp")])
-    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) cannot be frozen"):
+                             QuantActivation("ste_sign"), keras.layers.MaxPooling2D(padding="same", name="mp")])
+    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) has padding='same'; only padding='valid'"):
         freeze(pool)
 
 
@@ -181,3 +181,115 @@ def test_strided_bnn_cnn_under_jit():
     assert graph["c2"].attrs["padding"] == [[0, 1], [0, 1]]  # TensorFlow's "same" split for stride 2
     report = verify(model, graph, inputs(300, rng))
     assert report.keras_vs_emulator == 0, report.describe()
+
+
+# ------------------------------------------------------------------------------ max pooling
+
+
+def pooled_bnn_cnn():
+    """Pooling in the three allowed places: between BN and the quantizer (larq's order: moved after
+    the quantizer), directly on an accumulator, and on a quantized tensor (overlapping, stride 1)."""
+    return keras.Sequential([
+        keras.Input((9, 9, 1)),
+        QuantConv2D(4, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False,
+                    name="c1"),
+        keras.layers.BatchNormalization(name="bn1"),
+        keras.layers.MaxPooling2D(2, name="p1"),  # 9x9 -> 4x4: floor, the last row/column dropped
+        QuantConv2D(6, 2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="c2"),
+        keras.layers.MaxPooling2D((2, 1), strides=1, name="p2"),  # on the accumulator
+        keras.layers.BatchNormalization(name="bn2"),
+        QuantActivation("ste_sign", name="s2"),
+        keras.layers.MaxPooling2D(2, strides=1, name="p3"),  # on a quantized tensor
+        keras.layers.Flatten(name="flat"),
+        QuantDense(5, kernel_quantizer="ste_sign", use_bias=False, name="d"),
+        keras.layers.BatchNormalization(name="bn3"),
+        QuantActivation("quantized_bits(6, 2)", name="out"),
+    ])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pooled_bnn_cnn_keras_equals_emulator(seed):
+    rng = np.random.default_rng(seed)
+    model = pooled_bnn_cnn()
+    # before the moved pool: gammas of both signs, means on accumulator values (ties at zero)
+    bn1 = model.get_layer("bn1")
+    bn1.set_weights([np.asarray(v, np.float32) for v in (
+        rng.permutation([1.0, -1.0, 0.37, -2.5]), rng.choice([0.0, -0.0, 1e-7], 4),
+        rng.integers(-24, 25, size=4) / 16, rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], 4))])
+    for name in ("bn2", "bn3"):  # plain random ones, so the later signs vary
+        c = model.get_layer(name).gamma.shape[0]
+        model.get_layer(name).set_weights([np.asarray(v, np.float32) for v in (
+            rng.normal(size=c), rng.normal(size=c) * 0.3, rng.integers(-3, 4, size=c), rng.random(c) + 0.5)])
+    graph = freeze(model)
+    assert [(n.name, n.op) for n in graph.nodes] == [
+        ("input", "input"), ("c1", "conv2d"), ("c2_input", "threshold"), ("p1", "maxpool2d"), ("c2", "conv2d"),
+        ("p2", "maxpool2d"), ("s2", "threshold"), ("p3", "maxpool2d"), ("flat", "flatten"), ("d", "dense"),
+        ("out", "threshold")]
+    assert graph["p1"].shape == (4, 4, 4) and graph["p1"].type == graph["c2_input"].type
+    assert graph["p2"].shape == (2, 3, 6) and graph["p2"].type == graph["c2"].type
+    assert graph["p3"].shape == (1, 2, 6) and graph["p3"].attrs == {"pool": [2, 2], "strides": [1, 1]}
+    # some first-layer channels have a negative gamma: decreasing levels, moved exactly all the same
+    lv = graph["c2_input"].params["levels"]
+    assert (lv[:, -1] < lv[:, 0]).any()
+    x = inputs(400, rng, (9, 9, 1))
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    k = trace(model, x[:9])
+    e = emulate(graph, x[:9], return_all=True)
+    for node in graph.nodes:
+        np.testing.assert_array_equal(k[node.name], e[node.name], err_msg=node.name)
+    # the pooled sign maps vary from sample to sample (the test exercises the pools)
+    e = emulate(graph, x, return_all=True)
+    assert len(np.unique(e["p1"].reshape(len(x), -1), axis=0)) > 10
+    assert len(np.unique(e["p3"])) == 2
+
+
+def _pool_before_decreasing_bn(float_bias, gamma):
+    model = keras.Sequential([
+        keras.Input((6, 6, 1)),
+        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=float_bias, name="c"),
+        keras.layers.MaxPooling2D(2, name="mp"),
+        keras.layers.BatchNormalization(name="bn"),
+        QuantActivation("ste_sign", name="s"),
+    ])
+    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in
+                                       (gamma, [0.1, -0.2], [0.3, -0.5], [1.0, 2.0])])
+    if float_bias:
+        model.get_layer("c").bias.assign(np.asarray([0.25, -0.5], np.float32))
+    return model
+
+
+def test_pool_moved_across_a_decreasing_requantization_is_refused():
+    # behind a float bias the pool sits between the accumulator's float ops and a BN whose negative
+    # gamma makes the requantization decreasing: max does not commute with it
+    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) sits between c\.bias and the quantizer "
+                                          r"of 's'.*decreases in channel\(s\) \[1\].*pool after the activation"):
+        freeze(_pool_before_decreasing_bn(True, [1.0, -1.5]))
+    # with increasing BNs the move is exact
+    rng = np.random.default_rng(5)
+    model = _pool_before_decreasing_bn(True, [1.0, 1.5])
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "maxpool2d"]
+    assert verify(model, graph, inputs(300, rng, (6, 6, 1))).keras_vs_emulator == 0
+    # without the bias the pool is on the accumulator itself: exact whatever the gamma
+    model = _pool_before_decreasing_bn(False, [1.0, -1.5])
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "maxpool2d", "threshold"]
+    assert verify(model, graph, inputs(300, rng, (6, 6, 1))).keras_vs_emulator == 0
+
+
+def test_pool_moved_across_a_relu_cast():
+    """conv -> relu -> MaxPool -> fixed-point quantizer: a cast (relu, saturating conversion), which is
+    non-decreasing, so the pool moves after it exactly."""
+    model = keras.Sequential([
+        keras.Input((6, 6, 1)),
+        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
+        keras.layers.Activation("relu", name="r"),
+        keras.layers.MaxPooling2D(2, name="mp"),
+        QuantActivation("quantized_bits(3, 1)", name="q"),
+    ])
+    graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "cast", "maxpool2d"]
+    x = inputs(300, np.random.default_rng(2), (6, 6, 1))
+    assert verify(model, graph, x).keras_vs_emulator == 0
+    assert len(np.unique(emulate(graph, x))) > 2

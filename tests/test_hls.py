@@ -299,7 +299,7 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[1].op = "pool2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*input, dense, conv2d, flatten, threshold and cast"):
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, flatten, threshold, cast nodes"):
         hls.export(graph, tmp_path / "p")
 
     image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))

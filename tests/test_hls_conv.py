@@ -28,6 +28,9 @@ def conv_cast_flat(seed=0):
     return Graph("conv_cast_flat", [inp, conv, cast, flatten_node("flat", cast)])
 
 
+POOLS = {0: [{"pool": (2, 2), "where": "acc"}], 1: [{"pool": (2, 1), "strides": (1, 1), "where": "act"}]}
+POOLS_STREAM = {0: [{"pool": (2, 2), "where": "act"}], 1: [{"pool": (1, 2), "where": "acc"}]}
+
 # --------------------------------------------------------------- exported and compiled once per graph
 CASES = {
     # a BNN: +-1 weights (hls4ml's ternary product), 'same' padding as explicit zeros, sign activations
@@ -51,6 +54,11 @@ CASES = {
         convs=({"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
                {"kernel": (2, 2), "filters": 3}), **MULTIBIT), {"io_type": "io_stream"}),
     "conv_cast_flat_stream": (conv_cast_flat, {"io_type": "io_stream"}),
+    # max pooling on an accumulator and on thresholded outputs (overlapping, stride 1, odd sizes dropped)
+    "conv_pool": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS, **{**MULTIBIT, "seed": 4}), {}),
+    "conv_pool_bnn": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {}),
+    # io_stream pools non-overlapping windows only
+    "conv_pool_stream": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {"io_type": "io_stream"}),
     # a flat network in io_stream: one packet per vector
     "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
 }
@@ -89,6 +97,7 @@ def test_project_has_the_graph_layers(compiled):
     classes = [layer.class_name for layer in project.model.get_layers()]
     n_conv = sum(node.op == "conv2d" for node in graph.nodes)
     assert classes.count("Conv2D") == n_conv
+    assert classes.count("Pooling2D") == sum(node.op == "maxpool2d" for node in graph.nodes)
     with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
         assert fh.read().count("nnet::conv_2d_cl") == n_conv
 
@@ -125,3 +134,9 @@ def test_first_thresholds_hit_exactly(compiled):
     on = (acc[..., None] == first.params["thresholds"][None, None]).any(axis=(1, 2, 3))
     assert on.sum() >= 20
     assert_csim_equals_emulator(project, graph, x[on][:100])
+
+
+def test_overlapping_pool_is_refused_in_io_stream(tmp_path):
+    graph = conv_net(input_shape=(9, 9, 2), pools=POOLS)
+    with pytest.raises(EdgebnnError, match=r"'pool1_act0' \(maxpool2d\) pools \[2, 1\] windows with strides \[1, 1\]"):
+        hls.export(graph, tmp_path / "prj", board=PYNQ, io_type="io_stream")
