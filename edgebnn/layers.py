@@ -121,6 +121,8 @@ class _Quantized:
     serialization of both (and of ``pad_values`` where the layer has it)."""
 
     _quantizer_keys: tuple[str, ...] = ()
+    # (weight attribute, quantizer attribute) of each kernel, tagged when the layer is built
+    _tagged_kernels: tuple[tuple[str, str], ...] = ()
 
     def _set_quantizers(self, pad_values=None, **quantizers):
         for key in self._quantizer_keys:
@@ -128,6 +130,13 @@ class _Quantized:
         if pad_values is not None:
             self.pad_values = float(pad_values)
             _check_conv_args(self)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        for weight, quantizer in self._tagged_kernels:
+            _tag(getattr(self, weight), getattr(self, quantizer))
+        if self.use_bias:
+            _tag(self.bias, self.bias_quantizer, "bias")
 
     def quantized_bias(self, training=None):
         return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
@@ -158,11 +167,7 @@ class QuantDense(_Quantized, keras.layers.Dense):
         self._set_quantizers(input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
                              bias_quantizer=bias_quantizer)
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        _tag(self._kernel, self.kernel_quantizer)
-        if self.use_bias:
-            _tag(self.bias, self.bias_quantizer, "bias")
+    _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
@@ -181,11 +186,7 @@ class _QuantConv(_Quantized):
 
     _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        _tag(self._kernel, self.kernel_quantizer)
-        if self.use_bias:
-            _tag(self.bias, self.bias_quantizer, "bias")
+    _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
@@ -233,11 +234,7 @@ class QuantDepthwiseConv2D(_Quantized, keras.layers.DepthwiseConv2D):
         self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
                              bias_quantizer=bias_quantizer)
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        _tag(self.kernel, self.depthwise_quantizer)
-        if self.use_bias:
-            _tag(self.bias, self.bias_quantizer, "bias")
+    _tagged_kernels = (("kernel", "depthwise_quantizer"),)
 
     def quantized_kernel(self, training=None):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
@@ -265,12 +262,7 @@ class QuantSeparableConv2D(_Quantized, keras.layers.SeparableConv2D):
         self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
                              pointwise_quantizer=pointwise_quantizer, bias_quantizer=bias_quantizer)
 
-    def build(self, input_shape):
-        super().build(input_shape)
-        _tag(self.depthwise_kernel, self.depthwise_quantizer)
-        _tag(self.pointwise_kernel, self.pointwise_quantizer)
-        if self.use_bias:
-            _tag(self.bias, self.bias_quantizer, "bias")
+    _tagged_kernels = (("depthwise_kernel", "depthwise_quantizer"), ("pointwise_kernel", "pointwise_quantizer"))
 
     def quantized_depthwise_kernel(self, training=None):
         return _apply(self.depthwise_quantizer, self.depthwise_kernel, training)
