@@ -12,6 +12,8 @@ from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 from edgebnn.verify import verify
 
+from bn import randomize_bn
+
 BOARD = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
 
 
@@ -29,11 +31,7 @@ def bnn_cnn():
         keras.layers.BatchNormalization(),
         QuantActivation("quantized_bits(5, 3)"),
     ])
-    rng = np.random.default_rng(0)
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            c = layer.gamma.shape[0]
-            layer.set_weights([rng.normal(size=c), rng.normal(size=c), rng.normal(size=c) * 2, rng.random(c) + 0.5])
+    randomize_bn(model, np.random.default_rng(0), mean_scale=2.0)
     return model
 
 
@@ -71,11 +69,7 @@ def pooled_bnn_cnn():
         keras.layers.BatchNormalization(),
         QuantActivation("quantized_bits(5, 3)"),
     ])
-    rng = np.random.default_rng(2)
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            c = layer.gamma.shape[0]
-            layer.set_weights([rng.normal(size=c), rng.normal(size=c), rng.normal(size=c), rng.random(c) + 0.5])
+    randomize_bn(model, np.random.default_rng(2))
     return model
 
 

@@ -15,6 +15,8 @@ from edgebnn.graph import Graph
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
 
+from bn import adversarial_bn
+
 N_IN, LSB = 4, 1 / 16
 
 
@@ -40,18 +42,7 @@ def set_bn(model, gamma, beta, mean, var):
 
 
 def adversarial_params(units, rng):
-    """Means exactly on accumulator values (outputs exactly 0 there), gamma of both signs and
-    zero, betas that cancel mean * inv in float32, and random ones."""
-    acc_values = np.arange(-60, 61) * LSB
-    mean = rng.choice(acc_values, units)
-    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], units)
-    gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], units)
-    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
-    beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], units)
-    shift = rng.choice(acc_values, units).astype(np.float32)
-    beta = np.where(rng.random(units) < 0.4, (shift * inv).astype(np.float32), beta)  # ties after rounding
-    beta = np.where(rng.random(units) < 0.2, rng.normal(size=units), beta)
-    return gamma, beta, mean, var
+    return adversarial_bn(units, rng, np.arange(-60, 61) * LSB)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

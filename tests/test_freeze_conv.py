@@ -11,20 +11,18 @@ from edgebnn.graph import Graph
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 from edgebnn.verify import verify
 
+from bn import adversarial_bn
+
 IN_Q = "quantized_bits(4, 0, keep_negative=False)"
 
 
-def adversarial_bn(units, rng, acc_values):
-    """Means on accumulator values, gamma of both signs and zero, betas cancelling mean * inv."""
-    mean = rng.choice(acc_values, units)
-    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], units)
-    gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], units)
-    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
-    beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], units)
-    shift = rng.choice(acc_values, units).astype(np.float32)
-    beta = np.where(rng.random(units) < 0.4, (shift * inv).astype(np.float32), beta)
-    beta = np.where(rng.random(units) < 0.2, rng.normal(size=units), beta)
-    return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
+def assert_trace_matches_emulator(model, graph, x):
+    """Keras's own trace agrees with the emulator node by node (verify can localize mismatches)."""
+    k = trace(model, x)
+    e = emulate(graph, x, return_all=True)
+    for node in graph.nodes:
+        np.testing.assert_array_equal(k[node.name], e[node.name], err_msg=node.name)
+    return e
 
 
 def bnn_cnn(pad1=0.0, pad2=1.0, strides=1, out_q="quantized_bits(6, 2)", first_bias=False):
@@ -73,11 +71,7 @@ def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
     x = inputs(400, rng)
     report = verify(model, graph, x)
     assert report.keras_vs_emulator == 0, report.describe()
-    # Keras's own trace agrees with the emulator node by node (verify can localize mismatches)
-    k = trace(model, x[:7])
-    e = emulate(graph, x[:7], return_all=True)
-    for node in graph.nodes:
-        np.testing.assert_array_equal(k[node.name], e[node.name], err_msg=node.name)
+    e = assert_trace_matches_emulator(model, graph, x[:7])
     # the sign outputs are not constant (the test exercises thresholds)
     assert len(np.unique(e["c2_input"])) == 2
 
@@ -234,10 +228,7 @@ def test_pooled_bnn_cnn_keras_equals_emulator(seed):
     x = inputs(400, rng, (9, 9, 1))
     report = verify(model, graph, x)
     assert report.keras_vs_emulator == 0, report.describe()
-    k = trace(model, x[:9])
-    e = emulate(graph, x[:9], return_all=True)
-    for node in graph.nodes:
-        np.testing.assert_array_equal(k[node.name], e[node.name], err_msg=node.name)
+    assert_trace_matches_emulator(model, graph, x[:9])
     # the pooled sign maps vary from sample to sample (the test exercises the pools)
     e = emulate(graph, x, return_all=True)
     assert len(np.unique(e["p1"].reshape(len(x), -1), axis=0)) > 10

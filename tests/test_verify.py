@@ -13,6 +13,8 @@ from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
 
+from bn import randomize_bn
+
 PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
 
 
@@ -28,9 +30,7 @@ def setup(tmp_path_factory):
         QuantActivation("quantized_bits(5, 2)", name="out"),
     ])
     rng = np.random.default_rng(0)
-    for bn in (model.get_layer("bn0"), model.get_layer("bn1")):
-        c = bn.gamma.shape[0]
-        bn.set_weights([rng.normal(size=c), rng.normal(size=c) * 0.5, rng.normal(size=c), rng.random(c) + 0.5])
+    randomize_bn(model, rng, beta_scale=0.5)
     graph = freeze(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

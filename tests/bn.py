@@ -1,0 +1,28 @@
+"""BatchNormalization parameters that put freeze's thresholds on the hardest cases."""
+
+import numpy as np
+
+
+def adversarial_bn(units, rng, acc_values):
+    """(gamma, beta, mean, var) as float32: means exactly on accumulator values (outputs exactly 0
+    there), gamma of both signs and zero, betas that cancel mean * inv in float32, random ones."""
+    mean = rng.choice(acc_values, units)
+    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], units)
+    gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], units)
+    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
+    beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], units)
+    shift = rng.choice(acc_values, units).astype(np.float32)
+    beta = np.where(rng.random(units) < 0.4, (shift * inv).astype(np.float32), beta)  # ties after rounding
+    beta = np.where(rng.random(units) < 0.2, rng.normal(size=units), beta)
+    return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
+
+
+def randomize_bn(model, rng, beta_scale=1.0, mean_scale=1.0):
+    """Give every BatchNormalization of ``model`` random statistics, as after training."""
+    import keras
+
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.gamma.shape[0]
+            layer.set_weights([rng.normal(size=c), rng.normal(size=c) * beta_scale,
+                               rng.normal(size=c) * mean_scale, rng.random(c) + 0.5])
