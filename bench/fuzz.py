@@ -1,0 +1,60 @@
+"""Random models, checked Keras = emulator = C-simulation bit for bit (see edgebnn/fuzz.py).
+
+    python bench/fuzz.py --models 500 --csim 50 --seed 0 [--save fuzz-failures]
+    python bench/fuzz.py --replay fuzz-failures/seed-17
+
+Prints one line per model that is not ``ok`` (or every model with ``--verbose``) and one
+summary line; saves each mismatching or crashing model with its inputs under ``--save``.
+Exits 1 when any model mismatches or crashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", type=int, default=100, help="random models to check (default 100)")
+    p.add_argument("--csim", type=int, default=0, help="of those, how many to C-simulate (alternating io types)")
+    p.add_argument("--seed", type=int, default=0, help="first seed; model i uses seed + i")
+    p.add_argument("--save", default="fuzz-failures", help="folder for failing models (default fuzz-failures)")
+    p.add_argument("--replay", metavar="FOLDER", help="re-check one saved failure and print its outcome")
+    p.add_argument("--verbose", action="store_true", help="print every model's outcome and layers")
+    args = p.parse_args(argv)
+
+    from edgebnn import fuzz
+
+    if args.replay:
+        case = fuzz.load_failure(args.replay)
+        import json
+
+        io_type = json.load(open(os.path.join(args.replay, "outcome.json")))["csim"]
+        outcome = fuzz.check(case, io_type)
+        print("\n".join(case.layers))
+        print(outcome.line())
+        return 0 if outcome.status in ("ok", "refused", "warned") else 1
+
+    t0 = time.time()
+
+    def progress(outcome):
+        if args.verbose or outcome.status not in ("ok", "refused"):
+            print(outcome.line(), flush=True)
+            if args.verbose:
+                print("    " + "\n    ".join(outcome.layers), flush=True)
+
+    summary = fuzz.run(args.models, args.csim, args.seed, save_dir=args.save, progress=progress)
+    print(f"{summary.line()} ({time.time() - t0:.0f} s)")
+    if summary.failures:
+        print(f"failing models saved under {args.save}/ (replay with --replay {args.save}/seed-N)")
+    return 1 if summary.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
