@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+
+from .errors import (
+    EXIT_CODES,
+    EXIT_DOES_NOT_FIT,
+    EXIT_INTERNAL_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USER_ERROR,
+    EdgebnnError,
+    Terminated,
+)
 
 # quiet TensorFlow's start-up chatter before anything imports it
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -25,8 +40,9 @@ def cmd_run(args) -> int:
 
     _quiet_tensorflow()
     summary = run(args.config, args.output, force=args.force, log=_log)
-    mm = summary["mismatches"]
-    return 1 if any(mm.values()) else 0
+    if any(summary["mismatches"].values()):
+        return EXIT_MISMATCH
+    return EXIT_OK if summary["resources"]["fits"] else EXIT_DOES_NOT_FIT
 
 
 def cmd_boards(args) -> int:
@@ -48,6 +64,8 @@ def cmd_estimate(args) -> int:
     path = args.graph
     if os.path.isdir(path):
         path = os.path.join(path, "graph.npz")
+    if args.plot:
+        _check_plot_path(args.plot)  # before the work, not after it
     graph = Graph.load(path)
     boards = list_boards() if args.board == "all" else [load_board(args.board)]
     results = []
@@ -68,10 +86,34 @@ def cmd_estimate(args) -> int:
         results.append(est)
     print(_utilization_bars(results))
     if args.plot:
-        with open(args.plot, "w", encoding="utf-8") as fh:
-            fh.write(_utilization_svg(results))
+        _write_text(args.plot, _utilization_svg(results), "plot file")
         print(f"wrote {args.plot}")
-    return 0
+    return EXIT_OK  # a report, also when nothing fits: its table says "fits: no"
+
+
+def _check_plot_path(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise EdgebnnError(f"--plot {path!r} is a folder; name an .svg file")
+    if not os.path.isdir(folder):
+        raise EdgebnnError(f"--plot {path!r}: folder {folder!r} does not exist; create it or choose another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise EdgebnnError(f"--plot {path!r}: no permission to write in {folder!r}; choose another path")
+
+
+def _write_text(path: str, text: str, what: str) -> None:
+    """Write ``text`` to ``path`` completely or not at all (a temporary file moved into place)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise EdgebnnError(f"cannot write {what} {path!r}: {err.strerror or err}; choose another path "
+                           "(and check the free space)") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 _BAR_KEYS = ("lut", "ff", "dsp", "bram18")
@@ -100,8 +142,8 @@ def _utilization_svg(results) -> str:
     bar_h, gap, left, plot_w = 10, 8, 120, 400
     group_h = len(_BAR_KEYS) * bar_h + gap
     height = 40 + group_h * len(results)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
-             f'font-family="sans-serif" font-size="10">',
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
+              f'font-family="sans-serif" font-size="10">'),
              '<text x="4" y="14" font-size="12">utilization per board (% of the device)</text>']
     for i, est in enumerate(results):
         y0 = 28 + i * group_h
@@ -120,14 +162,29 @@ def _utilization_svg(results) -> str:
     return "\n".join(parts) + "\n"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (its own are a usage block and a line)."""
+
+    def error(self, message):
+        self.exit(EXIT_USER_ERROR, f"edgebnn: error: {message}; see '{self.prog} --help'\n")
+
+
+def _exit_codes_text() -> str:
+    return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="edgebnn", description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.")
+    p = _Parser(prog="edgebnn", description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.",
+                epilog=_exit_codes_text() + "\n\nSet EDGEBNN_DEBUG=1 to see the traceback of an internal error.",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="train, freeze, export, C-simulate, verify and estimate one configuration")
+    r = sub.add_parser("run", help="train, freeze, export, C-simulate, verify and estimate one configuration",
+                       epilog=_exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("config", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
     r.add_argument("-o", "--output", required=True, help="output folder (must not exist unless --force)")
-    r.add_argument("--force", action="store_true", help="replace an existing output folder")
+    r.add_argument("--force", action="store_true",
+                   help="replace an existing output folder, only if edgebnn wrote it (it holds .edgebnn-output)")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("boards", help="list the board profiles")
@@ -147,18 +204,53 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    from .errors import EdgebnnError
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv=None) -> int:
+    """Run one command; every failure ends here as exactly one line on stderr and an exit code
+    from :data:`edgebnn.errors.EXIT_CODES`."""
+    installed, previous = False, None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM unwinds like Ctrl-C, so staging folders are removed on the way out
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        installed = True
     try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # --help (0) or an argument error (2), already printed
+            return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
         return args.func(args)
-    except (EdgebnnError, FileExistsError) as err:
-        print(f"edgebnn: error: {err}", file=sys.stderr)
-        return 2
+    except EdgebnnError as err:
+        _debug_traceback()
+        print(f"edgebnn: error: {_one_line(err) or type(err).__name__}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("edgebnn: interrupted; nothing was left half-written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("edgebnn: terminated (SIGTERM); nothing was left half-written", file=sys.stderr)
+        return EXIT_TERMINATED
+    except Exception as err:  # noqa: BLE001 - the boundary: any other failure is a bug, said in one line
+        _debug_traceback()
+        print(f"edgebnn: internal error: {type(err).__name__}: {_one_line(err)} "
+              "(please report it; set EDGEBNN_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("EDGEBNN_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,20 @@
-"""Run configuration files: read with ``yaml.safe_load``, checked key by key.
+"""Run configuration files: read as plain YAML data, checked key by key.
 
 A configuration describes one run: the data set, the model as a list of layers, training, the
-board and the export options. Every key is checked against the schema below, so a typo stops
-the run with one line naming the key instead of being ignored.
+board and the export options. Every key is checked against the schema below (its type, then
+its range), so a typo stops the run with one line naming the key instead of being ignored.
+
+Configs are data, never code: they are read with a ``yaml.SafeLoader`` that also refuses
+duplicate keys, so a ``!!python/...`` tag is refused, not run.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import math
 import os
+import re
 from typing import Any
 
 import yaml
@@ -70,18 +75,72 @@ class ConfigError(EdgebnnError):
     """A configuration file that cannot be used; the message names the file and key."""
 
 
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    pass
+
+
+class StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (plain data only: no Python tags) that refuses a key given twice in
+    one mapping, where PyYAML silently keeps the last one."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        raise _DuplicateKey(f"key {key!r} first given on line {seen[key].start_mark.line + 1}",
+                                            seen[key].start_mark, f"key {key!r} is given twice",
+                                            key_node.start_mark)
+                except TypeError:  # an unhashable key; the base class reports it
+                    continue
+                seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | os.PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
+            text = fh.read()
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config {path!r} is not a UTF-8 text file (byte {err.start} cannot be decoded); "
+                          "pass a YAML file such as examples/digits_bnn.yaml") from None
     except OSError as err:
-        raise ConfigError(f"cannot read config {path!r}: {err.strerror}") from None
+        hint = "pass a YAML file, not a folder" if os.path.isdir(path) else "check the path"
+        raise ConfigError(f"cannot read config {path!r}: {err.strerror or err}; {hint}") from None
+    try:
+        raw = yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader: plain data only
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}:{line} is not valid YAML; fix the syntax there") from None
+        raise ConfigError(_yaml_message(path, text, err)) from None
     return check_config(raw, path)
+
+
+def _yaml_message(path: str, text: str, err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    if mark is not None:
+        where = f"{path}: line {mark.line + 1}"
+    elif getattr(err, "position", None) is not None:  # a ReaderError: a character YAML forbids
+        where = f"{path}: line {text.count(chr(10), 0, err.position) + 1}"
+    else:
+        where = path
+    problem = str(getattr(err, "problem", "") or "")
+    if isinstance(err, _DuplicateKey):
+        first = err.context_mark.line + 1
+        return f"{where}: {problem} (first on line {first}); keep one of them"
+    tag = re.search(r"for the tag '([^']*)'", problem)
+    if isinstance(err, yaml.constructor.ConstructorError) and tag:
+        name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+        if name.startswith("!!python/"):
+            return (f"{where}: refused Python tag {name}; configs are plain data and cannot run code, "
+                    "so write the value itself")
+        return f"{where}: unknown YAML tag {name}; configs hold plain values, lists and mappings only"
+    if isinstance(err, yaml.reader.ReaderError):
+        return f"{where}: character {err.character!r} is not allowed in YAML; is this a text file?"
+    return f"{where}: not valid YAML ({problem or 'syntax error'}); fix the syntax there"
 
 
 def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
@@ -97,11 +156,66 @@ def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
             config[key].update(value)
         else:
             config[key] = value
+    _check_values(config, where)
     for i, spec in enumerate(config["model"]):
         _check_layer(spec, f"{where}: model[{i}]")
-    if config["train"]["optimizer"] not in OPTIMIZERS:
-        raise ConfigError(f"{where}: train.optimizer must be one of {', '.join(OPTIMIZERS)}")
     return config
+
+
+# ---------------------------------------------------------------------- value ranges
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII)
+SEED_MAX = 2**32 - 1  # NumPy's seeds
+
+
+def _positive(v) -> bool:
+    return math.isfinite(v) and v > 0
+
+
+# key -> (test, what a good value is); checked after the types, on the merged config
+RANGES: dict[str, tuple[Any, str]] = {
+    "data.test_fraction": (lambda v: 0 < v < 1, "a fraction between 0 and 1 (exclusive)"),
+    "data.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
+    "train.epochs": (lambda v: v >= 1, "at least 1"),
+    "train.batch_size": (lambda v: v >= 1, "at least 1"),
+    "train.learning_rate": (_positive, "a positive finite number"),
+    "train.learning_rate_decay": (lambda v: 0 < v <= 1, "a factor in (0, 1] (1 keeps the rate constant)"),
+    "train.bop_gamma": (lambda v: 0 < v <= 1, "a rate in (0, 1]"),
+    "train.bop_threshold": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
+    "train.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
+    "export.reuse_factor": (lambda v: v >= 1, "an integer >= 1"),
+    "export.clock_period_ns": (lambda v: v is None or _positive(v), "a positive number of ns (or null: the board's)"),
+}
+
+
+def _check_values(config: dict[str, Any], where: str) -> None:
+    name = config["name"]
+    if not NAME_PATTERN.fullmatch(name):
+        raise ConfigError(
+            f"{where}: key 'name' must be an identifier of at most 64 ASCII letters, digits and underscores "
+            f"(not starting with a digit), since it names files and the HLS project; got {name!r}")
+    from .data import DATASETS
+
+    if config["data"]["dataset"] not in DATASETS:
+        raise ConfigError(f"{where}: key 'data.dataset' is {config['data']['dataset']!r}; "
+                          f"available data sets: {', '.join(DATASETS)}")
+    if config["train"]["optimizer"] not in OPTIMIZERS:
+        raise ConfigError(f"{where}: key 'train.optimizer' must be one of {', '.join(OPTIMIZERS)}, "
+                          f"got {config['train']['optimizer']!r}")
+    for dotted, (ok, good) in RANGES.items():
+        section, key = dotted.split(".")
+        value = config[section][key]
+        if not ok(value):
+            raise ConfigError(f"{where}: key {dotted!r} must be {good}, got {value!r}")
+
+
+def check_train(values: dict[str, Any], where: str = "train") -> None:
+    """Refuse training arguments out of range (the ``train.*`` rows of :data:`RANGES`)."""
+    for dotted, (ok, good) in RANGES.items():
+        section, key = dotted.split(".")
+        if section == "train" and key in values:
+            value = values[key]
+            if not _is_type(value, SCHEMA["train"][key]) or not ok(value):
+                raise ConfigError(f"{where}: {key} must be {good}, got {value!r}")
 
 
 def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
@@ -213,3 +327,17 @@ def _quantizer(value, where):
         return quantizers.get(value)
     except ValueError as err:
         raise ConfigError(f"{where}: {err}") from None
+
+
+def check_export(export: dict[str, Any], where: str = "config") -> None:
+    """Refuse export options that ``edgebnn.hls.export`` does not support, before training, and
+    spell the accepted ones as export and estimate do (letter case is free in a config)."""
+    # imports hls4ml: called by the pipeline only
+    from .hls import BACKENDS, IO_TYPES, STRATEGIES
+
+    for key, choices in (("backend", BACKENDS), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
+        value = export[key]
+        canonical = {c.lower(): c for c in choices}.get(value.lower())
+        if canonical is None:
+            raise ConfigError(f"{where}: key 'export.{key}' is {value!r}; use one of {', '.join(choices)}")
+        export[key] = canonical

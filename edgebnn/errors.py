@@ -1,6 +1,41 @@
-"""Failures a user can cause and fix. The CLI prints them as one line and exits with 2;
-anything else is a bug and keeps its traceback."""
+"""Failures a user can cause and fix, and the command line's exit codes.
+
+An :class:`EdgebnnError` is a user's problem: its message is one sentence naming the file, key
+or layer at fault and what to do. The command line prints it as one line and exits with
+:data:`EXIT_USER_ERROR`. Anything else reaching the command line is a bug in edgebnn: one line
+``edgebnn: internal error: ...`` and :data:`EXIT_INTERNAL_ERROR`.
+"""
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_USER_ERROR = 2
+EXIT_DOES_NOT_FIT = 3
+EXIT_INTERNAL_ERROR = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+# The one table of exit codes: the CLI's --help and the README show it, the tests read it.
+EXIT_CODES = (
+    (EXIT_OK, "success (for run: verified bit for bit and fits the board)"),
+    (EXIT_MISMATCH, "run: Keras, emulator and C-simulation are not bit-exact (the run folder keeps the evidence)"),
+    (EXIT_USER_ERROR, "user error: a bad config, argument, file or output path (one line names it)"),
+    (EXIT_DOES_NOT_FIT, "run: verified bit for bit, but the design does not fit the board"),
+    (EXIT_INTERNAL_ERROR, "internal error: a bug in edgebnn (please report it; EDGEBNN_DEBUG=1 shows the traceback)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing half-written is left behind"),
+    (EXIT_TERMINATED, "terminated (SIGTERM); nothing half-written is left behind"),
+)
 
 
 class EdgebnnError(ValueError):
     """Base of every user-facing edgebnn error; the message names the culprit and the fix."""
+
+
+class OutputError(EdgebnnError):
+    """An output path that cannot be written, or must not be replaced."""
+
+
+class Terminated(BaseException):
+    """Raised by the command line's SIGTERM handler so that clean-up runs as for Ctrl-C.
+
+    A BaseException, like KeyboardInterrupt, so that no ``except Exception`` swallows it.
+    """

@@ -8,38 +8,49 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
+import shutil
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .config import build_model, load_config
+from .errors import EdgebnnError
 
 
 def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False,
         log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the whole pipeline for one configuration; returns the summary (also in summary.json)."""
+    """Run the whole pipeline for one configuration; returns the summary (also in summary.json).
+
+    Everything that can be checked without training is checked first, before the output
+    folder is touched: the configuration's keys and ranges, the board, the export options, g++,
+    the output path, and that the model's structure can be frozen and exported.
+    """
     from .boards import load_board
+    from .config import check_export
     from .data import load_dataset
     from .estimate import estimate
-    from .freeze import FreezeWarning, freeze
+    from .freeze import FreezeWarning, freeze, plan
     from .hls import HLSExportWarning, export
-    from .outputs import staged_dir
+    from .outputs import check_output, staged_dir
     from .train import seed_everything, train
     from .verify import verify
 
     config = load_config(config_path)
-    board = load_board(config["board"])  # fail on a bad board before training
+    board = load_board(config["board"])
     exp = config["export"]
-    final = pathlib.Path(output_dir).absolute()
-    with staged_dir(final, force=force, what="run folder") as work:
+    check_export(exp, os.fspath(config_path))
+    _check_compiler()
+    final = check_output(output_dir, force=force, what="run folder", marked_only=True)
+    x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
+    seed_everything(config["train"]["seed"])
+    model = build_model(config, x_tr.shape[1:])
+    plan(model)  # the structure freezes and exports: refuse it now, not after training
+    with staged_dir(final, force=force, what="run folder", marked_only=True) as work:
         t0 = time.time()
-        x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
         log(f"data: {config['data']['dataset']}, {len(x_tr)} training and {len(x_te)} test samples")
-        seed_everything(config["train"]["seed"])
-        model = build_model(config, x_tr.shape[1:])
         log(f"training {model.name} for {config['train']['epochs']} epochs")
         train(model, x_tr, y_tr, log=log, **config["train"])
         model.save(work / "model.keras")
@@ -100,11 +111,30 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     return summary
 
 
+def _check_compiler() -> None:
+    if shutil.which("g++") is None:
+        raise EdgebnnError("g++ was not found on PATH; install it (e.g. apt-get install g++) to build the "
+                           "C-simulation")
+
+
+def headline(summary: dict[str, Any], est) -> str:
+    """The verdict: bit-exact or not, and whether the design fits the board."""
+    verified = not any(summary["mismatches"].values())
+    if est.fits:
+        fit = f"fits {summary['board']}"
+    else:
+        key = max(est.utilization, key=lambda k: est.utilization[k])
+        fit = (f"DOES NOT FIT {summary['board']} ({key.upper()} {est.utilization[key]:.0f}% of the device, "
+               f"limit {100 * est.utilization_limit:.0f}%)")
+    if verified:
+        return f"VERIFIED bit for bit, {'and ' + fit if est.fits else 'but ' + fit}"
+    return f"MISMATCH (not bit-exact); it {fit}"
+
+
 def format_summary(summary: dict[str, Any], est) -> str:
     mm = summary["mismatches"]
-    total = est.to_dict()["totals"] if hasattr(est, "to_dict") else {}
     lines = [
-        f"edgebnn run {summary['name']}: {'VERIFIED bit for bit' if not any(mm.values()) else 'MISMATCH'}",
+        f"edgebnn run {summary['name']}: {headline(summary, est)}",
         f"  test samples          {summary['samples']}",
         f"  accuracy (Keras)      {100 * summary['accuracy_keras']:.2f}%",
         f"  accuracy (deployed)   {100 * summary['accuracy_deployed']:.2f}%  (C-simulation)",

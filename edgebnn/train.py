@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -43,6 +43,13 @@ def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate
     ``optimizer="bop"`` trains binary kernels with :class:`edgebnn.optimizers.Bop`
     (``bop_gamma``, ``bop_threshold``) and every other variable with Adam at ``learning_rate``.
     """
+    from .config import OPTIMIZERS, ConfigError, check_train
+
+    check_train({"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
+                 "learning_rate_decay": learning_rate_decay, "bop_gamma": bop_gamma,
+                 "bop_threshold": bop_threshold, "seed": seed}, where="train()")
+    if optimizer not in OPTIMIZERS:
+        raise ConfigError(f"train(): optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     seed_everything(seed)
     steps = int(np.ceil(len(x) / batch_size))
     lr = keras.optimizers.schedules.ExponentialDecay(learning_rate, steps, learning_rate_decay)
