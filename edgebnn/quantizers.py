@@ -139,16 +139,32 @@ class Quantizer:
 # --------------------------------------------------------------------------- rounding
 
 
+def _floor_half(s):
+    """``(floor(s), frac(s) > 1/2, frac(s) == 1/2)`` of a float tensor, exact for every value.
+
+    ``s - floor(s)`` is not exact for negative ``s`` (float32: -0.49999997 + 1 rounds to 0.5, a
+    false tie), but ``|s| - floor(|s|)`` always is, and for a negative non-integer ``s``,
+    ``frac(s) = 1 - frac(|s|)``. NaN and +-inf give ``floor(s)`` and no fraction."""
+    a = ops.abs(s)
+    fa = a - ops.floor(a)  # exact; NaN for infinities, so no comparison below holds
+    half = fa == 0.5
+    above = ops.where(s >= 0, fa > 0.5, (fa > 0.0) & (fa < 0.5))
+    return ops.floor(s), above, half
+
+
+def _odd(fl):
+    """True where the integer-valued ``fl`` is odd (exact: halving and flooring lose nothing)."""
+    return ops.not_equal(fl - 2.0 * ops.floor(fl * 0.5), 0.0)
+
+
 def _round_codes(s, mode: str):
-    """``s`` rounded to integers by an ap_fixed rounding mode (Keras ops, exact in float32)."""
-    fl = ops.floor(s)
+    """``s`` rounded to integers by an ap_fixed rounding mode (Keras ops), exact for every
+    float value; NaN and +-inf come back unchanged."""
     if mode == "TRN":
-        return fl
+        return ops.floor(s)
     if mode == "TRN_ZERO":
-        return ops.where(s < 0, ops.ceil(s), fl)
-    frac = s - fl  # exact
-    up = frac > 0.5
-    tie = frac == 0.5
+        return ops.where(s < 0, ops.ceil(s), ops.floor(s))
+    fl, up, tie = _floor_half(s)
     if mode == "RND":
         up = up | tie
     elif mode == "RND_ZERO":
@@ -156,19 +172,25 @@ def _round_codes(s, mode: str):
     elif mode == "RND_INF":
         up = up | (tie & (s > 0))
     elif mode == "RND_CONV":
-        odd = ops.not_equal(fl - 2.0 * ops.floor(fl * 0.5), 0.0)
-        up = up | (tie & odd)
-    return fl + ops.cast(up, s.dtype)
+        up = up | (tie & _odd(fl))
+    elif mode != "RND_MIN_INF":
+        raise ValueError(f"rounding mode {mode!r} is unknown; use one of {', '.join(ROUNDING_MODES)}")
+    return fl + ops.cast(up, s.dtype)  # a tie or fraction exists only below 2**23: fl + 1 is exact
 
 
 def _stochastic_codes(s, u):
     """``floor(s) + [u < frac(s)]`` for ``u ~ U[0, 1)``: rounds up with probability
-    ``frac(s)``, so the expected code is ``s`` (unbiased) and every code is a grid neighbour."""
+    ``frac(s)``, so the expected code is ``s`` (unbiased) and every code is a grid neighbour.
+
+    (``s - floor(s)`` may round up for negative ``s``, by at most half an ulp of 1: far below
+    the resolution of ``u``; it never leaves the two neighbours, and integers stay put.)"""
     fl = ops.floor(s)
     return fl + ops.cast(u < s - fl, s.dtype)
 
 
 def _overflow_codes(r, t: FixedType):
+    """The overflow mode of ``t`` on integer-valued codes ``r`` (NaN stays NaN; +-inf saturate,
+    become 0 under SAT_ZERO and NaN under WRAP)."""
     lo, hi = float(t.min_code), float(t.max_code)
     if t.overflow == "SAT":
         return ops.clip(r, lo, hi)
@@ -178,22 +200,62 @@ def _overflow_codes(r, t: FixedType):
         return ops.where((r < lo) | (r > hi), ops.zeros_like(r), r)
     if t.sat_bits:
         raise ValueError(f"{t}: WRAP with saturation bits is not supported in training; use SAT")
+    # r mod 2**width: the difference below is an integer in [0, span), so exact while it fits
+    # the mantissa (width <= 24 in float32); in-range codes are kept as they are (any width)
     span = 2.0**t.width
-    return r - span * ops.floor((r - lo) / span)
+    m = r - span * ops.floor(r / span)
+    if t.signed:
+        m = ops.where(m > hi, m - span, m)
+    return ops.where((r < lo) | (r > hi), m, r)
+
+
+# significand bits and exponent bound (every finite value is below 2**emax) of float dtypes
+_FLOAT_BITS = {"float16": (11, 16), "bfloat16": (8, 128), "float32": (24, 128), "float64": (53, 1024)}
 
 
 def fixed_quantize(x, t: FixedType, u=None):
     """Keras-ops twin of :meth:`FixedType.quantize`: the same rounding and overflow modes.
 
-    Exact in float32 while codes need at most 24 bits (tests prove agreement mode by mode).
-    With ``u`` (uniform draws in [0, 1) of x's shape) the rounding is stochastic instead
-    (:func:`_stochastic_codes`); the overflow mode still applies.
+    Exact in float32 for every finite input while codes need at most 24 bits (tests prove it
+    mode by mode on all float32 values near every tie and grid point). NaN gives NaN; +-inf
+    saturate (SAT, SAT_SYM), give 0 (SAT_ZERO) or NaN (WRAP). With ``u`` (uniform draws in
+    [0, 1) of x's shape) the rounding is stochastic instead (:func:`_stochastic_codes`); the
+    overflow mode still applies.
     """
     x = ops.convert_to_tensor(x)
-    scale = 2.0 ** (t.width - t.integer)
-    s = x * scale  # a power-of-two scale is exact
+    f = t.width - t.integer  # s = x * 2**f: a power-of-two scale is exact but may over/underflow
+    bits, emax = _FLOAT_BITS.get(keras.backend.standardize_dtype(x.dtype), (53, 1024))
+    # floor(-tiny * 2**f) is -1 (f small enough), but TensorFlow reads a subnormal -tiny as 0
+    tiny = _negative_subnormal(x) if u is None and t.rounding == "TRN" and f <= emax - 2 else None
+    if f < 0 and u is None and t.rounding == "TRN":
+        # a tiny negative x may underflow to -0.0 and floor to 0, not -1:
+        # floor(floor(x) * 2**f) == floor(x * 2**f), and floor(x) * 2**f does not underflow
+        x = ops.floor(x)
+    if f > 0 and t.overflow == "WRAP" and bits - 1 + t.width < emax:
+        # a float s with |s| >= 2**(bits - 1 + width) is a multiple of 2**width (wraps to 0), so
+        # clamp finite x there rather than let x * 2**f overflow to inf (which wraps to NaN)
+        big = 2.0 ** (bits - 1 + t.integer)
+        x = ops.where(ops.isfinite(x), ops.clip(x, -big, big), x)
+    scale = 2.0**f
+    s = x * scale
     r = _round_codes(s, t.rounding) if u is None else _stochastic_codes(s, u)
+    if tiny is not None:
+        r = ops.where(tiny, -ops.ones_like(r), r)
     return _overflow_codes(r, t) / scale
+
+
+def _negative_subnormal(x):
+    """True where ``x`` is a negative subnormal (None for dtypes other than float32/float64).
+
+    TensorFlow runs with denormals flushed to zero on CPU (eager and XLA alike): every float op
+    reads a subnormal as 0, so ``x < 0`` and ``floor(x)`` miss them; only the bits tell."""
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    if dtype not in ("float32", "float64"):
+        return None
+    width, mant = (32, 23) if dtype == "float32" else (64, 52)
+    b = ops.view(x, f"int{width}")
+    sign = -(2 ** (width - 1))  # the bits of -0.0; negative subnormals follow, up to sign + 2**mant - 1
+    return (b > sign) & (b < sign + 2**mant)
 
 
 def _tensor(x):
