@@ -23,6 +23,23 @@ def _running_the_cli() -> bool:
     return any(a == "-m" and b in ("edgebnn", "edgebnn.cli") for a, b in zip(argv, argv[1:]))
 
 
+def _leave_at_start_up(signum, frame):  # pragma: no cover - exercised in a subprocess
+    # Nothing is written while the command line starts (importing TensorFlow takes seconds), so
+    # Ctrl-C or SIGTERM then leaves at once with one line; edgebnn.cli.main takes over after.
+    name, code = ("interrupted", 130) if signum == _signal.SIGINT else ("terminated (SIGTERM)", 143)
+    _os.write(_STDERR, f"edgebnn: {name} while starting; nothing was written\n".encode())
+    _os._exit(code)
+
+
+if _running_the_cli():
+    import signal as _signal
+
+    _STDERR = _os.dup(2)  # _QuietStderr silences fd 2 during the TensorFlow import
+    for _sig in (_signal.SIGINT, _signal.SIGTERM):
+        if _signal.getsignal(_sig) is not _signal.SIG_IGN:
+            _signal.signal(_sig, _leave_at_start_up)
+
+
 class _QuietStderr:
     """Silence file descriptor 2 (TensorFlow's C++ start-up logging ignores
     TF_CPP_MIN_LOG_LEVEL); Python exceptions still propagate and print after it."""

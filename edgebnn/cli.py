@@ -215,11 +215,13 @@ def _one_line(text: str) -> str:
 def main(argv=None) -> int:
     """Run one command; every failure ends here as exactly one line on stderr and an exit code
     from :data:`edgebnn.errors.EXIT_CODES`."""
-    installed, previous = False, None
+    previous = {}
     if threading.current_thread() is threading.main_thread():
-        # SIGTERM unwinds like Ctrl-C, so staging folders are removed on the way out
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-        installed = True
+        # Ctrl-C raises KeyboardInterrupt (edgebnn/__init__ set a start-up handler) and SIGTERM
+        # unwinds the same way, so staging folders are removed on the way out
+        for sig, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _on_sigterm)):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job ignores Ctrl-C
+                previous[sig] = signal.signal(sig, handler)
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -242,8 +244,8 @@ def main(argv=None) -> int:
               "(please report it; set EDGEBNN_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_INTERNAL_ERROR
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def _debug_traceback() -> None:
