@@ -35,6 +35,7 @@ Nothing here imports TensorFlow or Keras.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import keyword
 import math
@@ -139,10 +140,12 @@ class HLSProject:
             with contextlib.redirect_stdout(io.StringIO()):
                 _, traces = twin.model.trace(np.ascontiguousarray(x.reshape(len(x), -1)))
         names = _hls_names(self.graph)
+        # a flatten moved behind requantizations (io_stream) holds their results, not its own
+        moved = _hls_chain(self.graph, self._export_kwargs.get("io_type", "io_parallel")).moved
         return {
             node.name: np.asarray(traces[names[node.name]], dtype=np.float64).reshape((len(x), *node.shape))
             for node in self.graph.nodes
-            if names[node.name] in traces
+            if names[node.name] in traces and node.name not in moved
         }
 
     def predict(self, x) -> np.ndarray:
@@ -215,19 +218,23 @@ def export(
     _register_hls4ml()
     final = pathlib.Path(output_dir).absolute()
     names = _hls_names(graph)
-    layers = _layer_list(graph, names)
+    chain = _hls_chain(graph, io_type)
+    layers = _layer_list(chain, names)
     messages: list[str] = []
     with staged_dir(final, force=force, what="HLS project folder") as tmp:
-        config = _hls_config(graph, names, str(tmp), project_name, backend_name, part, clock_period,
+        config = _hls_config(chain, names, str(tmp), project_name, backend_name, part, clock_period,
                              io_type, strategy, reuse_factor, trace)
         out = io.StringIO()
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
             warnings.simplefilter("always")
-            model = ModelGraph.from_layer_list(config, layers, [names[graph.input.name]],
-                                               [names[graph.output.name]])
-            messages += _check_model(model, graph, names, reuse_factor)
+            model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]],
+                                               [names[chain.output.name]])
+            messages += _check_model(model, chain, names, reuse_factor)
             model.write()
-        messages += [f"hls4ml: {w.message}" for w in caught]
+        # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
+        # and then restores the lower-case strategy its templates need: nothing the user must know
+        messages += [f"hls4ml: {w.message}" for w in caught
+                     if not re.match(r"Overriding attribute 'strategy' of layer '\w+' \(PointwiseConv2D\)", str(w.message))]
         messages += _printed_warnings(out.getvalue())
         if graph.output.type.width > 53:
             messages.append(
@@ -340,6 +347,67 @@ def _check_accumulator(node: Node, src: Node, where: str) -> None:
 
 
 # ----------------------------------------------------------------------------- hls4ml model
+@dataclasses.dataclass
+class _Chain:
+    """The graph's nodes in the order and shapes hls4ml is given them (see :func:`_hls_chain`)."""
+
+    nodes: list[Node]
+    moved: frozenset[str] = frozenset()  # flatten nodes moved behind the requantizations after them
+
+    def __getitem__(self, name: str) -> Node:
+        return next(node for node in self.nodes if node.name == name)
+
+    @property
+    def input(self) -> Node:
+        return self.nodes[0]
+
+    @property
+    def output(self) -> Node:
+        return self.nodes[-1]
+
+
+_ELEMENTWISE = ("threshold", "cast")
+
+
+def _hls_chain(graph: Graph, io_type: str) -> _Chain:
+    """The node chain hls4ml gets: the graph's, except that in io_stream a requantization
+    (threshold, cast) right after a flatten is applied before the flatten.
+
+    hls4ml's io_stream flatten is a view of the pixel stream (packets of one pixel's channels)
+    that only a dense layer knows how to read; an activation after it writes packets of the whole
+    flat size while reading pixel packets, so it reads too little and leaves data in the stream.
+    An elementwise op commutes with flatten (channels-last row-major order is the stream's pixel
+    order), so each moved node keeps its per-flat-feature tables and sees the pixel packets, and
+    the flatten (or flattens) follow it with the last moved node's type.
+    """
+    if io_type != "io_stream":
+        return _Chain(list(graph.nodes))
+    nodes: list[Node] = []
+    pending: list[Node] = []  # flattens not yet emitted
+    moved: set[str] = set()
+
+    def emit_pending():
+        for flat in pending:
+            src = nodes[-1]
+            nodes.append(dataclasses.replace(flat, inputs=[src.name], type=src.type))
+        pending.clear()
+
+    for node in graph.nodes:
+        if node.op == "flatten":
+            pending.append(node)
+        elif pending and node.op in _ELEMENTWISE:
+            src = nodes[-1]
+            nodes.append(dataclasses.replace(node, inputs=[src.name], shape=src.shape))
+            moved.update(f.name for f in pending)
+        else:
+            if pending:
+                emit_pending()
+                node = dataclasses.replace(node, inputs=[nodes[-1].name])
+            nodes.append(node)
+    emit_pending()
+    return _Chain(nodes, frozenset(moved))
+
+
 def _precision(t: FixedType) -> str:
     """hls4ml precision string with every mode spelled out (always a fixed type: hls4ml
     special-cases ``ap_uint<1>`` data and ``ap_int<2>`` weights)."""
@@ -389,7 +457,7 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
     for node in graph.nodes:
         layer_cfg[names[node.name]] = {
             "Precision": _layer_precisions(graph, node),
-            "ReuseFactor": reuse_factor,
+            "ReuseFactor": _layer_reuse_factor(get_backend(backend), node, strategy, reuse_factor),
             "Strategy": strategy,
             "Trace": trace,
         }
@@ -401,6 +469,21 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
         "LayerName": layer_cfg,
     }
     return config
+
+
+def _layer_reuse_factor(backend, node: Node, strategy: str, reuse_factor: int) -> int:
+    """The reuse factor a layer is configured with: ``reuse_factor``, except for a 1x1 conv2d in
+    the Resource strategy, which gets the nearest valid one as hls4ml would choose it.
+
+    hls4ml snaps an invalid reuse factor of a Conv2D, then rebuilds a 1x1 one as a
+    PointwiseConv2D from the configuration, which restores the invalid value; its C++ then
+    fails an assertion that aborts the Python process running the C-simulation.
+    """
+    if strategy != "Resource" or node.op != "conv2d" or tuple(node.params["weight"].shape[:2]) != (1, 1):
+        return reuse_factor
+    _, _, c, f = node.params["weight"].shape
+    valid = backend.get_valid_reuse_factors(int(c), int(f))
+    return reuse_factor if reuse_factor in valid else backend.get_closest_reuse_factor(valid, reuse_factor)
 
 
 def _layer_precisions(graph: Graph, node: Node) -> dict[str, str]:
@@ -468,7 +551,9 @@ def _layer_list(graph: Graph, names: dict[str, str]) -> list[dict]:
                          n_in=int(np.prod(node.shape)))
         else:
             t, lv = _threshold_tables(node)
-            entry.update(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(node.shape[-1]),
+            # one table row per channel: the last axis, or every flat feature of a threshold moved
+            # before a flatten in io_stream (the template's channel is the flat index % n_chan)
+            entry.update(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(t.shape[0]),
                          n_thresholds=int(t.shape[1]),
                          thresholds_data=src.type.from_codes(t).reshape(-1),
                          levels_data=node.type.from_codes(lv).reshape(-1))
@@ -497,7 +582,7 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
         if n.op == "conv2d" and stream and any(n.attrs["padding"][0] + n.attrs["padding"][1]):
             # io_stream pads in a ZeroPadding2D layer of the input's type: zeros are exact in any type
             expected.append((f"zp2d_{names[n.name]}", "ZeroPadding2D", graph[n.inputs[0]]))
-        expected.append((names[n.name], _HLS_CLASSES[n.op], n))
+        expected.append((names[n.name], _hls_class(n), n))
     if graph.output.op == "flatten":
         if stream:  # hls4ml repacks the stream into one packet
             expected[-1] = (f"repack_{expected[-1][0]}", "Repack", graph.output)
@@ -543,8 +628,12 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
             if not np.array_equal(bvar.data, b):
                 raise RuntimeError(f"hls4ml changed the bias of layer {layer.name!r}; please report this to edgebnn")
             rf = layer.get_attr("reuse_factor")
+            valid = backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
+            if layer.get_attr("strategy", "").lower() == "resource" and rf not in valid:
+                # its C++ would fail an assertion, which aborts the process running the C-simulation
+                raise RuntimeError(f"hls4ml left layer {layer.name!r} with the invalid reuse factor {rf}; "
+                                   f"use one of {', '.join(map(str, valid))}, and please report this to edgebnn")
             if rf != reuse_factor:
-                valid = backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
                 messages.append(
                     f"hls4ml changed the reuse factor of layer {node.name!r} from {reuse_factor} to {rf}; "
                     f"valid reuse factors there are {', '.join(map(str, valid))}"
@@ -558,6 +647,14 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
             expect(layer, "thresholds", layer.get_weights("thresholds").type.precision, prec["thresholds"])
             expect(layer, "levels", layer.get_weights("levels").type.precision, prec["levels"])
     return messages
+
+
+def _hls_class(node: Node) -> str:
+    """The hls4ml class a node's layer has after hls4ml's flows."""
+    if node.op == "conv2d" and tuple(node.params["weight"].shape[:2]) == (1, 1):
+        # hls4ml's optimize_pointwise_conv: the same layer and weights, 1x1 kernels in C++
+        return "PointwiseConv2D"
+    return _HLS_CLASSES[node.op]
 
 
 _HLS_CLASSES = {"input": "Input", "dense": "Dense", "conv2d": "Conv2D", "maxpool2d": "Pooling2D", "flatten": "Reshape",

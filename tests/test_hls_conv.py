@@ -28,6 +28,8 @@ def conv_cast_flat(seed=0):
     return Graph("conv_cast_flat", [inp, conv, cast, flatten_node("flat", cast)])
 
 
+POINTWISE = ({"kernel": (1, 1), "filters": 3},
+             {"kernel": (1, 1), "filters": 3, "strides": (2, 1), "padding": ((1, 0), (0, 1))})
 POOLS = {0: [{"pool": (2, 2), "where": "acc"}], 1: [{"pool": (2, 1), "strides": (1, 1), "where": "act"}]}
 POOLS_STREAM = {0: [{"pool": (2, 2), "where": "act"}], 1: [{"pool": (1, 2), "where": "acc"}]}
 
@@ -59,6 +61,13 @@ CASES = {
     "conv_pool_bnn": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {}),
     # io_stream pools non-overlapping windows only
     "conv_pool_stream": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {"io_type": "io_stream"}),
+    # 1x1 kernels: hls4ml's PointwiseConv2D (D3), stride 1 and stride (2, 1) with padding
+    "pointwise": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 5}), {}),
+    "pointwise_bnn_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE), {"io_type": "io_stream"}),
+    "pointwise_resource": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 6}),
+                           {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2}),
+    "pointwise_resource_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 7}),
+                                  {"strategy": "Resource", "reuse_factor": 3, "io_type": "io_stream"}),
     # a flat network in io_stream: one packet per vector
     "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
 }
@@ -95,11 +104,15 @@ def test_inputs_near_first_thresholds(compiled):
 def test_project_has_the_graph_layers(compiled):
     _, graph, project = compiled
     classes = [layer.class_name for layer in project.model.get_layers()]
-    n_conv = sum(node.op == "conv2d" for node in graph.nodes)
-    assert classes.count("Conv2D") == n_conv
+    convs = [node for node in graph.nodes if node.op == "conv2d"]
+    n_pointwise = sum(node.params["weight"].shape[:2] == (1, 1) for node in convs)
+    assert classes.count("Conv2D") == len(convs) - n_pointwise
+    assert classes.count("PointwiseConv2D") == n_pointwise  # hls4ml's class for 1x1 kernels
     assert classes.count("Pooling2D") == sum(node.op == "maxpool2d" for node in graph.nodes)
     with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
-        assert fh.read().count("nnet::conv_2d_cl") == n_conv
+        code = fh.read()
+    assert code.count("nnet::conv_2d_cl") == len(convs) - n_pointwise
+    assert code.count("nnet::pointwise_conv_2d_cl") == n_pointwise
 
 
 def test_nonzero_padding_value_is_refused(tmp_path):
@@ -140,3 +153,17 @@ def test_overlapping_pool_is_refused_in_io_stream(tmp_path):
     graph = conv_net(input_shape=(9, 9, 2), pools=POOLS)
     with pytest.raises(EdgebnnError, match=r"'pool1_act0' \(maxpool2d\) pools \[2, 1\] windows with strides \[1, 1\]"):
         hls.export(graph, tmp_path / "prj", board=PYNQ, io_type="io_stream")
+
+
+@pytest.mark.parametrize("compiled", ["pointwise_resource", "pointwise_resource_stream"], indirect=True)
+def test_pointwise_reuse_factor_is_valid_and_reported(compiled):
+    """hls4ml rebuilds a 1x1 Conv2D as PointwiseConv2D from the configuration, restoring a reuse
+    factor it had snapped (its C++ then aborts the process); export snaps it and says so."""
+    name, graph, project = compiled
+    backend = project.model.config.backend
+    for layer in project.model.get_layers():
+        if layer.class_name == "PointwiseConv2D":
+            assert layer.get_attr("reuse_factor") in backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
+    want = "'conv1' from 2 to 1" if name == "pointwise_resource" else "'conv0' from 3 to 2"
+    assert any(want in w for w in project.warnings), project.warnings
+    assert not any("Overriding" in w for w in project.warnings)
