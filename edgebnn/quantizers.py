@@ -568,7 +568,8 @@ class SteTern(Quantizer):
         """:math:`\\Delta` for the tensor ``x``."""
         x = _tensor(x)
         if self.ternary_weight_networks:
-            n = float(np.prod(x.shape))
+            # the runtime size: as an activation the batch dimension is None when traced
+            n = ops.cast(ops.size(x), x.dtype)
             return 0.7 * ops.sum(ops.abs(x)) / n
         return ops.convert_to_tensor(self.threshold_value, dtype=x.dtype)
 

@@ -73,3 +73,28 @@ def test_quantizers_serialize():
     for q in (qz.SteSign(0.5), qz.QuantizedBits(6, 2, symmetric=True, rounding="RND", overflow="WRAP")):
         back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(q))
         assert back == q and back is not q
+
+
+@pytest.mark.parametrize("q", [
+    qz.SteTern(ternary_weight_networks=True), qz.XnorSign(), qz.XnorSign(per_channel=False, po2=True),
+    qz.MagnitudeAwareSign(), qz.Ternary(alpha="auto"), qz.Ternary(alpha="auto_po2"), qz.Binary(alpha="auto_po2"),
+    qz.QuantizedBits(4, 1, alpha="auto"), qz.QuantizedBits(4, 1, alpha="auto_po2"), qz.DoReFa(2, "weights"),
+    qz.DoReFa(2)], ids=repr)
+def test_tensor_statistics_work_with_an_unknown_batch_dimension(q):
+    """Quantizers whose scale or threshold is a statistic of the tensor, used as activations:
+    Keras traces them with a None batch dimension and runs them at any batch size."""
+    inp = keras.Input((3, 2))
+    model = keras.Model(inp, edgebnn.layers.QuantActivation(q)(inp))
+    rng = np.random.default_rng(0)
+    for batch in (1, 7):
+        x = rng.normal(size=(batch, 3, 2)).astype(np.float32)
+        want = keras.ops.convert_to_numpy(q(x))
+        for jit in (True, False):
+            model.compile(jit_compile=jit)
+            y = model.predict(x, batch_size=batch, verbose=0)
+            if isinstance(q, (qz.Ternary, qz.QuantizedBits)) and q.alpha == "auto":
+                # a float scale mean(x k) / mean(k k): compiled graphs sum and fuse in another order
+                np.testing.assert_array_equal(np.sign(y), np.sign(want))
+                np.testing.assert_allclose(y, want, rtol=2**-22)
+            else:
+                np.testing.assert_array_equal(y, want)

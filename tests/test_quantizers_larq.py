@@ -178,3 +178,27 @@ def test_outputs_lie_on_declared_grids():
         y = keras.ops.convert_to_numpy(q(x))
         s = np.asarray(q.hardware(x).scale, np.float32)
         np.testing.assert_array_equal(np.abs(y), np.broadcast_to(s, y.shape))
+
+
+def test_ste_tern_twn_as_activation_with_an_unknown_batch_dimension():
+    """Issue 8, D4: the TWN threshold uses the tensor's runtime size (it used the static shape,
+    a TypeError on a None batch dimension). As an activation it is a batch statistic:
+    0.7 * mean|x| over the whole batch tensor."""
+    q = qz.SteTern(ternary_weight_networks=True)
+    inp = keras.Input((4,))
+    model = keras.Model(inp, edgebnn.layers.QuantActivation(q)(inp))
+    # multiples of 1/32: every sum is exact, so the threshold is known exactly
+    rows = f32([[1.0, -0.5, 0.3125, 0.0], [0.125, -0.125, 0.375, -1.0], [0.5, 0.5, -0.25, 0.0],
+                [2.0, 0.0, 0.0, -0.125], [0.25, -0.25, 0.75, 0.5], [0.0, 0.0, 0.0, 0.375], [-0.5, 1.5, 0.25, 0.125]])
+    for x in (rows[:1], rows):  # batch sizes 1 and 7
+        delta = f32(0.7) * f32(np.abs(x).sum()) / f32(x.size)
+        want = np.where(x >= delta, 1, np.where(x <= -delta, -1, 0)).astype(f32)
+        for jit in (True, False):
+            model.compile(jit_compile=jit)
+            np.testing.assert_array_equal(model.predict(x, batch_size=len(x), verbose=0), want)
+        traced = tf.function(q.threshold, input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+        assert float(traced(tf.constant(x))) == float(delta)
+    # the batch statistic is visible: row 0 alone and within the batch ternarize differently
+    d1 = f32(0.7) * f32(np.abs(rows[:1]).sum()) / f32(4)
+    d7 = f32(0.7) * f32(np.abs(rows).sum()) / f32(rows.size)
+    assert d1 != d7 and (np.abs(rows[0]) >= d1).tolist() != (np.abs(rows[0]) >= d7).tolist()
