@@ -149,3 +149,81 @@ def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>
     if out_levels is not None:
         add_threshold("levels", FixedType.from_string(out_levels), 5)
     return Graph("conv_net", nodes)
+
+
+def chain(ops, input_shape=(6, 6, 2), input_type="ufixed<6,0,RND_CONV,SAT>", seed=0, n_calib=256, name="chain"):
+    """Input -> ``ops`` in order: a chain of any nodes, for tests of how ops follow each other.
+
+    Each entry is an op name or ``(op, options)``:
+    ``dense`` {units, binary, bias}; ``conv2d`` {kernel, filters, strides, padding, binary, bias};
+    ``maxpool2d`` {pool, strides}; ``flatten``; ``threshold`` {type, k}; ``cast`` {type, relu}.
+    Weights are random codes of fixed<3,1> (``binary``: +-1 codes of int<2>), with a random
+    fixed<5,2> bias when ``bias``. Thresholds sit at per-channel quantiles of their input on
+    random inputs (channels are the last axis: after a flatten, every flat feature), so outputs
+    vary and ties occur; levels spread over ``type`` (default fixed<4,2>). A cast without ``type``
+    rounds (RND_CONV) one fractional bit off its input and saturates (SAT) about the top fifth.
+    """
+    import math
+
+    from edgebnn.emulate import emulate
+    from edgebnn.graph import cast_node, conv2d_node, flatten_node, maxpool2d_node
+
+    rng = np.random.default_rng(seed)
+    it = FixedType.from_string(input_type)
+    x = rng.uniform(it.min, it.max, size=(n_calib, *input_shape))
+    nodes = [input_node("input", tuple(input_shape), it)]
+
+    def values():
+        return emulate(Graph("partial", list(nodes)), x, return_all=True)[nodes[-1].name]
+
+    def weights(shape, binary):
+        if binary:
+            return rng.choice(np.array([-1, 1]), size=shape), BINARY
+        wt = FixedType.from_string("fixed<3,1>")
+        return rng.integers(wt.min_code, wt.max_code + 1, size=shape), wt
+
+    def bias(n, wanted):
+        bt = FixedType.from_string("fixed<5,2>")
+        return (rng.integers(bt.min_code, bt.max_code + 1, size=n), bt) if wanted else (None, None)
+
+    for i, entry in enumerate(ops):
+        op, opt = (entry, {}) if isinstance(entry, str) else entry
+        src = nodes[-1]
+        label = f"{op}{i}"
+        if op == "dense":
+            w, wt = weights((src.shape[-1], opt.get("units", 4)), opt.get("binary", False))
+            b, bt = bias(w.shape[1], opt.get("bias", False))
+            nodes.append(dense_node(label, src, w, wt, b, bt))
+        elif op == "conv2d":
+            kh, kw = opt.get("kernel", (2, 2))
+            w, wt = weights((kh, kw, src.shape[-1], opt.get("filters", 2)), opt.get("binary", False))
+            b, bt = bias(w.shape[3], opt.get("bias", False))
+            nodes.append(conv2d_node(label, src, w, wt, strides=opt.get("strides", (1, 1)),
+                                     padding=opt.get("padding", ((0, 0), (0, 0))), bias=b, bias_type=bt))
+        elif op == "maxpool2d":
+            nodes.append(maxpool2d_node(label, src, opt.get("pool", (2, 2)), opt.get("strides")))
+        elif op == "flatten":
+            nodes.append(flatten_node(label, src))
+        elif op == "threshold":
+            out_type = FixedType.from_string(opt.get("type", "fixed<4,2>"))
+            k = opt.get("k", 3)
+            c = src.shape[-1]
+            codes = src.type.codes(values()).reshape(-1, c)
+            t = np.quantile(codes, np.linspace(0, 1, k + 2)[1:-1], axis=0, method="nearest").T.astype(np.int64)
+            levels = np.round(np.linspace(out_type.min_code, out_type.max_code, k + 1)).astype(np.int64)
+            nodes.append(threshold_node(label, src, t, np.tile(levels, (c, 1)), out_type))
+        elif op == "cast":
+            relu = opt.get("relu", False)
+            out_type = opt.get("type")
+            if out_type is None:
+                v = values()
+                top = float(np.quantile(np.abs(np.maximum(v, 0) if relu else v), 0.8)) + src.type.lsb
+                integer = math.floor(math.log2(top)) + (not relu)  # the largest value is below top
+                frac = src.type.fractional - 1
+                out_type = FixedType(max(2, integer + frac), max(integer, 2 - frac), not relu, "RND_CONV", "SAT")
+            else:
+                out_type = FixedType.from_string(out_type)
+            nodes.append(cast_node(label, src, out_type, relu=relu))
+        else:
+            raise ValueError(f"unknown op {op!r}")
+    return Graph(name, nodes)
