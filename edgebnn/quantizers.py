@@ -178,6 +178,20 @@ def _round_codes(s, mode: str):
     return fl + ops.cast(up, s.dtype)  # a tie or fraction exists only below 2**23: fl + 1 is exact
 
 
+def _round_conv_sum(a, c: float):
+    """``a + c`` (``c`` a constant) rounded half to even, exact for the real sum while it is
+    below 2**22 in magnitude (beyond, the float sum is an integer already).
+
+    ``a + c`` in float32 may round onto a tie (0.5 + 2**-40 is 0.5), so the error of the sum is
+    recovered exactly (Knuth's TwoSum) and decides the ties."""
+    hi = a + c
+    b = hi - a
+    err = (a - (hi - b)) + (c - b)
+    fl, up, tie = _floor_half(hi)
+    up = up | (tie & ((err > 0) | ((err == 0) & _odd(fl))))
+    return fl + ops.cast(up, hi.dtype)
+
+
 def _stochastic_codes(s, u):
     """``floor(s) + [u < frac(s)]`` for ``u ~ U[0, 1)``: rounds up with probability
     ``frac(s)``, so the expected code is ``s`` (unbiased) and every code is a grid neighbour.
@@ -816,7 +830,9 @@ class QuantizedBits(_Stochastic, Quantizer):
         scale = ops.max(ops.abs(x), axis=(0,) if axes is None else axes, keepdims=True) * 2.0 / levels
 
         def codes(scale):
-            v = ops.floor(ops.abs(x) / scale + 0.5)
+            a = ops.abs(x) / scale
+            v = ops.floor(a)  # floor(a + 1/2) without rounding a + 1/2 (0.49999997 + 0.5 is 1.0)
+            v = v + ops.cast(a - v >= 0.5, v.dtype)
             return ops.sign(x) * ops.where(v < cap, v, ops.full_like(v, cap))
 
         if self.alpha == "auto_po2":
@@ -888,7 +904,8 @@ class QuantizedRelu(_Stochastic, Quantizer):
     :math:`m_i \sigma \, \mathrm{clip}(\mathrm{round}(\sigma x m / m_i) / (\sigma m), -1, 0)`.
     With ``use_sigmoid=1``, :math:`p = m \cdot \mathrm{hard\_sigmoid}(x / m_i)` and
     :math:`q(x) = m_i \cdot \mathrm{clip}(2\,\mathrm{round}(p)/m - 1, 0, 1 - 1/m)` (plus
-    :math:`m_i \sigma\, \mathrm{clip}(2\,\mathrm{round}(\sigma p)/(\sigma m) - 1, -1, 0)` with a slope).
+    :math:`m_i \sigma\, \mathrm{clip}(2\,\mathrm{round}(\sigma p)/(\sigma m) - 1, -1, 0)` with a slope),
+    rounding the exact :math:`p` (QKeras' float32 :math:`x/2 + 1/2` can round onto a tie).
 
     Gradient (the STE path :math:`\mathrm{relu}(x, \sigma)` held constant above the bound):
 
@@ -930,10 +947,18 @@ class QuantizedRelu(_Stochastic, Quantizer):
         m, m_i, _ = self._consts()
         s = self.negative_slope
         if self.use_sigmoid:
-            p = _hard_sigmoid(x / m_i) * m
-            xq = m_i * ops.clip(2.0 * (_round_or_draw(p, u) / m) - 1.0, 0.0, 1.0 - 1.0 / m)
+            if u is None:
+                # round(m * hard_sigmoid(x / m_i)) = clip(round(y + m/2), 0, m) with y = x m / (2 m_i)
+                # exactly (the sum's own rounding is undone; rounding is monotone, so it commutes with a clip)
+                y = x * (m / (2.0 * m_i))
+                rp = ops.clip(_round_conv_sum(y, m / 2.0), 0.0, m)
+                rps = None if s == 0 else ops.clip(_round_conv_sum(y * s, m * s / 2.0), 0.0, float(round(m * s)))
+            else:
+                p = _hard_sigmoid(x / m_i) * m
+                rp, rps = _round_or_draw(p, u), (None if s == 0 else _round_or_draw(p * s, u))
+            xq = m_i * ops.clip(2.0 * (rp / m) - 1.0, 0.0, 1.0 - 1.0 / m)
             if s > 0:
-                neg = ops.clip(2.0 * (_round_or_draw(p * s, u) * (1.0 / (s * m))) - 1.0, -1.0, 0.0)
+                neg = ops.clip(2.0 * (rps * (1.0 / (s * m))) - 1.0, -1.0, 0.0)
                 xq = xq + m_i * s * neg
             return xq
         p = x * m / m_i
@@ -1005,7 +1030,9 @@ class QuantizedTanh(_Stochastic, Quantizer):
         2\,\mathrm{clip}(x/2 + 1/2, 0, 1) - 1 & \text{else (hard tanh)} \end{cases}, \qquad
         q(x) = \mathrm{clip}\Big(\frac{\mathrm{round}(p m)}{m}, l, 1 - \frac1m\Big)
 
-    (QKeras 0.9.0's default ``symmetric=False`` keeps -1 as an output.)
+    (QKeras 0.9.0's default ``symmetric=False`` keeps -1 as an output.) The hard tanh is
+    :math:`\mathrm{clip}(x, -1, 1)` exactly: QKeras' float32 :math:`x/2 + 1/2` can round onto a
+    tie of :math:`pm` (a value within an ulp of the tie, rounded the other way there).
 
     .. math::
         \frac{\partial q}{\partial x} = [\,l \le \mathrm{round}(pm)/m \le 1 - 1/m\,] \cdot
@@ -1035,7 +1062,9 @@ class QuantizedTanh(_Stochastic, Quantizer):
         low = -1.0 + float(self.symmetric) / m
 
         def p_of(v):
-            return ops.tanh(v) if self.use_real_tanh else 2.0 * _hard_sigmoid(v) - 1.0
+            # the hard tanh 2 clip(v/2 + 1/2, 0, 1) - 1 is clip(v, -1, 1); computed as written,
+            # v/2 + 1/2 rounds in float32 and can land on a tie of round(p m)
+            return ops.tanh(v) if self.use_real_tanh else ops.clip(v, -1.0, 1.0)
 
         def forward(v):
             return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)

@@ -139,3 +139,51 @@ def test_nonfinite_inputs(rounding, overflow):
     else:
         low = t.min_code if overflow == "SAT" else -t.max_code
         np.testing.assert_array_equal(y[1:], [t.max_code * t.lsb, low * t.lsb])
+
+
+def _sweep_around(points, n=ULPS):
+    base = np.asarray(points, dtype=np.float64).astype(F32)
+    return np.concatenate([_neighbours(base, n), [F32(-0.0)]])
+
+
+@pytest.mark.parametrize("bits,symmetric", [(1, False), (3, False), (4, True), (8, False)])
+def test_quantized_tanh_hard_rounds_the_exact_value(bits, symmetric):
+    """p = 2 clip(x/2 + 1/2, 0, 1) - 1 = clip(x, -1, 1) exactly; float32 x/2 + 1/2 can round
+    onto a tie of p m (e.g. x = 1.5/128 - 2**-40 gave 2/128 with 8 bits, not 1/128)."""
+    q = qz.QuantizedTanh(bits, symmetric=symmetric)
+    m = 2.0 ** (bits - 1)
+    j = np.arange(-m - 4, m + 5)
+    x = _sweep_around(np.concatenate([j / m, (j + 0.5) / m, [1.5 / 128 - 2.0**-40]]))
+    p = np.clip(x.astype(np.float64), -1.0, 1.0)
+    want = np.clip(np.rint(p * m) / m, -1.0 + symmetric / m, 1.0 - 1.0 / m)
+    for y in (keras.ops.convert_to_numpy(q(x)), tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()):
+        np.testing.assert_array_equal(y.astype(np.float64), want)
+
+
+@pytest.mark.parametrize("bits,integer,slope", [(1, 0, 0.0), (3, 0, 0.0), (4, 1, 0.0), (4, 1, 0.25), (6, -1, 0.125),
+                                                (3, 2, 1.0)])
+def test_quantized_relu_sigmoid_rounds_the_exact_value(bits, integer, slope):
+    q = qz.QuantizedRelu(bits, integer, use_sigmoid=1, negative_slope=slope)
+    m, m_i, _ = q._consts()
+    j = np.arange(-4, m * max(1, 1 / max(slope, 1e-9)) + 5) if slope else np.arange(-4, m + 5)
+    t = np.concatenate([j / m, (j + 0.5) / m])  # grid points and ties of p = m (x / (2 m_i) + 1/2)
+    if slope:
+        t = np.concatenate([t, j / (slope * m), (j + 0.5) / (slope * m)])  # and of p * slope
+    x = _sweep_around(2.0 * m_i * (t - 0.5))
+    p = m * np.clip(x.astype(np.float64) / (2.0 * m_i) + 0.5, 0.0, 1.0)  # exact in float64 here
+    want = m_i * np.clip(2.0 * np.rint(p) / m - 1.0, 0.0, 1.0 - 1.0 / m)
+    if slope:
+        want += m_i * slope * np.clip(2.0 * np.rint(p * slope) / (slope * m) - 1.0, -1.0, 0.0)
+    for y in (keras.ops.convert_to_numpy(q(x)), tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()):
+        bad = np.flatnonzero(y.astype(np.float64) != want)
+        assert bad.size == 0, (x[bad[:4]].tolist(), y[bad[:4]].tolist(), want[bad[:4]].tolist())
+
+
+def test_quantized_bits_auto_rounds_half_up_exactly():
+    """z = floor(|x'|/s + 1/2): with s = 1, |x'| = 0.49999997 gives 0 (QKeras' float32 sum,
+    0.49999997 + 0.5 = 1.0, gave 1)."""
+    q = qz.QuantizedBits(4, 0, alpha="auto")  # M = 7: s = 2 max|x| / 14 = 1 for max|x| = 7
+    below = float(np.nextafter(F32(0.5), F32(0)))
+    x = np.array([7.0, below, -below, 0.5, -0.5, 1.5, 2.5, 6.49999952], F32).reshape(-1, 1)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(q(x)).ravel(), [7, 0, 0, 1, -1, 2, 3, 6])
+    assert float(keras.ops.convert_to_numpy(q.scale(x)).ravel()[0]) == 1.0
