@@ -66,6 +66,10 @@ class _FloatOp:
     label: str
     fn: Callable  # keras tensor -> keras tensor, exactly as the layer computes it at inference
     relu: bool = False  # exactly max(x, 0): a cast node can do it in hardware
+    # the name of a parameter-free elementwise activation whose float32 result TensorFlow may
+    # compute differently at different tensor positions (see _LAYOUT_STABLE), else None
+    layout_sensitive: str | None = None
+    bias: bool = False  # a float bias added to the accumulator
 
 
 @dataclasses.dataclass
@@ -167,6 +171,16 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
     started = False
 
     def requant(name, quantizer, layer, extra_sources):
+        which = "quantizer" if isinstance(layer, QuantActivation) else "input_quantizer"
+        _check_requantizer(quantizer, layer, which)
+        flats = [d for d, _ in deferred if isinstance(d, keras.layers.Flatten)]
+        if flats and quantizer.hardware().kind == "partial":
+            raise FreezeError(
+                f"{where(layer)}: its {which} {quantizer!r} treats the features of the flattened tensor differently, "
+                f"but the real-valued outputs of {', '.join(pending_layers)} before {flats[0].name!r} (Flatten) can only "
+                "be requantized per channel; quantize before the Flatten (e.g. a QuantActivation) or use one "
+                "quantizer for all features"
+            )
         req = Step(name, "requant", layer, quantizer, list(pending), pending_layers + extra_sources)
         steps.append(req)
         pending.clear()
@@ -191,7 +205,8 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             if isinstance(layer, QuantConv2D):
                 _check_conv2d(layer)
             if not started:
-                if layer.input_quantizer is None or layer.input_quantizer.hardware().kind != "fixed":
+                if layer.input_quantizer is None or \
+                        _hardware(layer.input_quantizer, layer, "input_quantizer").kind != "fixed":
                     raise FreezeError(
                         f"{where(layer)} is the first layer and needs a fixed-point input_quantizer "
                         "(e.g. quantized_bits(8, 0, keep_negative=False)) so inputs lie on a grid"
@@ -212,13 +227,14 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             kind = "conv2d" if isinstance(layer, QuantConv2D) else "dense"
             steps.append(Step(layer.name, kind, layer, sources=[layer.name]))
             if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
-                pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias)))
+                pending.append(_FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True))
                 pending_layers.append(layer.name)
             if layer.activation is not None and layer.activation is not keras.activations.linear \
                     and index != strip:
                 _check_elementwise_activation(layer, layer.activation)
                 pending.append(_FloatOp(f"{layer.name}.activation", layer.activation,
-                                        relu=layer.activation is keras.activations.relu))
+                                        relu=layer.activation is keras.activations.relu,
+                                        layout_sensitive=_layout_sensitive(layer.activation)))
                 pending_layers.append(layer.name)
         elif not started:
             raise FreezeError(
@@ -242,7 +258,8 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             if layer.activation is not keras.activations.linear:
                 _check_elementwise_activation(layer, layer.activation)
                 pending.append(_FloatOp(layer.name, lambda x, l=layer: l(x),
-                                        relu=layer.activation is keras.activations.relu))
+                                        relu=layer.activation is keras.activations.relu,
+                                        layout_sensitive=_layout_sensitive(layer.activation)))
                 pending_layers.append(layer.name)
         elif isinstance(layer, keras.layers.Dropout):
             continue  # identity at inference
@@ -300,6 +317,51 @@ def _check_maxpool2d(layer):
         raise FreezeError(f"{where} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
 
 
+def _hardware(quantizer, layer, which: str):
+    """``quantizer.hardware()``, or a FreezeError naming the layer when it has no hardware form."""
+    try:
+        return quantizer.hardware()
+    except (qz.NoHardwareForm, ValueError) as err:
+        raise FreezeError(f"layer {layer.name!r} ({type(layer).__name__}): its {which} cannot be deployed: {err}") from None
+
+
+def _check_requantizer(quantizer, layer, which: str) -> None:
+    """Refuse, naming the layer, an activation quantizer whose outputs are not on one fixed grid
+    or depend on the statistics of the batch (hardware sees one sample at a time)."""
+    where = f"layer {layer.name!r} ({type(layer).__name__})"
+    if isinstance(quantizer, qz.SteTern) and quantizer.ternary_weight_networks:
+        raise FreezeError(
+            f"{where}: its {which} {quantizer!r} takes its threshold from the statistics of each batch, which "
+            "hardware computing one sample at a time cannot reproduce; use ste_tern with a fixed threshold_value "
+            "for activations (ternary_weight_networks is meant for weights)"
+        )
+    hw = _hardware(quantizer, layer, which)
+    if hw.kind == "partial" and (hw.parts[1] is None or hw.type is None):
+        raise FreezeError(
+            f"{where}: its {which} {quantizer!r} leaves the channels outside {list(hw.channels)} real-valued (or "
+            "off a fixed grid), which hardware cannot reproduce exactly; give it other= a fixed-point quantizer such "
+            "as quantized_bits(8, 3)"
+        )
+    if hw.type is None:
+        raise FreezeError(
+            f"{where}: its {which} {quantizer!r} outputs {hw.kind} values that no single fixed-point grid holds "
+            "exactly, so freeze cannot derive exact thresholds for it; use a fixed-point, binary or ternary "
+            "activation quantizer (e.g. quantized_bits, quantized_relu, ste_sign, ste_tern)"
+        )
+
+
+# elementwise activations whose float32 results TensorFlow computes identically at every tensor
+# position (checked against one-element tensors); any other may differ by a few ulps between the
+# vectorized body and the scalar tail of a tensor, so Keras's own output can depend on the layout
+_LAYOUT_STABLE = {"linear", "relu", "relu6", "tanh", "softsign", "hard_sigmoid", "hard_silu", "hard_swish",
+                  "leaky_relu", "sign"}
+
+
+def _layout_sensitive(fn) -> str | None:
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    return None if name in _LAYOUT_STABLE else name
+
+
 def _check_elementwise_activation(layer, fn):
     name = getattr(fn, "__name__", str(fn))
     if name in ("softmax", "log_softmax"):
@@ -327,6 +389,7 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
     nodes: list[Node] = []
     input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
     jit = _model_jit(model)
+    caveats: list[dict] = []  # where Keras's own result depends on the batch layout
     for step in steps:
         if progress:
             progress(f"freezing {step.name}")
@@ -349,9 +412,14 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             relu = any(op.relu for op in step.float_ops)
             nodes.append(cast_node(step.name, nodes[-1], step.quantizer.hardware().type, relu, ",".join(step.sources)))
         else:
-            nodes.append(_requant(step, nodes[-1], jit))
+            nodes.append(_requant(step, nodes[-1], jit, caveats))
+            if jit:
+                caveats += [_xla_bias_caveat(step, op) for op in step.float_ops if op.bias]
     inexact = [n.name for n in nodes if n.op in ("dense", "conv2d") and not _float32_exact(n, nodes)]
-    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact}
+    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact,
+            "keras_caveats": caveats}
+    for caveat in caveats:
+        warnings.warn(f"node {caveat['node']!r}: {caveat['reason']}", FreezeWarning, stacklevel=2)
     if inexact:
         warnings.warn(
             f"the accumulators of {', '.join(inexact)} need more than 24 significant bits, so Keras's float32 "
@@ -372,7 +440,19 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
 
 class FreezeWarning(UserWarning):
     """The frozen graph is exact but not what Keras computes: float32 cannot hold its accumulators
-    exactly, or the model's trailing softmax was stripped (``strip_softmax=True``)."""
+    exactly, Keras's own result depends on the batch layout (``graph.meta["keras_caveats"]``), or
+    the model's trailing softmax was stripped (``strip_softmax=True``)."""
+
+
+def _xla_bias_caveat(step: Step, op: _FloatOp) -> dict:
+    layer = op.label.rsplit(".", 1)[0]
+    return {
+        "node": step.name, "layer": layer, "kind": "xla_bias",
+        "reason": (f"layer {layer!r} adds a float bias under XLA (jit_compile=True), which folds the bias into the dot "
+                   "product at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; the "
+                   "deployed model adds the bias to the exact sum, as Keras does without XLA. For a layout-independent "
+                   "Keras model give the layer a bias_quantizer or compile it with jit_compile=False"),
+    }
 
 
 def _is_cast(step: Step) -> bool:
@@ -444,7 +524,7 @@ def _conv2d(step: Step, src: Node) -> Node:
 
 def _on_declared_grid(layer, which: str, tensor):
     """(type, integer codes) of a quantized weight tensor, checked against the quantizer's grid."""
-    hw = getattr(layer, which).hardware()
+    hw = _hardware(getattr(layer, which), layer, which)
     values = np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
     if hw.kind not in ("binary", "fixed") or hw.type is None or not hw.type.contains(values):
         raise FreezeError(
@@ -455,22 +535,20 @@ def _on_declared_grid(layer, which: str, tensor):
 
 
 class _Replay(keras.layers.Layer):
-    """The float ops and quantizer of one requantization step, as one layer (with ``n_ops`` only
-    the first ``n_ops`` float ops and no quantizer)."""
+    """The float ops ``start:stop`` of one requantization step, then (with ``quantize``) its
+    quantizer, as one layer."""
 
-    def __init__(self, step: Step, n_ops: int | None = None, **kwargs):
+    def __init__(self, step: Step, start: int = 0, stop: int | None = None, quantize: bool = True, **kwargs):
         super().__init__(**kwargs)
         self._step = step
-        self._n_ops = n_ops
+        self._range = (start, stop)
+        self._quantize = quantize
 
     def call(self, x):
-        if self._n_ops is not None:
-            for op in self._step.float_ops[: self._n_ops]:
-                x = op.fn(x)
-            return x
-        for op in self._step.float_ops:
+        start, stop = self._range
+        for op in self._step.float_ops[start:stop]:
             x = op.fn(x)
-        return self._step.quantizer(x, training=False)
+        return self._step.quantizer(x, training=False) if self._quantize else x
 
 
 def _check_pool_move(pool: Step, req: Node, acc: Node, jit: bool) -> None:
@@ -501,7 +579,7 @@ def _check_pool_move(pool: Step, req: Node, acc: Node, jit: bool) -> None:
     values = acc.type.from_codes(codes).astype(np.float32)
     shaped = values.reshape((span, 1, 1, values.shape[1]))
     inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
-    replay = keras.Model(inp, _Replay(step, n_ops=pool.ops_before)(inp))
+    replay = keras.Model(inp, _Replay(step, stop=pool.ops_before, quantize=False)(inp))
     replay.jit_compile = jit
     before = np.asarray(replay.predict(shaped, batch_size=min(span, 4096), verbose=0),
                         dtype=np.float64).reshape(values.shape)
@@ -520,7 +598,7 @@ def _check_pool_move(pool: Step, req: Node, acc: Node, jit: bool) -> None:
         )
 
 
-def _requant(step: Step, src: Node, jit: bool) -> Node:
+def _requant(step: Step, src: Node, jit: bool, caveats: list | None = None) -> Node:
     """Thresholds per channel (the last axis); the float ops run on values of the source's rank."""
     hw = step.quantizer.hardware()
     lo = src.type.codes(src.lo)
@@ -537,9 +615,15 @@ def _requant(step: Step, src: Node, jit: bool) -> Node:
     out = _evaluate(step, values, jit, rank=len(src.shape))
     if not hw.type.contains(out):
         raise FreezeError(
-            f"step {step.name!r}: quantizer {step.quantizer!r} produced values off its declared grid {hw.type}"
+            f"{step.name!r} ({', '.join(step.sources)}): quantizer {step.quantizer!r} produced values off its "
+            f"declared grid {hw.type}, which thresholds cannot reproduce; use a quantizer whose outputs lie on one "
+            "fixed-point grid (scaled forms such as alpha='auto' or DoReFa k-bit activations are not deployable yet)"
         )
     out_codes = hw.type.codes(out)
+    if caveats is not None:
+        caveat = _layout_caveat(step, src, values, out_codes, hw, jit, rank=len(src.shape))
+        if caveat:
+            caveats.append(caveat)
     changes = np.diff(out_codes, axis=0) != 0  # (span-1, C): the level changes entering row r+1
     k = max(int(changes.sum(axis=0).max()), 1)
     thresholds = np.empty((channels, k), dtype=np.int64)
@@ -557,17 +641,75 @@ def _requant(step: Step, src: Node, jit: bool) -> Node:
     return threshold_node(step.name, src, thresholds, levels, hw.type, source=",".join(step.sources))
 
 
-def _evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1) -> np.ndarray:
-    """Run the step's float ops and quantizer through Keras ``predict``, as the model does.
+def _evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay) -> np.ndarray:
+    """Run the step's float ops and quantizer (or the part ``replay`` selects, see
+    :class:`_Replay`) through Keras ``predict``, as the model does.
 
     ``values`` is (n, channels); it is given the rank of the model's tensor there ((n, 1, 1, C)
     after a convolution) so the same kernels (e.g. TensorFlow's fused 4-D batch norm) run."""
     shaped = values.reshape((len(values),) + (1,) * (rank - 1) + values.shape[1:])
     inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
-    replay = keras.Model(inp, _Replay(step)(inp))
-    replay.jit_compile = jit
-    out = replay.predict(shaped, batch_size=min(len(values), 4096), verbose=0)
+    model = keras.Model(inp, _Replay(step, **replay)(inp))
+    model.jit_compile = jit
+    out = model.predict(shaped, batch_size=min(len(values), 4096), verbose=0)
     return np.asarray(out, dtype=np.float64).reshape(values.shape)
+
+
+class _Apply(keras.layers.Layer):
+    def __init__(self, op: _FloatOp, **kwargs):
+        super().__init__(**kwargs)
+        self._op = op
+
+    def call(self, x):
+        return self._op.fn(x)
+
+
+# how far (in ulps) TensorFlow's scalar and vectorized float32 activations may differ; measured
+# up to 16 (elu near zero) over sigmoid, swish, softplus, mish, gelu, elu, selu, log_sigmoid, celu
+_LAYOUT_ULPS = 64
+
+
+def _layout_caveat(step: Step, src: Node, values, out_codes, hw, jit: bool, rank: int) -> dict | None:
+    """A caveat when Keras's quantized output of ``step`` depends on where a value sits in the
+    tensor: TensorFlow computes some activations (sigmoid, swish, elu, ...) with a vectorized
+    body and a scalar tail that differ by a few ulps. The thresholds follow the vectorized
+    result (``values`` were evaluated in one large tensor). Every accumulator value whose
+    quantized output changes when the activation moves by _LAYOUT_ULPS ulps is evaluated again
+    alone in a one-element tensor (the scalar path); where its quantized output then differs,
+    Keras itself is not deterministic across batch layouts."""
+    for i, op in enumerate(step.float_ops):
+        if op.layout_sensitive is None:
+            continue
+        vector = _evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
+        step_size = np.float32(_LAYOUT_ULPS) * np.abs(np.spacing(vector))
+        risky = np.zeros(out_codes.shape, dtype=bool)
+        for moved in (vector + step_size, vector - step_size):
+            risky |= hw.type.codes(_evaluate(step, moved.astype(np.float32), jit, rank, start=i + 1)) != out_codes
+        if not risky.any():
+            continue
+        rows, cols = np.nonzero(risky)
+        before = _evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
+        inp = keras.Input(shape=(1,), dtype="float32")
+        alone = keras.Model(inp, _Apply(op)(inp))
+        alone.jit_compile = jit
+        scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0),
+                            dtype=np.float32).reshape(-1)
+        differ = scalar != vector[rows, cols]
+        if not differ.any():
+            continue
+        moved = vector.copy()
+        moved[rows[differ], cols[differ]] = scalar[differ]
+        flipped = int(np.sum(hw.type.codes(_evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+        if flipped:
+            return {
+                "node": step.name, "layer": op.label, "kind": "layout",
+                "reason": (f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on "
+                           f"the element's position in the tensor, and {flipped} accumulator value(s) of {src.name!r} lie "
+                           "within those few ulps of a quantization step, so Keras's own output there depends on the "
+                           "batch layout (e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A "
+                           "layout-stable activation (relu, tanh, hard_sigmoid, softsign) avoids this"),
+            }
+    return None
 
 
 # ------------------------------------------------------------------------------ tracing

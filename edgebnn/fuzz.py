@@ -302,15 +302,16 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
         graph.save(path)
         graph = Graph.load(path)
         emu = emulate(graph, case.x)
-        caveats = graph.meta.get("keras_caveats", [])
         for batch in (1, 32):
             ker = case.model.predict(case.x, batch_size=batch, verbose=0)
             if not np.array_equal(np.asarray(ker, dtype=np.float64).reshape(emu.shape), emu):
                 report = verify(case.model, graph, case.x, keras_output=ker)
-                where = report.first_mismatches[0].describe() if report.first_mismatches else ""
-                text = f"Keras (batch {batch}) vs emulator: {report.keras_vs_emulator} samples differ; {where}"
-                if caveats or not graph.meta.get("keras_float32_exact", True):
-                    out.status, out.message = "warned", text
+                first = report.first_mismatches[0] if report.first_mismatches else None
+                text = f"Keras (batch {batch}) vs emulator: {report.keras_vs_emulator} samples differ"
+                if first:
+                    text += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+                if _explained(first, report.caveats):
+                    out.status, out.message = "warned", f"{text}; recorded: {report.caveats[0]['kind']}"
                 else:
                     out.status, out.message = "mismatch", text
                     return
@@ -325,8 +326,22 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
         report = verify(None, graph, case.x, project=project)
         if report.emulator_vs_csim:
             out.status = "mismatch"
-            out.message = (f"emulator vs C-simulation ({io_type}): {report.emulator_vs_csim} samples differ; "
-                           + (report.first_mismatches[0].describe() if report.first_mismatches else ""))
+            out.message = f"emulator vs C-simulation ({io_type}): {report.emulator_vs_csim} samples differ"
+            if report.first_mismatches:
+                first = report.first_mismatches[0]
+                out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+
+
+def _explained(first, caveats) -> bool:
+    """A Keras mismatch that freeze recorded: at a node it named (or, where eager Keras agrees,
+    in ``predict`` alone, which a batch-layout caveat covers), or anywhere when float32 cannot
+    hold the accumulators."""
+    if any(c["kind"] == "float32" for c in caveats):
+        return True
+    if first is None or not caveats:
+        return False
+    node = first.layer.split(" (model.predict only")[0]
+    return node in {c["node"] for c in caveats} or "model.predict only" in first.layer
 
 
 # --------------------------------------------------------------------------------- runs

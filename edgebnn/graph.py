@@ -441,14 +441,23 @@ def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType
 
 
 def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str = "") -> Node:
+    """Bounds per overflow mode: rounding is monotone, so without overflow the conversion of
+    [lo, hi] is [q(lo), q(hi)]; SAT and SAT_SYM stay monotone; SAT_ZERO sends values past either
+    end to 0 (so 0 joins the in-range part); WRAP makes the whole type possible."""
     lo, hi = src.lo, src.hi
     if relu:
         lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+    lo_g, hi_g = _on_grid(lo, out_type), _on_grid(hi, out_type)
+    overflows = (lo_g < out_type.min) | (hi_g > out_type.max)
     lo_q, hi_q = out_type.quantize(lo), out_type.quantize(hi)
-    if out_type.overflow == "WRAP" and not (np.array_equal(lo_q, _on_grid(lo, out_type))
-                                             and np.array_equal(hi_q, _on_grid(hi, out_type))):
+    if out_type.overflow == "WRAP":
         # wrapped bounds say nothing: the whole range of the type is possible
-        lo_q, hi_q = np.full_like(lo, out_type.min), np.full_like(hi, out_type.max)
+        lo_q = np.where(overflows, out_type.min, lo_q)
+        hi_q = np.where(overflows, out_type.max, hi_q)
+    elif out_type.overflow == "SAT_ZERO":
+        sat = out_type.replace(overflow="SAT")
+        lo_q = np.where(overflows, np.minimum(sat.quantize(lo), 0.0), lo_q)
+        hi_q = np.where(overflows, np.maximum(sat.quantize(hi), 0.0), hi_q)
     params = {"lo": lo_q, "hi": hi_q}
     return Node(name, "cast", [src.name], src.shape, out_type, params, {"relu": bool(relu)}, source)
 

@@ -34,6 +34,9 @@ class VerifyReport:
     emulator_vs_csim: int | None
     first_mismatches: list[Mismatch]
     outputs: dict[str, np.ndarray]
+    # where freeze recorded that Keras's own float32 result is not unique (graph.meta):
+    # mismatches there are Keras disagreeing with itself across layouts, said, never silent
+    caveats: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -45,6 +48,7 @@ class VerifyReport:
             "keras_vs_emulator": self.keras_vs_emulator,
             "emulator_vs_csim": self.emulator_vs_csim,
             "first_mismatches": [dataclasses.asdict(m) for m in self.first_mismatches],
+            "keras_caveats": list(self.caveats),
         }
 
     def describe(self) -> str:
@@ -54,6 +58,7 @@ class VerifyReport:
             parts.append(f"{key.replace('_vs_', ' vs ')}: {'not run' if value is None else f'{value} mismatching'}")
         lines = [", ".join(parts)]
         lines += ["  " + m.describe() for m in self.first_mismatches]
+        lines += [f"  caveat at node {c['node']!r}: {c['reason']}" for c in self.caveats]
         return "\n".join(lines)
 
 
@@ -94,7 +99,11 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         e_vs_c = int(len(bad))
         if len(bad):
             mismatches.append(_locate_csim(project, graph, x, int(bad[0]), emu, csim))
-    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs)
+    caveats = list(graph.meta.get("keras_caveats", []))
+    if not graph.meta.get("keras_float32_exact", True):
+        caveats.append({"node": "", "layer": "", "kind": "float32",
+                        "reason": "accumulators need more than 24 significant bits, which Keras's float32 cannot hold"})
+    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats)
 
 
 def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:

@@ -1,0 +1,155 @@
+"""Defects the random-model fuzzer found in freeze, each held by its minimal case (issue 8)."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from edgebnn import emulate
+from edgebnn.freeze import FreezeError, FreezeWarning, freeze
+from edgebnn.graph import Graph, cast_node, conv2d_node, input_node
+from edgebnn.fixed import FixedType
+from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+
+
+def small(quantizer, first="quantized_bits(4, 2)", units=2, **dense):
+    return keras.Sequential([
+        keras.Input((3,)),
+        QuantDense(units, input_quantizer=first, kernel_quantizer="ste_sign", use_bias=False, **dense),
+        QuantActivation(quantizer, name="act"),
+    ])
+
+
+@pytest.mark.parametrize("quantizer, words", [
+    ("partial('ste_sign', [0])", "real-valued"),  # D2: no `other`
+    ("ste_tern(ternary_weight_networks=True)", "statistics of each batch"),  # D4
+    ("noop(8)", "NoOp"),
+    ("quantized_relu(4, 2, relu_upper_bound=1.3, is_quantized_clip=False)", "off its grid"),
+])
+def test_undeployable_activation_quantizer_is_refused_by_layer(quantizer, words):
+    with pytest.raises(FreezeError) as err:
+        freeze(small(quantizer))
+    msg = str(err.value)
+    assert "'act' (QuantActivation)" in msg and words in msg and "\n" not in msg
+
+
+def test_partial_input_quantizer_without_other_is_refused_by_layer():
+    model = keras.Sequential([
+        keras.Input((3,)),
+        QuantDense(3, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        QuantDense(2, input_quantizer="partial('ste_sign', [1])", kernel_quantizer="ste_sign", name="second"),
+        QuantActivation("ste_sign"),
+    ])
+    with pytest.raises(FreezeError, match=r"'second' \(QuantDense\): its input_quantizer .* real-valued"):
+        freeze(model)
+
+
+def test_noop_kernel_is_refused_by_layer():
+    model = keras.Sequential([keras.Input((3,)), QuantDense(2, input_quantizer="quantized_bits(4, 2)",
+                                                            kernel_quantizer="noop(8)", use_bias=False, name="d")])
+    with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer cannot be deployed: NoOp"):
+        freeze(model)
+
+
+def test_ternary_activation_with_fixed_threshold_still_freezes():
+    graph = freeze(small("ste_tern(threshold_value=0.5)"))
+    assert graph.output.op == "threshold"
+
+
+def test_partial_quantizer_after_flatten_of_real_values_is_refused():
+    """Keras applies a channel-choosing quantizer to the flattened features; freeze can only
+    requantize the un-flattened tensor per channel, so it must refuse, not move the Flatten."""
+    model = keras.Sequential([
+        keras.Input((2, 2, 2)),
+        QuantConv2D(2, (1, 1), input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        keras.layers.Flatten(name="flat"),
+        QuantDense(2, input_quantizer="partial('ste_sign', [0], other='quantized_bits(4, 1)')",
+                   kernel_quantizer="ste_sign", use_bias=False, name="d"),
+        QuantActivation("ste_sign"),
+    ])
+    with pytest.raises(FreezeError, match=r"'d' \(QuantDense\).*before 'flat' \(Flatten\)"):
+        freeze(model)
+
+
+@pytest.mark.parametrize("overflow", ["SAT", "SAT_SYM", "SAT_ZERO", "WRAP"])
+def test_cast_bounds_hold_every_value_the_conversion_gives(overflow):
+    """D5: SAT_ZERO sent both overflowing ends to 0 and the bounds became [0, 0]."""
+    src = input_node("x", (1,), FixedType.from_string("fixed<10,6,TRN,SAT>"))
+    out_type = FixedType.from_string(f"fixed<6,0,RND,{overflow}>")  # [-0.5, 0.484375]: overflows both ways
+    node = cast_node("c", src, out_type, relu=False)
+    values = np.arange(src.type.min_code, src.type.max_code + 1) * 2.0 ** src.type.lsb_exp
+    got = out_type.quantize(values)
+    assert node.lo[0] <= got.min() and got.max() <= node.hi[0]
+    if overflow in ("SAT", "SAT_SYM"):  # monotone: the bounds are the converted ends
+        assert (node.lo[0], node.hi[0]) == (got.min(), got.max())
+
+
+def test_sat_zero_cast_feeds_an_exact_accumulator():
+    """D5's fuzz case: conv -> quantized_bits(6, 0, SAT_ZERO) -> 1x1 conv; the second
+    accumulator was typed from bounds [0, 0] and wrapped."""
+    x_type = FixedType.from_string("fixed<10,6,TRN,SAT>")
+    src = input_node("x", (3, 3, 1), x_type)
+    cast = cast_node("c", src, FixedType.from_string("fixed<6,0,RND_ZERO,SAT_ZERO>"), relu=False)
+    conv = conv2d_node("k", cast, np.array([[[[-7]]]]), FixedType.from_string("fixed<4,1,RND_CONV,SAT>"))
+    graph = Graph("g", [src, cast, conv])
+    x = np.linspace(-40, 40, 9 * 64).reshape(64, 3, 3, 1)
+    want = cast.type.quantize(x_type.quantize(x)) * -7 * 2.0 ** -3
+    assert np.array_equal(emulate(graph, x), want)
+
+
+def _sigmoid_model(jit):
+    model = keras.Sequential([
+        keras.Input((3,)),
+        QuantDense(1, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+        keras.layers.BatchNormalization(),
+        keras.layers.Activation("sigmoid", name="sig"),
+        QuantActivation("quantized_relu(2, 2)", name="q"),
+    ])
+    # gamma 0: the normalized value is beta = 1e-7 for every input, and sigmoid(1e-7) is 0.5 in
+    # TensorFlow's vectorized path but 0.50000006 in its scalar path: a tie of the quantizer
+    model.layers[1].set_weights([np.float32([0.0]), np.float32([1e-7]), np.float32([0.0]), np.float32([1.0])])
+    model.compile(jit_compile=jit)
+    return model
+
+
+def test_layout_dependent_activation_is_recorded_and_warned():
+    """D8: Keras's own result depends on the tensor layout; freeze says so by node."""
+    model = _sigmoid_model(jit=False)
+    with pytest.warns(FreezeWarning, match="sigmoid in 'sig'.*batch layout"):
+        graph = freeze(model)
+    caveats = graph.meta["keras_caveats"]
+    assert [(c["node"], c["kind"]) for c in caveats] == [("q", "layout")]
+    x = np.zeros((40, 3), dtype=np.float32)
+    one, many = model.predict(x, batch_size=1, verbose=0), model.predict(x, batch_size=40, verbose=0)
+    assert not np.array_equal(one, many)  # Keras disagrees with itself, as recorded
+    assert np.array_equal(emulate(graph, x), many)  # the graph follows the vectorized result
+
+
+def test_layout_stable_activation_records_nothing():
+    model = _sigmoid_model(jit=False)
+    model.layers[1].set_weights([np.float32([1.0]), np.float32([0.3]), np.float32([0.5]), np.float32([1.0])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FreezeWarning)
+        graph = freeze(model)
+    assert graph.meta["keras_caveats"] == []
+
+
+def test_float_bias_under_xla_is_recorded_and_warned():
+    """D6: XLA at batch size 1 folds a float bias into the dot product."""
+    rng = np.random.default_rng(0)
+    model = keras.Sequential([
+        keras.Input((40,)),
+        QuantDense(16, input_quantizer="quantized_bits(6, 5)", kernel_quantizer="ste_sign", name="d"),
+        QuantActivation("quantized_bits(8, 7)"),
+    ])
+    model.layers[0].set_weights([rng.normal(size=(40, 16)).astype("float32"),
+                                 (rng.normal(size=16) * 10 + 1 / 3).astype("float32")])
+    model.compile(jit_compile=True)
+    with pytest.warns(FreezeWarning, match="'d' adds a float bias under XLA"):
+        graph = freeze(model)
+    assert [c["kind"] for c in graph.meta["keras_caveats"]] == ["xla_bias"]
+    model.compile(jit_compile=False)
+    assert freeze(model).meta["keras_caveats"] == []
