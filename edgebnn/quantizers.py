@@ -192,6 +192,22 @@ def _round_conv_sum(a, c: float):
     return fl + ops.cast(up, hi.dtype)
 
 
+def _round_conv_times(v, k: int):
+    """``v * (2**k - 1)`` for ``v >= 0`` rounded half to even, exact for the real product.
+
+    The float product may round onto a tie; its error is ``v 2**k - hi - v``, where
+    ``d = v 2**k - hi`` is exact (Sterbenz: the two are within a factor of 2) and compared with
+    ``v``. Beyond 22 bits (or 1 bit, where the product is exact) it is ``round(v * n)``."""
+    n = float(2**k - 1)
+    hi = v * n
+    if k < 2 or k > 22:
+        return ops.round(hi)
+    d = v * float(2**k) - hi
+    fl, up, tie = _floor_half(hi)
+    up = up | (tie & ((d > v) | ((d == v) & _odd(fl))))
+    return fl + ops.cast(up, hi.dtype)
+
+
 def _stochastic_codes(s, u):
     """``floor(s) + [u < frac(s)]`` for ``u ~ U[0, 1)``: rounds up with probability
     ``frac(s)``, so the expected code is ``s`` (unbiased) and every code is a grid neighbour.
@@ -625,7 +641,9 @@ class DoReFa(Quantizer):
         \qquad
         \frac{\partial q}{\partial x} = \frac{1 - \tanh^2(x)}{d}
 
-    ``round`` is half to even. Hardware: activations are ``scaled`` codes ``uint<k>`` times
+    ``round`` is half to even, of the exact product :math:`n \cdot \mathrm{clip}(x, 0, 1)` (the
+    float32 product can round onto a tie); in ``"weights"`` mode of :math:`n` times the float32
+    :math:`x'`, whose own :math:`+\frac12` may round. Hardware: activations are ``scaled`` codes ``uint<k>`` times
     ``1/n`` (``unipolar`` when k = 1); weights are ``scaled`` odd codes in ``[-n, n]``
     (``int<k+1>``) times ``1/n`` (``binary`` when k = 1). ``1/n`` is not a power of two for
     k > 1: Keras' float32 values are the rounded quotients.
@@ -648,7 +666,7 @@ class DoReFa(Quantizer):
         n = float(2**self.k_bit - 1)
         k_bit = _ste_identity(lambda v: ops.round(v * n) / n)
         if self.mode == "activations":
-            return k_bit(ops.clip(x, 0.0, 1.0))
+            return _ste_identity(lambda v: _round_conv_times(v, self.k_bit) / n)(ops.clip(x, 0.0, 1.0))
         limited = ops.tanh(x)
         d = ops.stop_gradient(ops.max(ops.abs(limited)))
         return 2.0 * k_bit(ops.divide_no_nan(limited, 2.0 * d) + 0.5) - 1.0

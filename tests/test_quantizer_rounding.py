@@ -187,3 +187,19 @@ def test_quantized_bits_auto_rounds_half_up_exactly():
     x = np.array([7.0, below, -below, 0.5, -0.5, 1.5, 2.5, 6.49999952], F32).reshape(-1, 1)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(q(x)).ravel(), [7, 0, 0, 1, -1, 2, 3, 6])
     assert float(keras.ops.convert_to_numpy(q.scale(x)).ravel()[0]) == 1.0
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 12])
+def test_dorefa_activations_round_the_exact_product(k):
+    """round(n clip(x, 0, 1)) / n with n = 2**k - 1: the float32 product can land on a tie."""
+    q = qz.DoReFa(k)
+    n = 2**k - 1
+    j = np.arange(-2, n + 3, dtype=np.float64)
+    x = _sweep_around(np.concatenate([j / n, (j + 0.5) / n]), n=64)
+    codes = np.rint(np.clip(x.astype(np.float64), 0.0, 1.0) * n)  # v * n is exact in float64
+    eager = keras.ops.convert_to_numpy(q(x))
+    np.testing.assert_array_equal(eager, codes.astype(F32) / F32(n))
+    # compiled, TensorFlow multiplies by 1/n instead of dividing (an ulp apart): compare the codes
+    y = tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()
+    bad = np.flatnonzero(np.rint(y.astype(np.float64) * n) != codes)
+    assert bad.size == 0, (bad.size, x[bad[:4]].tolist(), y[bad[:4]].tolist(), codes[bad[:4]].tolist())
