@@ -139,7 +139,8 @@ def _yaml_message(path: str, text: str, err: yaml.YAMLError) -> str:
                     "so write the value itself")
         return f"{where}: unknown YAML tag {name}; configs hold plain values, lists and mappings only"
     if isinstance(err, yaml.reader.ReaderError):
-        return f"{where}: character {err.character!r} is not allowed in YAML; is this a text file?"
+        code = err.character if isinstance(err.character, int) else ord(err.character)
+        return f"{where}: character #x{code:04x} is not allowed in YAML; is this a text file?"
     return f"{where}: not valid YAML ({problem or 'syntax error'}); fix the syntax there"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import build_model, load_config
+from .config import ConfigError, build_model, load_config
 from .errors import EdgebnnError
 
 
@@ -30,7 +30,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     """
     from .boards import load_board
     from .config import check_export
-    from .data import load_dataset
+    from .data import DataError, load_dataset
     from .estimate import estimate
     from .freeze import FreezeWarning, freeze, plan
     from .hls import HLSExportWarning, export
@@ -44,7 +44,10 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     check_export(exp, os.fspath(config_path))
     _check_compiler()
     final = check_output(output_dir, force=force, what="run folder", marked_only=True)
-    x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
+    try:
+        x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
+    except DataError as err:
+        raise ConfigError(f"{os.fspath(config_path)}: key 'data': {err}") from None
     seed_everything(config["train"]["seed"])
     model = build_model(config, x_tr.shape[1:])
     plan(model)  # the structure freezes and exports: refuse it now, not after training
