@@ -42,6 +42,7 @@ import math
 import os
 import pathlib
 import re
+import shutil
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -100,10 +101,24 @@ class HLSProject:
     def compile(self) -> "HLSProject":
         """Build the C-simulation library with g++ (hls4ml's ``build_lib.sh``) and load it.
 
-        The project on disk is compiled as exported; it is not rewritten.
+        The project on disk is compiled as exported, in its folder ``path`` (never where it was
+        staged); it is not rewritten. The weights are compiled into the library, so the loaded
+        library needs nothing from the folder afterwards.
         """
+        check_compiler()
         if not os.path.isdir(self.path):
-            raise FileNotFoundError(f"HLS project folder {self.path!r} no longer exists; export the graph again")
+            raise EdgebnnError(f"HLS project folder {self.path!r} no longer exists; export the graph again")
+        stamp = self.model.config.get_config_value("Stamp")
+        try:
+            with open(os.path.join(self.path, "build_lib.sh")) as fh:
+                ours = f"LIB_STAMP={stamp}\n" in fh.read()
+        except OSError:
+            ours = False
+        if not ours:
+            raise EdgebnnError(f"HLS project folder {self.path!r} no longer holds the project this object exported "
+                               "(another export replaced it or it was changed); export the graph again")
+        # hls4ml builds in, and loads the library from, the configured output folder
+        self.model.config.config["OutputDir"] = self.path
         out = io.StringIO()
         try:
             with contextlib.redirect_stdout(out):
@@ -213,10 +228,10 @@ def export(
             or keyword.iskeyword(project_name):
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
     part, clock_period = _target(board, part, clock_period)
+    final = check_output_path(output_dir)
     _check_graph(graph, io_type)
 
     _register_hls4ml()
-    final = pathlib.Path(output_dir).absolute()
     names = _hls_names(graph)
     chain = _hls_chain(graph, io_type)
     layers = _layer_list(chain, names)
@@ -250,6 +265,40 @@ def export(
 
 
 # ----------------------------------------------------------------------------- checks
+def check_compiler() -> None:
+    """Raise an :class:`EdgebnnError` unless g++, which builds the C-simulation, is on PATH.
+
+    Cheap: call it before training when the run will C-simulate.
+    """
+    if shutil.which("g++") is None:
+        raise EdgebnnError("g++ was not found on PATH; install it (e.g. 'apt-get install g++' or Xcode's command "
+                           "line tools) to build the C-simulation, or skip the C-simulation")
+
+
+def check_output_path(output_dir) -> pathlib.Path:
+    """The absolute project folder for ``output_dir``; raises an :class:`EdgebnnError` for a
+    path hls4ml's C-simulation build cannot handle.
+
+    hls4ml's ``build_lib.sh`` passes the folder to g++ inside a C string literal
+    (``-D WEIGHTS_DIR="\\"<folder>/firmware/weights\\""``), where a double quote ends the string
+    and a backslash starts an escape sequence; control characters break the shell script.
+    Spaces, quotes ``'``, ``$`` and non-ASCII letters work.
+    """
+    try:
+        final = pathlib.Path(os.fspath(output_dir)).absolute()
+    except TypeError:
+        raise EdgebnnError(f"HLS project folder must be a path, got {output_dir!r}") from None
+    text = str(final)
+    bad = sorted({c for c in text if c in '"\\' or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        names = ", ".join({'"': "a double quote", "\\": "a backslash"}.get(c, f"the control character {c!r}")
+                          for c in bad)
+        shown = repr(text) if any(ord(c) < 32 or ord(c) == 127 for c in bad) else f"'{text}'"
+        raise EdgebnnError(f"HLS project folder {shown} contains {names}, which hls4ml's C-simulation build cannot "
+                           "handle; choose a folder path without it")
+    return final
+
+
 def _check_choice(what: str, value, choices, advice: str) -> str:
     for choice in choices:
         if isinstance(value, str) and value.lower() == choice.lower():
@@ -453,6 +502,10 @@ def _hls_config(graph, names, output_dir, project_name, backend, part, clock_per
     config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend,
                   InputData=None, OutputPredictions=None)
     config["WriterConfig"]["WriteTar"] = False
+    # weights compiled into the C-simulation library (as for synthesis) instead of read at its
+    # first call from a folder path built into it: the library then works wherever the folder
+    # is moved (export stages it elsewhere first), and a path never decides what C++ reads
+    config["WriterConfig"]["WriteWeightsTxt"] = False
     layer_cfg = {}
     for node in graph.nodes:
         layer_cfg[names[node.name]] = {

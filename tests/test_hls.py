@@ -329,3 +329,51 @@ def test_constant_threshold_layer(tmp_path):
     x = edge_inputs(graph, n=20)
     assert_csim_equals_emulator(project, graph, x)
     assert np.array_equal(project.predict(x[:2]), [[1, -2, 0]] * 2)
+
+
+# --------------------------------------------------------------- paths, the compiled library, g++
+@pytest.mark.parametrize("name, what", [('a"b', "a double quote"), ("a\\b", "a backslash"),
+                                        ("a\\x9b", "a backslash"), ("a\nb", "the control character '\\n'")])
+def test_output_path_hls4ml_cannot_build_is_refused(small, tmp_path, name, what):
+    """hls4ml's build_lib.sh puts the folder in a C string literal: a backslash made the
+    C-simulation look for its weights elsewhere and call exit(1) inside Python."""
+    with pytest.raises(EdgebnnError, match=f"HLS project folder .*a.*b.* contains {re.escape(what)}, .*without it"):
+        hls.export(small, tmp_path / name)
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(EdgebnnError, match="backslash"):
+        hls.check_output_path(tmp_path / "x\\y")
+    assert hls.check_output_path(tmp_path / "a b") == tmp_path / "a b"
+
+
+def test_compiled_library_needs_nothing_from_its_folder(tmp_path):
+    """The library is built and loaded in the final folder (export writes into a staging folder
+    first), holds its weights (none are read at the first call from a path built into it), and a
+    second export with force into the same folder does not disturb the first project's library."""
+    first, second = (calibrated_mlp(sizes=(6, 5, 3), seed=s, out_levels=None) for s in (5, 6))
+    path = tmp_path / "my project's $folder é"  # spaces, quotes, '$' and non-ASCII work
+    p1 = export_quietly(first, path, board=PYNQ).compile()
+    lib = p1.model._top_function_lib._name
+    assert lib.startswith(str(path / "firmware") + os.sep) and os.path.isfile(lib)
+    with open(lib, "rb") as fh:
+        assert b".partial-" not in fh.read()
+    x = edge_inputs(first, n=40)
+    os.rename(path, tmp_path / "moved")  # first call after the folder went away
+    assert_csim_equals_emulator(p1, first, x)
+    os.rename(tmp_path / "moved", path)
+
+    p2 = export_quietly(second, path, board=PYNQ, force=True).compile()
+    assert_csim_equals_emulator(p2, second, x)
+    assert_csim_equals_emulator(p1, first, x)
+    assert not np.array_equal(emulate(first, x), emulate(second, x))
+    with pytest.raises(EdgebnnError, match=r"no longer holds the project this object exported.*export the graph again"):
+        p1.compile()  # the folder holds the second project now
+    assert sorted(os.listdir(tmp_path)) == [path.name]
+
+
+def test_compile_without_gxx(small, tmp_path, monkeypatch):
+    hls.check_compiler()  # g++ is here
+    project = hls.export(small, tmp_path / "p")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    for call in (hls.check_compiler, project.compile, lambda: project.predict(np.zeros((1, 4)))):
+        with pytest.raises(EdgebnnError, match=r"^g\+\+ was not found on PATH; install it .* to build the C-simulation"):
+            call()
