@@ -13,6 +13,7 @@ import errno
 import os
 import pathlib
 import shutil
+import signal
 import tempfile
 
 from .errors import OutputError
@@ -102,18 +103,19 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
         try:
             yield tmp
             _retarget_text_files(tmp, final)
-            if os.path.lexists(final):
-                old = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-                os.replace(final, old / "previous")
-                try:
+            with _signals_held():  # Ctrl-C or SIGTERM between the two moves would lose both folders
+                if os.path.lexists(final):
+                    old = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+                    os.replace(final, old / "previous")
+                    try:
+                        os.replace(tmp, final)
+                    except BaseException:
+                        os.replace(old / "previous", final)
+                        raise
+                    finally:
+                        shutil.rmtree(old, ignore_errors=True)
+                else:
                     os.replace(tmp, final)
-                except BaseException:
-                    os.replace(old / "previous", final)
-                    raise
-                finally:
-                    shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
         except OSError as err:
             if err.errno not in _WRITE_ERRNOS:
                 raise
@@ -126,6 +128,18 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
             for parent in reversed(created):
                 with contextlib.suppress(OSError):
                     parent.rmdir()  # only if still empty
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT and SIGTERM back (delivered on exit) while the folders are swapped."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held) if hasattr(signal, "pthread_sigmask") else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _reason(err: OSError) -> str:

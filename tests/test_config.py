@@ -42,6 +42,21 @@ def test_bad_quantizer_string_is_named():
 
 
 def test_yaml_is_loaded_safely(tmp_path):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"line 1: refused Python tag !!python/object/apply:os\.system; configs are "
+                                          r"plain data and cannot run code"):
         load_config(write(tmp_path, "model: !!python/object/apply:os.system ['true']\n"))
-    assert yaml  # safe_load refuses python tags: the error above is a YAML error, nothing ran
+    assert yaml  # the loader refuses python tags: nothing ran
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("model: []\ntrain:\n  epochs: 3\n  batch_size: 8\n  epochs: 4\n", r"line 5: key 'epochs' is given twice \(first on line 3\)"),
+    ("model: []\nmodel: []\n", r"line 2: key 'model' is given twice \(first on line 1\)"),
+])
+def test_duplicate_keys_are_refused(tmp_path, text, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load_config(write(tmp_path, text))
+
+
+def test_same_key_in_different_mappings_is_fine(tmp_path):
+    text = "model:\n  - QuantDense: {units: 3, use_bias: false}\n  - QuantDense: {units: 2, use_bias: false}\n"
+    assert [layer["QuantDense"]["units"] for layer in load_config(write(tmp_path, text))["model"]] == [3, 2]
