@@ -232,6 +232,11 @@ def main(argv=None) -> int:
         _debug_traceback()
         print(f"edgebnn: error: {_one_line(err) or type(err).__name__}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:  # e.g. `edgebnn boards | head -1`: not a bug
+        _silence_stdout()
+        print("edgebnn: error: the output pipe was closed before edgebnn finished writing; nothing was left "
+              "half-written", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("edgebnn: interrupted; nothing was left half-written", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -246,6 +251,16 @@ def main(argv=None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (tests)
+        pass
 
 
 def _debug_traceback() -> None:

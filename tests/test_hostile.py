@@ -603,6 +603,15 @@ def start(args, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def test_closed_output_pipe(tmp_path):
+    proc = start(["boards"], tmp_path)
+    proc.stdout.close()  # like `edgebnn boards | head -0`
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == EXIT_USER_ERROR
+    assert err.splitlines() == ["edgebnn: error: the output pipe was closed before edgebnn finished writing; "
+                                "nothing was left half-written"]
+
+
 def test_ctrl_c_during_start_up(tmp_path):
     cfg = write_config(tmp_path)
     proc = start(["run", str(cfg), "-o", "out"], tmp_path)
