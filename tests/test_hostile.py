@@ -608,8 +608,8 @@ def test_closed_output_pipe(tmp_path):
     proc.stdout.close()  # like `edgebnn boards | head -0`
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == EXIT_USER_ERROR
-    assert err.splitlines() == ["edgebnn: error: the output pipe was closed before edgebnn finished writing; "
-                                "nothing was left half-written"]
+    assert err.splitlines() == [("edgebnn: error: the output pipe was closed before edgebnn finished writing; "
+                                 "nothing was left half-written")]
 
 
 def test_ctrl_c_during_start_up(tmp_path):
