@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Callable
@@ -17,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from .config import ConfigError, build_model, load_config
-from .errors import EdgebnnError
 
 
 def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False,
@@ -33,7 +31,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     from .data import DataError, load_dataset
     from .estimate import estimate
     from .freeze import FreezeWarning, freeze, plan
-    from .hls import HLSExportWarning, export
+    from .hls import HLSExportWarning, check_compiler, check_output_path, export
     from .outputs import check_output, staged_dir
     from .train import seed_everything, train
     from .verify import verify
@@ -42,8 +40,9 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     board = load_board(config["board"])
     exp = config["export"]
     check_export(exp, os.fspath(config_path))
-    _check_compiler()
+    check_compiler()
     final = check_output(output_dir, force=force, what="run folder", marked_only=True)
+    check_output_path(final / "hls_project")  # characters hls4ml's C-simulation build cannot take
     try:
         x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
     except DataError as err:
@@ -112,12 +111,6 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     log("")
     log(format_summary(summary, est))
     return summary
-
-
-def _check_compiler() -> None:
-    if shutil.which("g++") is None:
-        raise EdgebnnError("g++ was not found on PATH; install it (e.g. apt-get install g++) to build the "
-                           "C-simulation")
 
 
 def headline(summary: dict[str, Any], est) -> str:

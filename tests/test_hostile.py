@@ -517,8 +517,17 @@ def test_missing_compiler_is_refused_before_training(tmp_path, monkeypatch, caps
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "g++" else real_which(name, *a, **k))
     cfg = write_config(tmp_path)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == EXIT_USER_ERROR
-    assert one_line(capsys) == ("edgebnn: error: g++ was not found on PATH; install it (e.g. apt-get install g++) "
-                                "to build the C-simulation")
+    assert one_line(capsys).startswith("edgebnn: error: g++ was not found on PATH; install it (e.g. 'apt-get install "
+                                       "g++'")
+    assert listing(tmp_path) == ["c.yaml"]
+
+
+@pytest.mark.parametrize("folder", ['say"cheese', "back\\slash"])
+def test_output_path_the_c_simulation_cannot_build_in_is_refused_before_training(tmp_path, capsys, no_training,
+                                                                                 folder):
+    cfg = write_config(tmp_path)
+    assert cli.main(["run", str(cfg), "-o", str(tmp_path / folder)]) == EXIT_USER_ERROR
+    assert "hls4ml's C-simulation build cannot handle; choose a folder path without it" in one_line(capsys)
     assert listing(tmp_path) == ["c.yaml"]
 
 
