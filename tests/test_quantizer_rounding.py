@@ -27,10 +27,11 @@ GRIDS = [(4, 2, True), (3, 1, False), (8, 0, True), (6, 6, True), (12, 3, True),
 def _neighbours(base, n):
     """All float32 values within n ulps of each of ``base`` (float32), infinities dropped."""
     cols, up, down = [base], base, base
-    for _ in range(n):
-        up = np.nextafter(up, F32(np.inf))
-        down = np.nextafter(down, F32(-np.inf))
-        cols += [up, down]
+    with np.errstate(over="ignore"):  # past the largest float32 comes inf, dropped below
+        for _ in range(n):
+            up = np.nextafter(up, F32(np.inf))
+            down = np.nextafter(down, F32(-np.inf))
+            cols += [up, down]
     x = np.concatenate(cols)
     x = x[np.isfinite(x)]
     return np.unique(x.view(np.uint32)).view(F32)  # by bits: keeps -0.0 beside +0.0
@@ -53,6 +54,12 @@ def _sweep(width, integer, signed, n=ULPS):
 
 
 _SWEEPS = {}
+
+
+def runs(fn, x):
+    """``fn(x)`` as Keras runs it: eager, in a graph (grappler rewrites) and compiled by XLA."""
+    x = tf.constant(x)
+    return [keras.ops.convert_to_numpy(fn(x)), tf.function(fn)(x).numpy(), tf.function(fn, jit_compile=True)(x).numpy()]
 
 
 def sweep(width, integer, signed):
@@ -90,9 +97,9 @@ def test_fixed_quantize_equals_fixed_type_on_every_float32_near_ties(rounding, o
         x = sweep(width, integer, signed)
         assert_exact(keras.ops.convert_to_numpy(qz.fixed_quantize(x, t)), x, t)
         q = _qbits(t)
-        if q is not None:  # the quantizer itself, as model.predict runs it (compiled by XLA)
-            y = tf.function(lambda v: q(v, training=False), jit_compile=True)(tf.constant(x))
-            assert_exact(y.numpy(), x, t)
+        if q is not None:  # the quantizer itself, as model.predict runs it
+            for y in runs(lambda v: q(v, training=False), x)[1:]:
+                assert_exact(y, x, t)
 
 
 @pytest.mark.parametrize("rounding", ["RND_INF", "RND_MIN_INF"])
@@ -113,9 +120,8 @@ def test_quantized_relu_is_its_fixed_type_on_every_float32_near_ties(bits, integ
     hw = q.hardware()
     assert hw.kind == "fixed"
     x = sweep(bits, integer, False)
-    assert_exact(keras.ops.convert_to_numpy(q(x)), x, hw.type)
-    y = tf.function(lambda v: q(v, training=False), jit_compile=True)(tf.constant(x))
-    assert_exact(y.numpy(), x, hw.type)
+    for y in runs(lambda v: q(v, training=False), x):
+        assert_exact(y, x, hw.type)
 
 
 def test_wrap_of_huge_finite_values_is_exact():
@@ -156,7 +162,7 @@ def test_quantized_tanh_hard_rounds_the_exact_value(bits, symmetric):
     x = _sweep_around(np.concatenate([j / m, (j + 0.5) / m, [1.5 / 128 - 2.0**-40]]))
     p = np.clip(x.astype(np.float64), -1.0, 1.0)
     want = np.clip(np.rint(p * m) / m, -1.0 + symmetric / m, 1.0 - 1.0 / m)
-    for y in (keras.ops.convert_to_numpy(q(x)), tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()):
+    for y in runs(q, x):
         np.testing.assert_array_equal(y.astype(np.float64), want)
 
 
@@ -174,7 +180,7 @@ def test_quantized_relu_sigmoid_rounds_the_exact_value(bits, integer, slope):
     want = m_i * np.clip(2.0 * np.rint(p) / m - 1.0, 0.0, 1.0 - 1.0 / m)
     if slope:
         want += m_i * slope * np.clip(2.0 * np.rint(p * slope) / (slope * m) - 1.0, -1.0, 0.0)
-    for y in (keras.ops.convert_to_numpy(q(x)), tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()):
+    for y in runs(q, x):
         bad = np.flatnonzero(y.astype(np.float64) != want)
         assert bad.size == 0, (x[bad[:4]].tolist(), y[bad[:4]].tolist(), want[bad[:4]].tolist())
 
@@ -199,7 +205,7 @@ def test_dorefa_activations_round_the_exact_product(k):
     codes = np.rint(np.clip(x.astype(np.float64), 0.0, 1.0) * n)  # v * n is exact in float64
     eager = keras.ops.convert_to_numpy(q(x))
     np.testing.assert_array_equal(eager, codes.astype(F32) / F32(n))
-    # compiled, TensorFlow multiplies by 1/n instead of dividing (an ulp apart): compare the codes
-    y = tf.function(lambda v: q(v), jit_compile=True)(tf.constant(x)).numpy()
-    bad = np.flatnonzero(np.rint(y.astype(np.float64) * n) != codes)
-    assert bad.size == 0, (bad.size, x[bad[:4]].tolist(), y[bad[:4]].tolist(), codes[bad[:4]].tolist())
+    # in a graph TensorFlow multiplies by 1/n instead of dividing (an ulp apart): compare the codes
+    for y in runs(q, x)[1:]:
+        bad = np.flatnonzero(np.rint(y.astype(np.float64) * n) != codes)
+        assert bad.size == 0, (bad.size, x[bad[:4]].tolist(), y[bad[:4]].tolist(), codes[bad[:4]].tolist())
