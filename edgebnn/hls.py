@@ -12,6 +12,8 @@ The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, wr
                as for dense and the graph's explicit padding as pad_top/bottom/left/right; hls4ml
                pads with zeros only, so a node with a non-zero ``pad_code`` is refused. In
                io_stream hls4ml moves the padding into a ``ZeroPadding2D`` layer of the input's type.
+               hls4ml runs a 1x1 kernel as a ``PointwiseConv2D`` (same weights and types); in the
+               Resource strategy its reuse factor is snapped here, which hls4ml's rewrite forgets.
 ``maxpool2d``  hls4ml ``Pooling2D`` (class ``MaxPooling2D``, as its Keras converters emit; valid
                padding, no pad amounts) whose accumulator and result types are the node's type (the
                input's): a maximum of values on one grid needs no rounding. io_stream hls4ml pools
@@ -19,11 +21,17 @@ The project is written by hls4ml itself (its ``ModelGraph``, optimizer flows, wr
 ``flatten``    hls4ml ``Reshape`` to one axis (what its Keras converter emits for ``Flatten``): a
                no-op in io_parallel (dropped when it is the last layer) and in io_stream (the next
                layer reads the pixels' packets; as the last layer hls4ml repacks it, ``Repack``).
+               Only a dense layer reads those packets right, so in io_stream the thresholds and
+               casts right after a flatten run before it (see ``_hls_chain``).
 ``threshold``  edgebnn's own ``EdgebnnThreshold`` layer (``hls_templates/nnet_edgebnn_threshold.h``):
                thresholds held in the input's type, levels in the output type; an array and an
                hls::stream version, one channel index per flat element either way.
 ``cast``       hls4ml ``Activation`` (``relu`` or ``linear``) whose result type is the node's type:
                the C++ assignment is the ap_fixed conversion with that type's modes.
+
+The weights are compiled into the C-simulation library (hls4ml's ``WriteWeightsTxt`` off), so
+the library never reads the project folder; a folder path hls4ml's build cannot quote (a double
+quote, a backslash) is refused before anything is written.
 
 Every precision is set explicitly, and after hls4ml's flows have run the model is checked
 against the graph (layers, every type, every weight), so an hls4ml pass that rewrites
@@ -696,7 +704,14 @@ def _check_model(model, graph: Graph, names: dict[str, str], reuse_factor: int) 
             if layer.get_attr("pool_op") != "Max":
                 raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
                                    "please report this to edgebnn")
-        elif node.op == "threshold":
+        if stream and node.op in _ELEMENTWISE:
+            # one packet out per packet in: hls4ml's activations (and our threshold) need both the same
+            packing = [(t.n_elem, t.n_pack, t.unpack) for t in
+                       (layer.get_input_variable().type, layer.get_output_variable().type)]
+            if packing[0] != packing[1]:
+                raise RuntimeError(f"hls4ml streams layer {layer.name!r} in packets of {packing[0][0]} values and "
+                                   f"writes packets of {packing[1][0]}; please report this to edgebnn")
+        if node.op == "threshold":
             expect(layer, "thresholds", layer.get_weights("thresholds").type.precision, prec["thresholds"])
             expect(layer, "levels", layer.get_weights("levels").type.precision, prec["levels"])
     return messages

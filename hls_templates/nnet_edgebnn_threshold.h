@@ -51,11 +51,16 @@ Element:
 }
 
 // io_stream: n_in / data_T::size packets (a pixel's channels, or a flat vector); element j of
-// packet i is element i * size + j of the flat tensor, so its channel is that index % n_chan.
+// packet i is element i * size + j of the flat tensor, so its channel is that index % n_chan
+// (n_chan = n_in when the thresholds are per flat feature: edgebnn runs a threshold that follows
+// a flatten on the pixels before it, since a packet after hls4ml's stream flatten is still a
+// pixel). One packet out per packet in, so both must have the same size.
 template <class data_T, class res_T, typename CONFIG_T>
 void edgebnn_threshold(hls::stream<data_T> &data, hls::stream<res_T> &res,
                        typename CONFIG_T::threshold_t thresholds[CONFIG_T::n_chan * CONFIG_T::n_thresholds],
                        typename CONFIG_T::level_t levels[CONFIG_T::n_chan * (CONFIG_T::n_thresholds + 1)]) {
+    static_assert(data_T::size == res_T::size, "edgebnn_threshold: input and output packets differ in size");
+    static_assert(CONFIG_T::n_in % data_T::size == 0, "edgebnn_threshold: n_in is not a whole number of packets");
     #pragma HLS function_instantiate variable=thresholds,levels
     #pragma HLS ARRAY_PARTITION variable=thresholds complete
     #pragma HLS ARRAY_PARTITION variable=levels complete

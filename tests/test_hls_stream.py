@@ -166,3 +166,12 @@ def test_stream_chain_order(tmp_path):
     with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
         code = fh.read()
     assert "repack_stream" in code  # the final flatten repacks the stream into one packet
+
+
+def test_packet_mismatch_stops_export(tmp_path, monkeypatch):
+    """The post-flow check would have caught D7: without the reordering hls4ml streams the
+    threshold after a flatten in pixel packets of 2 values and writes packets of 8."""
+    monkeypatch.setattr(hls, "_hls_chain", lambda graph, io_type: hls._Chain(list(graph.nodes)))
+    with pytest.raises(RuntimeError, match=r"layer 'sign' in packets of 2 values and writes packets of 8"):
+        hls.export(flatten_requantize(), tmp_path / "prj", io_type="io_stream")
+    assert os.listdir(tmp_path) == []
