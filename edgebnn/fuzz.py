@@ -25,6 +25,7 @@ C-simulated in io_parallel or io_stream. Every outcome is one of
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -201,9 +202,29 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
     x = _inputs(rng, in_q, shape, n_inputs)
     _set_weights(model, rng, x)
-    jit = bool(rng.random() < 0.3)
-    model.compile(jit_compile=jit)
-    return Case(seed, model, x, text, jit)
+    model.compile(jit_compile=bool(rng.random() < 0.3))
+    return Case(seed, model, x, text, bool(model.jit_compile))  # Keras may have declined XLA
+
+
+@contextlib.contextmanager
+def xla_allowed():
+    """Keras silently drops ``jit_compile=True`` while TensorFlow's op determinism is on
+    (:func:`edgebnn.train.seed_everything` turns it on); turn it off for the block so XLA
+    models are built as asked, and restore it after."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    from tensorflow.python.framework import config  # the switch has no public "off"
+
+    was = config.is_op_determinism_enabled()
+    config.disable_op_determinism()
+    try:
+        yield
+    finally:
+        if was:
+            config.enable_op_determinism()
 
 
 def _args(kwargs) -> str:
@@ -379,24 +400,25 @@ def run(models: int, csim: int = 0, seed: int = 0, save_dir: str | os.PathLike |
     outcomes = []
     io_types = ("io_parallel", "io_stream")
     simulated = 0
-    for s in range(seed, seed + models):
-        keras.backend.clear_session()
-        try:
-            case = random_model(s)
-        except Exception as err:  # noqa: BLE001
-            outcomes.append(Outcome(s, "crash", f"generator: {type(err).__name__}: {err}"))
-            continue
-        io_type = io_types[simulated % 2] if simulated < csim else None
-        outcome = check(case, io_type)
-        if io_type is not None and outcome.status in ("ok", "warned", "mismatch", "crash"):
-            simulated += 1
-        if outcome.status == "refused" and io_type is not None and "export" not in outcome.message:
-            outcome.csim = None
-        outcomes.append(outcome)
-        if save_dir is not None and outcome.status in ("mismatch", "crash"):
-            save_failure(case, outcome, save_dir)
-        if progress:
-            progress(outcome)
+    with xla_allowed():
+        for s in range(seed, seed + models):
+            keras.backend.clear_session()
+            try:
+                case = random_model(s)
+            except Exception as err:  # noqa: BLE001
+                outcomes.append(Outcome(s, "crash", f"generator: {type(err).__name__}: {err}"))
+                continue
+            io_type = io_types[simulated % 2] if simulated < csim else None
+            outcome = check(case, io_type)
+            if io_type is not None and outcome.status in ("ok", "warned", "mismatch", "crash"):
+                simulated += 1
+            if outcome.status == "refused" and io_type is not None and "export" not in outcome.message:
+                outcome.csim = None
+            outcomes.append(outcome)
+            if save_dir is not None and outcome.status in ("mismatch", "crash"):
+                save_failure(case, outcome, save_dir)
+            if progress:
+                progress(outcome)
     return Summary(seed, outcomes)
 
 

@@ -137,7 +137,7 @@ def test_layout_stable_activation_records_nothing():
     assert graph.meta["keras_caveats"] == []
 
 
-def test_float_bias_under_xla_is_recorded_and_warned():
+def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     """D6: XLA at batch size 1 folds a float bias into the dot product."""
     rng = np.random.default_rng(0)
     model = keras.Sequential([
@@ -148,6 +148,7 @@ def test_float_bias_under_xla_is_recorded_and_warned():
     model.layers[0].set_weights([rng.normal(size=(40, 16)).astype("float32"),
                                  (rng.normal(size=16) * 10 + 1 / 3).astype("float32")])
     model.compile(jit_compile=True)
+    assert model.jit_compile
     with pytest.warns(FreezeWarning, match="'d' adds a float bias under XLA"):
         graph = freeze(model)
     assert [c["kind"] for c in graph.meta["keras_caveats"]] == ["xla_bias"]
