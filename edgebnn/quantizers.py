@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
 import math
 
@@ -49,7 +50,7 @@ def _register(*aliases: str):
         cls = keras.saving.register_keras_serializable(package="edgebnn")(cls)
         for alias in aliases:
             _ALIASES[alias] = cls
-        cls.alias = aliases[0]
+        cls.alias = min(aliases, key=len)  # what users write: "partial", "dorefa"
         return cls
 
     return deco
@@ -126,14 +127,35 @@ class Quantizer:
         return cls(**config)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
-        return f"{type(self).__name__}({args})"
+        """The string a user would write, e.g. ``quantized_bits(4, 1, rounding='RND')``: the alias,
+        arguments in order while none is left at its default, then only those that differ from
+        it by name; a nested quantizer is its own string. ``get(repr(q)) == q``."""
+        config = self.get_config()
+        args, positional = [], True
+        for name, param in list(inspect.signature(type(self).__init__).parameters.items())[1:]:
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            value = config.get(name, param.default)
+            if isinstance(value, dict) and "class_name" in value:
+                value = repr(get(value))
+            if param.default is not param.empty and _same(value, param.default):
+                positional = False
+                continue
+            args.append(f"{value!r}" if positional else f"{name}={value!r}")
+        name = self.alias or type(self).__name__
+        return f"{name}({', '.join(args)})" if args else name
 
     def __eq__(self, other):
         return type(self) is type(other) and self.get_config() == other.get_config()
 
     def __hash__(self):
         return hash((type(self).__name__, json.dumps(self.get_config(), sort_keys=True, default=repr)))
+
+
+def _same(value, default) -> bool:
+    if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
+        return list(value) == list(default)
+    return type(value) is type(default) and value == default or value is default
 
 
 # --------------------------------------------------------------------------- rounding

@@ -69,6 +69,22 @@ def test_aliases_and_call_strings():
         qz.QuantizedBits(8, 0, alpha="autom")
 
 
+def test_repr_is_the_short_string_a_user_writes_and_reads_back():
+    import numpy as np
+
+    from edgebnn import fuzz
+
+    assert repr(qz.get("ste_sign")) == "ste_sign"
+    assert repr(qz.QuantizedBits(4, 1, rounding="RND_INF")) == "quantized_bits(4, 1, rounding='RND_INF')"
+    nested = qz.get("partial('ste_sign', [0], other='quantized_bits(4, 1, overflow=\\'SAT\\')')")
+    assert repr(nested) == "partial('ste_sign', [0], other=\"quantized_bits(4, 1, overflow='SAT')\")"
+    rng = np.random.default_rng(0)
+    strings = [make(rng, *args) for _ in range(200) for make, args in
+               ((fuzz._fixed_quantizer, ()), (fuzz._activation_quantizer, (4,)), (fuzz._kernel_quantizer, ()))]
+    for q in map(qz.get, strings):
+        assert qz.get(repr(q)) == q and len(repr(q)) < 160, repr(q)
+
+
 def test_quantizers_serialize():
     for q in (qz.SteSign(0.5), qz.QuantizedBits(6, 2, symmetric=True, rounding="RND", overflow="WRAP")):
         back = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(q))

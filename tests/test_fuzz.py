@@ -1,0 +1,64 @@
+"""The random-model fuzzer in CI: fixed seeds, Keras (batch sizes 1 and 32) = emulator, and a
+few C-simulations in io_parallel and io_stream. A long run is ``bench/fuzz.py``."""
+
+import numpy as np
+import pytest
+
+from edgebnn import fuzz
+
+
+def test_fuzzed_models_agree_or_are_refused_in_one_sentence():
+    summary = fuzz.run(models=36, seed=0)
+    counts = summary.counts()
+    assert not summary.failures, "\n".join(o.line() for o in summary.failures)
+    assert counts["ok"] >= 24, counts  # the generator makes models freeze accepts, not only refusals
+    for outcome in summary.outcomes:
+        if outcome.status == "refused":
+            assert "\n" not in outcome.message and len(outcome.message) < 600, outcome.message
+
+
+@pytest.mark.slow
+def test_fuzzed_models_c_simulate_exactly_in_both_io_types():
+    summary = fuzz.run(models=8, csim=4, seed=500)
+    simulated = [o for o in summary.outcomes if o.csim]
+    assert not summary.failures, "\n".join(o.line() for o in summary.failures)
+    assert sorted({o.csim for o in simulated if o.status == "ok"}) == ["io_parallel", "io_stream"]
+
+
+def test_generator_is_reproducible_and_inputs_hit_ties_and_range_ends():
+    a, b = fuzz.random_model(7), fuzz.random_model(7)
+    assert a.layers == b.layers and np.array_equal(a.x, b.x)
+    assert [w.tolist() for w in a.model.get_weights()] == [w.tolist() for w in b.model.get_weights()]
+    from edgebnn import quantizers
+
+    first = a.model.layers[0]
+    t = quantizers.get(first.input_quantizer).hardware().type
+    scaled = a.x.astype(np.float64) / 2.0 ** t.lsb_exp
+    assert np.any(scaled % 1 == 0.5)  # exact ties
+    assert np.any(a.x > t.max) and np.any(a.x < t.min)  # out of range both ways
+
+
+def test_a_saved_failure_replays_to_the_same_outcome(tmp_path):
+    case = fuzz.random_model(3)
+    outcome = fuzz.check(case)
+    folder = fuzz.save_failure(case, outcome, tmp_path)
+    again = fuzz.check(fuzz.load_failure(folder))
+    assert (again.status, again.message) == (outcome.status, outcome.message)
+
+
+def test_a_wrong_graph_is_reported_as_a_mismatch(monkeypatch):
+    """The fuzzer's own check can fail: a freeze that flips the output levels is caught."""
+    import importlib
+
+    freeze_module = importlib.import_module("edgebnn.freeze")
+    real = freeze_module.freeze
+
+    def broken(model, **kwargs):
+        graph = real(model, **kwargs)
+        if graph.output.op == "threshold":
+            graph.output.params["levels"][:] = graph.output.params["levels"][:, ::-1]
+        return graph
+
+    monkeypatch.setattr(freeze_module, "freeze", broken)
+    outcomes = [fuzz.check(fuzz.random_model(s)) for s in range(6)]
+    assert any(o.status == "mismatch" and "Keras (batch 1) vs emulator" in o.message for o in outcomes)
