@@ -48,7 +48,7 @@ from .errors import EdgebnnError
 from .fixed import FixedType
 from .graph import (Graph, Node, _on_grid, cast_node, conv2d_node, dense_node, flatten_node, input_node,
                     maxpool2d_node, threshold_node)
-from .layers import QuantActivation, QuantConv2D, QuantDense, _pad_input, _same_padding
+from .layers import QuantActivation, QuantConv2D, QuantDense, _conv_input, _same_padding
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
 # per level would be needed, which freeze does not do yet
@@ -95,8 +95,8 @@ class Step:
             return _add_quantized_bias(self.layer, ops.matmul(x, self.layer.quantized_kernel()))
         if self.kind == "conv2d":
             layer = self.layer
-            x, padding = _pad_input(layer, x)  # the layer's own padding of its quantized input
-            x = ops.conv(x, layer.quantized_kernel(), strides=list(layer.strides), padding=padding,
+            x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
+            x = ops.conv(x, layer.quantized_kernel(), strides=strides, padding=padding,
                          dilation_rate=layer.dilation_rate, data_format=layer.data_format)
             return _add_quantized_bias(layer, x)
         if self.kind == "flatten":
@@ -438,6 +438,37 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
     return Graph(name or model.name, nodes, meta)
 
 
+def keras_logits(model):
+    """``model`` without the softmax that ends it: what a graph frozen with ``strip_softmax=True``
+    computes, as a Keras model sharing ``model``'s layers and compiled the same way (XLA or not).
+    A model that does not end with a softmax is returned as it is."""
+    layers = _layer_chain(model)
+    i = _trailing_softmax(layers)
+    if i is None:
+        return model
+    layer = layers[i]
+    out = _WithoutActivation(layer)(layer.input) if isinstance(layer, QuantDense) else layer.input
+    logits = keras.Model(model.inputs, out, name=f"{model.name}_logits")
+    logits.compile(jit_compile=_model_jit(model))
+    return logits
+
+
+class _WithoutActivation(keras.layers.Layer):
+    """Calls a layer with its activation left out (read when the call is traced)."""
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        self.inner = layer
+
+    def call(self, x):
+        activation = self.inner.activation
+        self.inner.activation = keras.activations.linear
+        try:
+            return self.inner(x, training=False)
+        finally:
+            self.inner.activation = activation
+
+
 class FreezeWarning(UserWarning):
     """The frozen graph is exact but not what Keras computes: float32 cannot hold its accumulators
     exactly, Keras's own result depends on the batch layout (``graph.meta["keras_caveats"]``), or
@@ -715,14 +746,14 @@ def _layout_caveat(step: Step, src: Node, values, out_codes, hw, jit: bool, rank
 # ------------------------------------------------------------------------------ tracing
 
 
-def trace(model, x) -> dict[str, np.ndarray]:
+def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
     """Each step's output computed by Keras (eager, inference mode), by graph node name.
 
     Used to find the first layer where Keras and the emulator part ways.
     """
     out = {}
     h = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
-    for step in plan(model):
+    for step in plan(model, strip_softmax=strip_softmax):
         h = step.keras_eval(h)
         out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
     return out

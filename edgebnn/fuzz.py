@@ -5,8 +5,11 @@ Hand-picked examples miss what users build; this generator builds what they migh
 ``MaxPooling2D``, ``Flatten``, ``Dropout``, float or quantized biases, ``BatchNormalization``
 with adversarial statistics (means exactly on accumulator values the inputs reach, gamma of
 both signs and zero, tiny variance, betas that cancel after float32 rounding), elementwise
-activations, and every activation quantizer and rounding/overflow mode freeze accepts, with
-Keras compiled with or without XLA. Inputs sit on grid points, between them, exactly on ties,
+activations (as layers and as the layers' own ``activation``), every activation, input and
+kernel quantizer and rounding/overflow mode freeze accepts (and the forms it cannot deploy yet,
+which must be refused in one sentence: ternary, power-of-two, XNOR and DoReFa kernels, dilation,
+average or "same" pooling), a trailing softmax frozen with ``strip_softmax=True``, Sequential
+and functional models, with Keras compiled with or without XLA. Inputs sit on grid points, between them, exactly on ties,
 one float32 ulp around ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
@@ -53,6 +56,7 @@ class Case:
     x: np.ndarray
     layers: list[str]  # one line per layer, for the report
     jit: bool
+    strip_softmax: bool = False  # the model ends with a softmax that freeze strips
 
 
 @dataclasses.dataclass
@@ -104,11 +108,33 @@ def _activation_quantizer(rng, channels: int) -> str:
     return str(kind if kind != "partial" else "ste_sign")
 
 
+# kernel quantizers freeze cannot deploy yet: each must be a one-sentence refusal, not a crash
+UNDEPLOYED_KERNELS = ("ternary", "ste_tern", "quantized_po2(4)", "xnor_sign", "dorefa(2, 'weights')",
+                      "magnitude_aware_sign", "quantized_bits(4, 1, alpha='auto')")
+
+
 def _kernel_quantizer(rng) -> str:
-    if rng.random() < 0.6:
+    r = rng.random()
+    if r < 0.45:
         return "ste_sign"
-    bits = int(rng.integers(2, 5))
-    return f"quantized_bits({bits}, {int(rng.integers(0, 2))})"
+    if r < 0.6:
+        return str(rng.choice(["ste_sign(0.5)", "approx_sign", "swish_sign", "binary"]))
+    if r < 0.67:
+        return str(rng.choice(UNDEPLOYED_KERNELS))
+    bits = int(rng.integers(2, 6))
+    if r < 0.85:
+        return f"quantized_bits({bits}, {int(rng.integers(0, 2))})"
+    return (f"quantized_bits({bits}, {int(rng.integers(-1, 3))}, symmetric={bool(rng.integers(2))}, "
+            f"rounding={ROUNDING[rng.integers(len(ROUNDING))]!r}, overflow={OVERFLOW[rng.integers(3)]!r})")
+
+
+def _input_quantizer(rng) -> str:
+    r = rng.random()
+    if r < 0.1:
+        return f"quantized_relu({int(rng.integers(2, 7))}, {int(rng.integers(0, 3))})"
+    if r < 0.15:
+        return f"quantized_tanh({int(rng.integers(2, 6))})"
+    return _fixed_quantizer(rng, (2, 7))
 
 
 def random_model(seed: int, n_inputs: int = 64) -> Case:
@@ -123,7 +149,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         shape = (int(rng.integers(2, 7)), int(rng.integers(2, 7)), int(rng.integers(1, 4)))
     else:
         shape = (int(rng.integers(2, 13)),)
-    in_q = _fixed_quantizer(rng, (2, 7))
+    in_q = _input_quantizer(rng)
     layers: list = []
     text: list[str] = []
     cur = shape
@@ -140,7 +166,12 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         bias = bool(rng.integers(2))
         bias_q = None if not bias or rng.random() < 0.6 else _fixed_quantizer(rng, (3, 6), signed=True)
         kq = _kernel_quantizer(rng)
-        act = "relu" if rng.random() < 0.15 else None
+        act = None
+        if rng.random() < 0.2:
+            act = "relu" if rng.random() < 0.5 else str(rng.choice(ACTIVATIONS))
+        dense_softmax = last and not spatial and rng.random() < 0.08
+        if dense_softmax:
+            act = "softmax"
         common = dict(input_quantizer=next_input_q, kernel_quantizer=kq, use_bias=bias, bias_quantizer=bias_q,
                       activation=act)
         if spatial and (block == 0 or not last or rng.random() < 0.5):
@@ -153,6 +184,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             if padding == "same" and next_input_q and "sign" in next_input_q and rng.random() < 0.5:
                 pad_values = float(rng.choice([1.0, -1.0]))
             filters = int(rng.integers(1, 5))
+            if rng.random() < 0.03 and strides == (1, 1):  # not deployable: a clean refusal
+                common["dilation_rate"] = (2, 2)
             layer = QuantConv2D(filters, (kh, kw), strides=strides, padding=padding, pad_values=pad_values, **common)
             if padding == "same":
                 cur = (-(-cur[0] // strides[0]), -(-cur[1] // strides[1]), filters)
@@ -177,11 +210,17 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             if pool_at == at:
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
-                add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
+                if rng.random() < 0.04:  # not deployable: a clean refusal
+                    add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
+                elif rng.random() < 0.04:
+                    add(keras.layers.MaxPooling2D(p, strides=s, padding="same"),
+                        f"MaxPooling2D({p}, strides={s}, padding='same')")
+                else:
+                    add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
 
         maybe_pool(0)
-        if last and rng.random() < 0.15 and act is None:
+        if dense_softmax or last and rng.random() < 0.15 and act is None:
             break  # the model ends with the accumulator
         if rng.random() < 0.7:
             add(keras.layers.BatchNormalization(), "BatchNormalization()")
@@ -199,11 +238,23 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             maybe_pool(2)
         else:
             next_input_q = q
-    model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
+    strip = dense_softmax
+    if not strip and text[-1].startswith(("QuantDense", "QuantActivation")) and rng.random() < 0.1:
+        softmax = keras.layers.Softmax() if rng.random() < 0.5 else keras.layers.Activation("softmax")
+        add(softmax, f"{type(softmax).__name__}()")
+        strip = True
+    if rng.random() < 0.2:  # the same chain as a functional model
+        inputs = h = keras.Input(shape)
+        for layer in layers:
+            h = layer(h)
+        model = keras.Model(inputs, h, name=f"fuzz_{seed}")
+        text.insert(0, "functional")
+    else:
+        model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
     x = _inputs(rng, in_q, shape, n_inputs)
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
-    return Case(seed, model, x, text, bool(model.jit_compile))  # Keras may have declined XLA
+    return Case(seed, model, x, text, bool(model.jit_compile), strip)  # Keras may have declined XLA
 
 
 @contextlib.contextmanager
@@ -311,20 +362,21 @@ def check(case: Case, io_type: str | None = None, workdir: str | os.PathLike | N
 
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     from .emulate import emulate
-    from .freeze import freeze
+    from .freeze import freeze, keras_logits
     from .graph import Graph
     from .verify import verify
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graph = freeze(case.model)
+        graph = freeze(case.model, strip_softmax=case.strip_softmax)
+    keras_model = keras_logits(case.model) if graph.meta.get("stripped_softmax") else case.model
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = pathlib.Path(tmp) / "graph.npz"
         graph.save(path)
         graph = Graph.load(path)
         emu = emulate(graph, case.x)
         for batch in (1, 32):
-            ker = case.model.predict(case.x, batch_size=batch, verbose=0)
+            ker = keras_model.predict(case.x, batch_size=batch, verbose=0)
             if not np.array_equal(np.asarray(ker, dtype=np.float64).reshape(emu.shape), emu):
                 report = verify(case.model, graph, case.x, keras_output=ker)
                 first = report.first_mismatches[0] if report.first_mismatches else None
@@ -405,8 +457,10 @@ def run(models: int, csim: int = 0, seed: int = 0, save_dir: str | os.PathLike |
             keras.backend.clear_session()
             try:
                 case = random_model(s)
-            except Exception as err:  # noqa: BLE001
+            except Exception as err:  # noqa: BLE001 - reproduced by its seed alone
                 outcomes.append(Outcome(s, "crash", f"generator: {type(err).__name__}: {err}"))
+                if progress:
+                    progress(outcomes[-1])
                 continue
             io_type = io_types[simulated % 2] if simulated < csim else None
             outcome = check(case, io_type)
@@ -429,7 +483,7 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     case.model.save(folder / "model.keras")
     np.savez(folder / "inputs.npz", x=case.x)
-    info = dataclasses.asdict(outcome) | {"jit": case.jit}
+    info = dataclasses.asdict(outcome) | {"jit": case.jit, "strip_softmax": case.strip_softmax}
     (folder / "outcome.json").write_text(json.dumps(info, indent=2) + "\n")
     return folder
 
@@ -444,4 +498,4 @@ def load_failure(folder) -> Case:
     model.compile(jit_compile=info["jit"])
     with np.load(folder / "inputs.npz", allow_pickle=False) as data:
         x = data["x"]
-    return Case(info["seed"], model, x, info["layers"], info["jit"])
+    return Case(info["seed"], model, x, info["layers"], info["jit"], info.get("strip_softmax", False))

@@ -91,14 +91,15 @@ def _check_conv_args(layer):
         raise ValueError(f"{name}: padding='causal' pads with zeros; pad_values={layer.pad_values} needs padding='same'")
 
 
-def _pad_input(layer, x):
-    """``(x, padding)`` for the convolution: with non-zero ``pad_values`` and "same" padding,
-    ``x`` padded explicitly and "valid"; otherwise unchanged (Keras pads with zeros itself)."""
+def _pad_input(layer, x, explicit: bool = False):
+    """``(x, padding)`` for the convolution: with non-zero ``pad_values`` and "same" padding (or
+    ``explicit``), ``x`` padded explicitly and "valid"; otherwise unchanged (Keras pads with
+    zeros itself)."""
     padding = layer.padding
     if padding == "causal":  # Conv1D: zeros on the left, as keras.layers.Conv1D does
         left = layer.dilation_rate[0] * (layer.kernel_size[0] - 1)
         return ops.pad(x, ((0, 0), (left, 0), (0, 0))), "valid"
-    if padding != "same" or layer.pad_values == 0.0:
+    if padding != "same" or (layer.pad_values == 0.0 and not explicit):
         return x, padding
     widths = [(0, 0)]
     for axis, (k, s, d) in enumerate(zip(layer.kernel_size, layer.strides, layer.dilation_rate), start=1):
@@ -111,6 +112,38 @@ def _pad_input(layer, x):
         widths.append(_same_padding(size or 1, k, s, d))
     widths.append((0, 0))
     return ops.pad(x, widths, constant_values=layer.pad_values), "valid"
+
+
+def _single_window_axes(layer, x) -> list[int]:
+    """Spatial axes (1-based) on which the convolution has one output but a stride above 1."""
+    axes = []
+    for axis, (k, s, d) in enumerate(zip(layer.kernel_size, layer.strides, layer.dilation_rate), start=1):
+        size = x.shape[axis]
+        if s == 1 or size is None:
+            continue
+        if layer.padding == "same":
+            out = -(-size // s)
+        else:  # valid or causal (causal keeps the length of "same")
+            out = -(-size // s) if layer.padding == "causal" else (size - (k - 1) * d - 1) // s + 1
+        if out == 1:
+            axes.append(axis)
+    return axes
+
+
+def _conv_input(layer, x):
+    """``(x, padding, strides)`` for the convolution of the quantized input ``x``: padded as
+    :func:`_pad_input` does, and on every spatial axis with a single output window the input
+    cut to that window with stride 1, which is the same convolution. TensorFlow's oneDNN CPU
+    convolution (2.21) gets such an axis with a stride above 1 wrong for batches of more than
+    one sample; the cut keeps Keras's outputs those of the model."""
+    axes = _single_window_axes(layer, x) if layer.data_format == "channels_last" else []
+    x, padding = _pad_input(layer, x, explicit=bool(axes))
+    strides = list(layer.strides)
+    for axis in axes:
+        extent = (layer.kernel_size[axis - 1] - 1) * layer.dilation_rate[axis - 1] + 1
+        x = ops.take(x, list(range(extent)), axis=axis)
+        strides[axis - 1] = 1
+    return x, padding, tuple(strides)
 
 
 # ---------------------------------------------------------------------------- shared part
@@ -193,8 +226,8 @@ class _QuantConv(_Quantized):
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
-        x, padding = _pad_input(self, x)
-        x = ops.conv(x, self.quantized_kernel(training), strides=list(self.strides), padding=padding,
+        x, padding, strides = _conv_input(self, x)
+        x = ops.conv(x, self.quantized_kernel(training), strides=strides, padding=padding,
                      dilation_rate=self.dilation_rate, data_format=self.data_format)
         return _bias_and_activation(self, x, training)
 
@@ -242,8 +275,8 @@ class QuantDepthwiseConv2D(_Quantized, keras.layers.DepthwiseConv2D):
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
-        x, padding = _pad_input(self, x)
-        x = ops.depthwise_conv(x, self.quantized_kernel(training), strides=self.strides, padding=padding,
+        x, padding, strides = _conv_input(self, x)
+        x = ops.depthwise_conv(x, self.quantized_kernel(training), strides=strides, padding=padding,
                                dilation_rate=self.dilation_rate, data_format=self.data_format)
         return _bias_and_activation(self, x, training)
 
@@ -272,9 +305,9 @@ class QuantSeparableConv2D(_Quantized, keras.layers.SeparableConv2D):
 
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
-        x, padding = _pad_input(self, x)
+        x, padding, strides = _conv_input(self, x)
         x = ops.separable_conv(x, self.quantized_depthwise_kernel(training), self.quantized_pointwise_kernel(training),
-                               strides=self.strides, padding=padding, dilation_rate=self.dilation_rate,
+                               strides=strides, padding=padding, dilation_rate=self.dilation_rate,
                                data_format=self.data_format)
         return _bias_and_activation(self, x, training)
 

@@ -75,22 +75,27 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
 
     ``x`` is cast to float32 once (the precision Keras computes in) and then given to all three,
     so every path sees the same numbers. ``keras_output`` skips a second ``predict`` when the
-    caller already has it for these inputs.
+    caller already has it for these inputs. For a graph frozen with ``strip_softmax=True`` the
+    model's logits are compared (see :func:`edgebnn.freeze.keras_logits`).
     """
     x = np.asarray(x, dtype=np.float32)
+    stripped = bool(graph.meta.get("stripped_softmax"))
     outputs: dict[str, np.ndarray] = {}
     mismatches: list[Mismatch] = []
     emu = emulate(graph, x)
     outputs["emulator"] = emu
     k_vs_e = None
     if model is not None:
-        ker = keras_output if keras_output is not None else model.predict(x, verbose=0)
-        ker = np.asarray(ker, dtype=np.float64)
+        if keras_output is None:
+            from .freeze import keras_logits
+
+            keras_output = (keras_logits(model) if stripped else model).predict(x, verbose=0)
+        ker = np.asarray(keras_output, dtype=np.float64)
         outputs["keras"] = ker
         bad = _mismatching(ker, emu)
         k_vs_e = int(len(bad))
         if len(bad):
-            mismatches.append(_locate_keras(model, graph, x, int(bad[0]), ker, emu))
+            mismatches.append(_locate_keras(model, graph, x, int(bad[0]), ker, emu, stripped))
     e_vs_c = None
     if project is not None:
         csim = np.asarray(project.predict(x.astype(np.float64)), dtype=np.float64).reshape(emu.shape)
@@ -119,10 +124,10 @@ def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:
     return Mismatch("emulator/csim", i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
 
 
-def _locate_keras(model, graph: Graph, x, i: int, ker, emu) -> Mismatch:
+def _locate_keras(model, graph: Graph, x, i: int, ker, emu, stripped: bool) -> Mismatch:
     from .freeze import trace  # Keras side only
 
-    k_nodes = trace(model, x[i : i + 1])
+    k_nodes = trace(model, x[i : i + 1], strip_softmax=stripped)
     e_nodes = emulate(graph, x[i : i + 1], return_all=True)
     for node in graph.nodes:
         if node.name in k_nodes and not np.array_equal(k_nodes[node.name], e_nodes[node.name]):

@@ -10,7 +10,7 @@ from edgebnn import emulate
 from edgebnn.freeze import FreezeError, FreezeWarning, freeze
 from edgebnn.graph import Graph, cast_node, conv2d_node, input_node
 from edgebnn.fixed import FixedType
-from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D
 
 
 def small(quantizer, first="quantized_bits(4, 2)", units=2, **dense):
@@ -154,3 +154,49 @@ def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     assert [c["kind"] for c in graph.meta["keras_caveats"]] == ["xla_bias"]
     model.compile(jit_compile=False)
     assert freeze(model).meta["keras_caveats"] == []
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda p: QuantConv2D(2, (1, 3), strides=(1, 2), padding=p, **_CONV_Q), (4, 3, 1)),
+    (lambda p: QuantConv2D(1, (3, 2), strides=(3, 2), padding=p, pad_values=1.0, **_CONV_Q), (3, 5, 2)),
+    (lambda p: QuantConv1D(2, 3, strides=2, padding=p, **_CONV_Q), (3, 2)),
+    (lambda p: QuantDepthwiseConv2D((2, 2), strides=2, padding=p, input_quantizer="quantized_bits(6, 4)",
+                                    depthwise_quantizer="quantized_bits(4, 1)"), (2, 2, 3)),
+])
+@pytest.mark.parametrize("padding", ["valid", "same"])
+def test_convolution_with_one_output_window_and_a_stride_is_right_for_a_batch(make, shape, padding):
+    """TensorFlow's oneDNN convolution gets an axis with one output window and a stride above 1
+    wrong for batches of more than one sample; the layers cut the input to that window."""
+    if padding == "valid" and isinstance(make(padding), QuantConv2D) and shape[1] == 5:
+        padding = "same"  # (3, 2) over 3 rows and stride 3: one window in both paddings
+    layer = make(padding)
+    model = keras.Sequential([keras.Input(shape), layer])
+    rng = np.random.default_rng(1)
+    for w in layer.weights:
+        w.assign(rng.uniform(-1.5, 1.5, size=w.shape).astype("float32"))
+    x = rng.uniform(-8, 8, size=(33, *shape)).astype("float32")
+    batch = np.asarray(model(x, training=False))
+    alone = np.concatenate([np.asarray(model(x[i:i + 1], training=False)) for i in range(len(x))])
+    assert np.array_equal(batch, alone)
+    assert np.array_equal(model.predict(x, batch_size=32, verbose=0), alone)
+
+
+_CONV_Q = dict(input_quantizer="quantized_bits(6, 4)", kernel_quantizer="quantized_bits(4, 1)", use_bias=False)
+
+
+@pytest.mark.parametrize("form", ["activation", "Softmax", "Activation"])
+def test_verify_compares_the_logits_of_a_stripped_softmax(form):
+    """verify compared the softmax probabilities with the graph's logits (and crashed locating them)."""
+    from edgebnn.verify import verify
+
+    layers = [keras.Input((5,)), QuantDense(4, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign",
+                                             use_bias=False, activation="softmax" if form == "activation" else None)]
+    if form != "activation":
+        layers.append(keras.layers.Softmax() if form == "Softmax" else keras.layers.Activation("softmax"))
+    model = keras.Sequential(layers)
+    with pytest.warns(FreezeWarning, match="softmax"):
+        graph = freeze(model, strip_softmax=True)
+    x = np.random.default_rng(0).normal(size=(50, 5)).astype("float32") * 4
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0 and report.first_mismatches == []
+    assert not np.allclose(model.predict(x, verbose=0).sum(axis=1), report.outputs["keras"].sum(axis=1))
