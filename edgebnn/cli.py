@@ -40,7 +40,7 @@ def cmd_run(args) -> int:
 
     _quiet_tensorflow()
     summary = run(args.config, args.output, force=args.force, log=_log)
-    if any(summary["mismatches"].values()):
+    if any(summary["mismatches"].values()) or summary.get("stream_leftovers"):
         return EXIT_MISMATCH
     return EXIT_OK if summary["resources"]["fits"] else EXIT_DOES_NOT_FIT
 

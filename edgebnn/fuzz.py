@@ -397,7 +397,10 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             project = export(graph, pathlib.Path(tmp) / "prj", io_type=io_type)
         project.compile()
         report = verify(None, graph, case.x, project=project)
-        if report.emulator_vs_csim:
+        if report.stream_leftovers:
+            out.status = "mismatch"
+            out.message = f"C-simulation ({io_type}) left data in a stream: {report.stream_leftovers[0]}"
+        elif report.emulator_vs_csim:
             out.status = "mismatch"
             out.message = f"emulator vs C-simulation ({io_type}): {report.emulator_vs_csim} samples differ"
             if report.first_mismatches:

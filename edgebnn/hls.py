@@ -102,6 +102,9 @@ class HLSProject:
         self.warnings = list(warnings_)
         self._export_kwargs = dict(export_kwargs or {})
         self._compiled = False
+        # hls::stream warnings the C-simulation printed (a stream destroyed with data left in
+        # it: the RTL would stall there), one per stream, from every predict so far
+        self.stream_warnings: list[str] = []
 
     def __repr__(self) -> str:
         return f"HLSProject({self.path!r}, graph={self.graph.name!r})"
@@ -184,8 +187,46 @@ class HLSProject:
         if not self._compiled:
             self.compile()
         flat = np.ascontiguousarray(x.reshape(n, -1))
-        y = self.model.predict(flat)
+        with _c_output() as printed:
+            y = self.model.predict(flat)
+        for line in printed.getvalue().splitlines():
+            if "leftover data" in line and line.strip() not in self.stream_warnings:
+                self.stream_warnings.append(line.strip())
         return np.asarray(y, dtype=np.float64).reshape(n, out_size).reshape((n, *outp.shape))
+
+
+def _flush_c_stdio() -> None:
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+
+
+@contextlib.contextmanager
+def _c_output():
+    """What C++ code prints to stdout in the block (the C-simulation library writes to file
+    descriptor 1, below Python's sys.stdout), as a StringIO; passed on to stdout unless it is
+    only hls::stream leftover warnings, which the caller records."""
+    import sys
+
+    text = io.StringIO()
+    fd = 1  # C's stdout, whatever Python's sys.stdout is now
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), fd)
+        try:
+            yield text
+        finally:
+            _flush_c_stdio()
+            os.dup2(saved, fd)
+            os.close(saved)
+            tmp.seek(0)
+            text.write(tmp.read().decode(errors="replace"))
+    rest = [ln for ln in text.getvalue().splitlines() if ln.strip() and "leftover data" not in ln]
+    if rest:
+        sys.stdout.write("\n".join(rest) + "\n")
 
 
 # ----------------------------------------------------------------------------- export
@@ -355,6 +396,13 @@ def _check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
             _check_dense(node, previous, where)
         if node.op == "conv2d":
             _check_conv2d(node, previous, where)
+            kh, kw = (int(d) for d in node.params["weight"].shape[:2])
+            if io_type == "io_stream" and kh == 1 and kw > 1 and int(node.attrs["strides"][0]) > 1:
+                raise EdgebnnError(
+                    f"{where} has a one-row kernel ({kh}, {kw}) with a row stride of {node.attrs['strides'][0]}, "
+                    "which hls4ml's io_stream convolution ignores (it convolves every row and leaves data in "
+                    "its output stream); use io_parallel, a row stride of 1 or a kernel of two or more rows"
+                )
         if node.op == "maxpool2d" and io_type == "io_stream" and node.attrs["pool"] != node.attrs["strides"]:
             raise EdgebnnError(
                 f"{where} pools {node.attrs['pool']} windows with strides {node.attrs['strides']}, but hls4ml's "

@@ -97,6 +97,8 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
                 "emulator_vs_csim": report.emulator_vs_csim,
             },
             "first_mismatches": report.to_dict()["first_mismatches"],
+            "stream_leftovers": list(report.stream_leftovers),
+            "keras_caveats": list(report.caveats),
             "board": board.name,
             "part": board.part,
             "project_dir": str(final / "hls_project"),
@@ -115,7 +117,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
 
 def headline(summary: dict[str, Any], est) -> str:
     """The verdict: bit-exact or not, and whether the design fits the board."""
-    verified = not any(summary["mismatches"].values())
+    verified = not any(summary["mismatches"].values()) and not summary.get("stream_leftovers")
     if est.fits:
         fit = f"fits {summary['board']}"
     else:
@@ -124,6 +126,8 @@ def headline(summary: dict[str, Any], est) -> str:
                f"limit {100 * est.utilization_limit:.0f}%)")
     if verified:
         return f"VERIFIED bit for bit, {'and ' + fit if est.fits else 'but ' + fit}"
+    if not any(summary["mismatches"].values()):
+        return f"MISMATCH (the C-simulation left data in a stream, so the hardware would stall); it {fit}"
     return f"MISMATCH (not bit-exact); it {fit}"
 
 
@@ -138,6 +142,8 @@ def format_summary(summary: dict[str, Any], est) -> str:
     ]
     for m in summary["first_mismatches"]:
         lines.append(f"    first {m['between']}: sample {m['sample']} at {m['layer']} ({m['source']})")
+    lines += [f"  C-simulation          {w}" for w in summary.get("stream_leftovers", [])]
+    lines += [f"  Keras caveat          node {c['node']!r}: {c['reason']}" for c in summary.get("keras_caveats", [])]
     lines.append(f"  resources on {summary['board']} ({summary['part']}):")
     lines += ["    " + line for line in est.table().splitlines()]
     lines.append(f"  project               {summary['project_dir']}  (build: vitis_hls -f build_prj.tcl)")

@@ -37,10 +37,13 @@ class VerifyReport:
     # where freeze recorded that Keras's own float32 result is not unique (graph.meta):
     # mismatches there are Keras disagreeing with itself across layouts, said, never silent
     caveats: list[dict] = dataclasses.field(default_factory=list)
+    # hls::stream data the C-simulation left unread: on the FPGA that stream stalls or feeds the
+    # next frame, so the design is wrong even where these outputs agree
+    stream_leftovers: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.keras_vs_emulator and not self.emulator_vs_csim
+        return not self.keras_vs_emulator and not self.emulator_vs_csim and not self.stream_leftovers
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class VerifyReport:
             "emulator_vs_csim": self.emulator_vs_csim,
             "first_mismatches": [dataclasses.asdict(m) for m in self.first_mismatches],
             "keras_caveats": list(self.caveats),
+            "stream_leftovers": list(self.stream_leftovers),
         }
 
     def describe(self) -> str:
@@ -59,6 +63,7 @@ class VerifyReport:
         lines = [", ".join(parts)]
         lines += ["  " + m.describe() for m in self.first_mismatches]
         lines += [f"  caveat at node {c['node']!r}: {c['reason']}" for c in self.caveats]
+        lines += [f"  C-simulation: {w}" for w in self.stream_leftovers]
         return "\n".join(lines)
 
 
@@ -108,7 +113,8 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
     if not graph.meta.get("keras_float32_exact", True):
         caveats.append({"node": "", "layer": "", "kind": "float32",
                         "reason": "accumulators need more than 24 significant bits, which Keras's float32 cannot hold"})
-    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats)
+    leftovers = list(getattr(project, "stream_warnings", [])) if project is not None else []
+    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats, leftovers)
 
 
 def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:

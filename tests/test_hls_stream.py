@@ -175,3 +175,20 @@ def test_packet_mismatch_stops_export(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match=r"layer 'sign' in packets of 2 values and writes packets of 8"):
         hls.export(flatten_requantize(), tmp_path / "prj", io_type="io_stream")
     assert os.listdir(tmp_path) == []
+
+
+def test_one_row_kernel_with_a_row_stride_is_refused_in_io_stream(tmp_path, monkeypatch):
+    """hls4ml's io_stream convolution takes a one-row kernel for a 1D one and ignores the row
+    stride: every row is convolved, the extra outputs stay in the stream (the fuzzer found it)."""
+    graph = chain([("conv2d", {"kernel": (1, 3), "strides": (2, 1)}), "threshold"], input_shape=(6, 4, 2))
+    with pytest.raises(hls.EdgebnnError, match=r"one-row kernel \(1, 3\) with a row stride of 2"):
+        hls.export(graph, tmp_path / "prj", io_type="io_stream")
+    assert os.listdir(tmp_path) == []
+    export_quietly(graph, tmp_path / "par", io_type="io_parallel")  # io_parallel convolves it right
+    # without the refusal: the C-simulation reports the leftover data, which the project records
+    monkeypatch.setattr(hls, "_check_graph", lambda graph, io_type="io_parallel": None)
+    project = export_quietly(graph, tmp_path / "prj", io_type="io_stream").compile()
+    x = edge_inputs(graph, 20)
+    csim = project.predict(x)
+    assert any("leftover data" in w for w in project.stream_warnings), project.stream_warnings
+    assert not np.array_equal(csim, emulate(graph, x))
