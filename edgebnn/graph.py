@@ -464,4 +464,5 @@ def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str
 
 def _on_grid(values: np.ndarray, t: FixedType) -> np.ndarray:
     """``values`` rounded onto ``t``'s grid without any overflow handling."""
-    return t.replace(width=t.width + 64, integer=t.integer + 64, overflow="SAT").quantize(values)
+    # signed, so that values below an unsigned type's 0 stay below it (and are seen to overflow)
+    return t.replace(width=t.width + 65, integer=t.integer + 65, signed=True, overflow="SAT").quantize(values)

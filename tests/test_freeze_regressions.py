@@ -74,11 +74,21 @@ def test_partial_quantizer_after_flatten_of_real_values_is_refused():
         freeze(model)
 
 
-@pytest.mark.parametrize("overflow", ["SAT", "SAT_SYM", "SAT_ZERO", "WRAP"])
-def test_cast_bounds_hold_every_value_the_conversion_gives(overflow):
-    """D5: SAT_ZERO sent both overflowing ends to 0 and the bounds became [0, 0]."""
-    src = input_node("x", (1,), FixedType.from_string("fixed<10,6,TRN,SAT>"))
-    out_type = FixedType.from_string(f"fixed<6,0,RND,{overflow}>")  # [-0.5, 0.484375]: overflows both ways
+_CAST_CASES = [
+    ("fixed<10,6,TRN,SAT>", "fixed<6,0,RND,{}>"),  # [-0.5, 0.484375]: overflows both ways
+    ("fixed<10,6,TRN,SAT>", "ufixed<2,0,RND_MIN_INF,{}>"),
+    ("fixed<4,0,TRN,SAT>", "ufixed<2,0,RND_MIN_INF,{}>"),  # only below 0 (a fuzz case: a wrap missed)
+]
+
+
+@pytest.mark.parametrize("overflow, src_type, out_type", [
+    (o, s, t) for s, t in _CAST_CASES for o in ("SAT", "SAT_SYM", "SAT_ZERO", "WRAP")
+    if not (o == "SAT_SYM" and t.startswith("u"))])  # SAT_SYM is for signed types
+def test_cast_bounds_hold_every_value_the_conversion_gives(overflow, src_type, out_type):
+    """D5: SAT_ZERO sent both overflowing ends to 0 and the bounds became [0, 0]; an unsigned
+    target did not see values below 0 overflow, so WRAP kept the bounds of the unwrapped values."""
+    src = input_node("x", (1,), FixedType.from_string(src_type))
+    out_type = FixedType.from_string(out_type.format(overflow))
     node = cast_node("c", src, out_type, relu=False)
     values = np.arange(src.type.min_code, src.type.max_code + 1) * 2.0 ** src.type.lsb_exp
     got = out_type.quantize(values)
