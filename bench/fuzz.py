@@ -35,7 +35,8 @@ def main(argv=None) -> int:
         case = fuzz.load_failure(args.replay)
         import json
 
-        io_type = json.load(open(os.path.join(args.replay, "outcome.json")))["csim"]
+        with open(os.path.join(args.replay, "outcome.json")) as fh:
+            io_type = json.load(fh)["csim"]
         outcome = fuzz.check(case, io_type)
         print("\n".join(case.layers))
         print(outcome.line())

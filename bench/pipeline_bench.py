@@ -17,12 +17,12 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-import edgebnn  # noqa: E402
-from edgebnn.config import build_model, load_config  # noqa: E402
-from edgebnn.data import load_dataset  # noqa: E402
+import edgebnn
+from edgebnn.config import build_model, load_config
+from edgebnn.data import load_dataset
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -64,7 +64,8 @@ def main():
 
     graph = edgebnn.freeze(model)
     with tempfile.TemporaryDirectory() as tmp:
-        project = edgebnn.export(graph, pathlib.Path(tmp) / "prj", board={"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0})
+        board = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
+        project = edgebnn.export(graph, pathlib.Path(tmp) / "prj", board=board)
         project.compile()
         x = x_te.astype(np.float64)
         t_csim = best_of(lambda: project.predict(x), 3)

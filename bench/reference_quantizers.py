@@ -301,7 +301,7 @@ def dump(path):
             own_fn = None
             if c["ref"] in ("quantized_bits", "quantized_relu", "quantized_po2", "quantized_relu_po2"):
                 own_q = cls(**c["kwargs"], use_ste=False)
-                own_fn = lambda v, own_q=own_q: own_q(v)  # noqa: E731
+                own_fn = lambda v, own_q=own_q: own_q(v)
         try:
             fwd, grad = run(q, x, g)
         except Exception as err:  # noqa: BLE001

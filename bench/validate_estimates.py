@@ -46,7 +46,7 @@ import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 DEFAULT_CSV = "/work/shared/reference/hls4ml_synthesis_results.csv"
 SEED = 0
@@ -200,7 +200,7 @@ def build_graph(design: dict, weights: list[np.ndarray]):
     n_in = steps[0][1]
     layers, dense_layers, wi = [keras.Input((n_in,))], [], 0
     first = True
-    for i, (kind, a, b) in enumerate(steps):
+    for i, (kind, _, b) in enumerate(steps):
         if kind == "dense":
             layer = QuantDense(b, input_quantizer=qbits(design["data"]) if first else None,
                                kernel_quantizer=qbits(design["weight"]), use_bias=False, name=f"dense{wi}")
@@ -295,7 +295,7 @@ def _median(values):
 
 
 def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=sys.stdout):
-    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p = lambda *a: print(*a, file=out)
     p(f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
       "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
       "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool")

@@ -58,10 +58,10 @@ class _QuietStderr:
 
 # the pipeline's verbs as functions. Importing them here also keeps each name bound to the
 # function: importing a submodule of the same name later does not rebind it.
-from .fixed import FixedType  # noqa: F401
-from .graph import Graph  # noqa: F401
 from .emulate import emulate  # noqa: F401
 from .estimate import estimate  # noqa: F401
+from .fixed import FixedType  # noqa: F401
+from .graph import Graph  # noqa: F401
 from .verify import verify  # noqa: F401
 
 try:  # registration with Keras; the deployment side works without Keras installed

@@ -506,7 +506,7 @@ _TYPE_KEYS = ("accum", "result", "weight")
 
 def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: str = "io_parallel",
         clock_period: float | None = None, types: Mapping | None = None, multipliers: str = "auto",
-        constants: ModelConstants = CONSTANTS, hls_tool: str = "vitis_hls", softmax=None) -> "Fit":
+        constants: ModelConstants = CONSTANTS, hls_tool: str = "vitis_hls", softmax=None) -> Fit:
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
     Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
@@ -899,7 +899,6 @@ def _dense(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list
         dsp_prod = real & wide
     lut_prod = real & ~dsp_prod
     n_real = int(real.sum())
-    n_products = int(present.sum())
     detail["products"] = {"zero": int((~present).sum()), "free": int(free.sum()), "shift_add": int(shift_add.sum()),
                           "lut": int(lut_prod.sum()), "dsp": int(dsp_prod.sum())}
 
@@ -1124,7 +1123,7 @@ def _cast(node: Node, src: Node, ctx: _Context, widths, live: np.ndarray | None 
     if stream:
         n //= pixels
     drop_low = max(0, to.lsb_exp - ti.lsb_exp) if ti.lsb_exp < to.lsb_exp else 0
-    drop_high = max(0, (ti.integer - (0 if ti.signed else 0)) - to.integer)
+    drop_high = max(0, ti.integer - to.integer)
     rounds = drop_low > 0 and to.rounding not in ("TRN",)
     saturates = drop_high > 0 and to.overflow != "WRAP"
     per = to.width * c.lut_per_cast_bit  # the output select (relu/saturation mux)

@@ -132,7 +132,7 @@ class FixedType:
 
     # ------------------------------------------------------------------ strings
     @classmethod
-    def from_string(cls, text: str) -> "FixedType":
+    def from_string(cls, text: str) -> FixedType:
         """Parse hls4ml's ``fixed<8,3,RND_CONV,SAT>``, ``ufixed<6,0>``, ``fixed<8,3,RND,WRAP,2>``,
         ``int<4>``, ``uint<3>`` or the C++ spellings ``ap_fixed<8,3,AP_RND_CONV,AP_SAT>``,
         ``ap_int<4>``."""
@@ -220,7 +220,7 @@ class FixedType:
             return np.dtype(np.uint64)
         return np.dtype(object)
 
-    def replace(self, **changes) -> "FixedType":
+    def replace(self, **changes) -> FixedType:
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------- quantization
@@ -278,9 +278,7 @@ class FixedType:
         shift = self.lsb_exp - src_lsb_exp
         if self.width > 64 or codes.dtype == object:
             return self._object_cast(codes, src_lsb_exp)
-        if codes.dtype.kind == "u" and codes.dtype != np.uint64:
-            codes = codes.astype(np.int64)
-        elif codes.dtype.kind == "i" and codes.dtype != np.int64:
+        if (codes.dtype.kind == "u" and codes.dtype != np.uint64) or (codes.dtype.kind == "i" and codes.dtype != np.int64):
             codes = codes.astype(np.int64)
         if shift > 0:
             if shift > 62:
@@ -351,7 +349,7 @@ class FixedType:
 
     # ------------------------------------------------------------- type rules
     @classmethod
-    def for_range(cls, lo: float, hi: float, lsb_exp: int) -> "FixedType":
+    def for_range(cls, lo: float, hi: float, lsb_exp: int) -> FixedType:
         """The narrowest type with grid ``2**lsb_exp`` that holds every value in [lo, hi].
 
         ``lo`` and ``hi`` must lie on that grid (interval analysis of exact arithmetic).
@@ -366,7 +364,7 @@ class FixedType:
         return cls.for_codes(kmin, kmax, lsb_exp)
 
     @classmethod
-    def for_codes(cls, kmin: int, kmax: int, lsb_exp: int) -> "FixedType":
+    def for_codes(cls, kmin: int, kmax: int, lsb_exp: int) -> FixedType:
         """The narrowest type with grid ``2**lsb_exp`` holding every code in [kmin, kmax]
         (Python ints, exact at any size). Unsigned when ``kmin >= 0``."""
         kmin, kmax = int(kmin), int(kmax)
@@ -396,7 +394,7 @@ class FixedType:
         if mode == "SAT_SYM" and self.signed and w > 1:
             lo = -hi  # ap_fixed maps min_code itself to -max_code (not for 1-bit types)
         scale, lsb = math.ldexp(1.0, f), math.ldexp(1.0, -f)
-        exact_lsb = -1000 < -f and self.integer < 1000  # r * lsb stays a normal double
+        exact_lsb = -f > -1000 and self.integer < 1000  # r * lsb stays a normal double
         flat = x.reshape(-1)
         out = np.empty(flat.shape, dtype=np.float64 if values else np.int64)
         r = np.empty(min(flat.shape[0], _CHUNK))
@@ -630,7 +628,7 @@ def _round_chunk(x: np.ndarray, f: int, mode: str, r: np.ndarray, clip) -> np.nd
     return np.copysign(r, x, out=r)
 
 
-def _wrap_chunk(r: np.ndarray, t: "FixedType", lo: int, hi: int) -> None:
+def _wrap_chunk(r: np.ndarray, t: FixedType, lo: int, hi: int) -> None:
     """Apply WRAP (with t.sat_bits) in place to integer-valued float64 codes, |r| < 2**51 and
     width <= 50: every product below is by a power of two, every sum below 2**52, so exact."""
     w, n = t.width, t.sat_bits

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -45,9 +45,18 @@ from keras import ops
 
 from . import quantizers as qz
 from .errors import EdgebnnError
-from .fixed import FixedType
-from .graph import (Graph, Node, _on_grid, cast_node, conv2d_node, dense_node, flatten_node, input_node,
-                    maxpool2d_node, threshold_node)
+from .graph import (
+    Graph,
+    Node,
+    _on_grid,
+    cast_node,
+    conv2d_node,
+    dense_node,
+    flatten_node,
+    input_node,
+    maxpool2d_node,
+    threshold_node,
+)
 from .layers import QuantActivation, QuantConv2D, QuantDense, _conv_input, _same_padding
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
@@ -84,7 +93,7 @@ class Step:
     sources: list[str] = dataclasses.field(default_factory=list)
     # a maxpool2d moved after a requantization: that step and how many of its float ops ran
     # before the pool in Keras (freeze checks that the move is exact)
-    moved_from: "Step | None" = None
+    moved_from: Step | None = None
     ops_before: int = 0
 
     def keras_eval(self, x):
@@ -515,7 +524,7 @@ def _float32_exact(node: Node, nodes: list[Node]) -> bool:
 def _model_jit(model) -> bool:
     try:
         return bool(model.jit_compile)
-    except Exception:  # an uncompiled model resolves "auto" lazily
+    except Exception:  # noqa: BLE001 - an uncompiled model resolves "auto" lazily
         return False
 
 

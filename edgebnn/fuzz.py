@@ -36,7 +36,8 @@ import pathlib
 import tempfile
 import traceback
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -205,7 +206,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         pool_at = int(rng.integers(0, 3)) if pool else -1
         ops_done = 0
 
-        def maybe_pool(at):
+        def maybe_pool(at, pool_at=pool_at):
             nonlocal cur
             if pool_at == at:
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
@@ -220,7 +221,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
 
         maybe_pool(0)
-        if dense_softmax or last and rng.random() < 0.15 and act is None:
+        if dense_softmax or (last and rng.random() < 0.15 and act is None):
             break  # the model ends with the accumulator
         if rng.random() < 0.7:
             add(keras.layers.BatchNormalization(), "BatchNormalization()")
@@ -327,7 +328,7 @@ def adversarial_bn(acc_values: np.ndarray, rng) -> list[np.ndarray]:
     exactly on values the channel takes (outputs exactly 0 there), gamma of both signs and
     zero, tiny variances, betas that cancel mean * inv after float32 rounding, random ones."""
     c = acc_values.shape[-1]
-    pick = lambda: acc_values[rng.integers(len(acc_values), size=c), np.arange(c)]  # noqa: E731
+    pick = lambda: acc_values[rng.integers(len(acc_values), size=c), np.arange(c)]
     mean = pick()
     var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0, 1e-6], c)
     gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], c)

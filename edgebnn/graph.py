@@ -150,9 +150,9 @@ class Graph:
                                      "per-feature bounds")
             elif node.op == "threshold":
                 self._check_threshold(node, seen[node.inputs[0]], where)
-            elif node.op == "cast":
-                if node.shape != seen[node.inputs[0]].shape or not isinstance(node.attrs.get("relu"), bool):
-                    raise GraphError(f"{where}: a cast keeps its input's shape and needs attrs['relu'] true or false")
+            elif node.op == "cast" and (node.shape != seen[node.inputs[0]].shape
+                                        or not isinstance(node.attrs.get("relu"), bool)):
+                raise GraphError(f"{where}: a cast keeps its input's shape and needs attrs['relu'] true or false")
             seen[node.name] = node
 
     @staticmethod
@@ -315,7 +315,7 @@ class Graph:
                 extra = f" weight {n.attrs['weight_type']}"
             elif n.op == "threshold":
                 extra = f" {n.params['thresholds'].shape[1]} threshold(s)/channel"
-            lines.append(f"  {n.name:<20} {n.op:<10} {str(n.shape):<10} {n.type}{extra}")
+            lines.append(f"  {n.name:<20} {n.op:<10} {n.shape!s:<10} {n.type}{extra}")
         return "\n".join(lines)
 
 

@@ -109,7 +109,7 @@ class HLSProject:
     def __repr__(self) -> str:
         return f"HLSProject({self.path!r}, graph={self.graph.name!r})"
 
-    def compile(self) -> "HLSProject":
+    def compile(self) -> HLSProject:
         """Build the C-simulation library with g++ (hls4ml's ``build_lib.sh``) and load it.
 
         The project on disk is compiled as exported, in its folder ``path`` (never where it was
@@ -800,7 +800,7 @@ def _printed_warnings(text: str) -> list[str]:
 class EdgebnnThreshold(Layer):
     """hls4ml layer of a graph ``threshold`` node: y = levels[c, #{k: thresholds[c, k] <= x}]."""
 
-    _expected_attributes = [
+    _expected_attributes = [  # noqa: RUF012 - hls4ml's Layer API reads this class list
         Attribute("n_in"),
         Attribute("n_chan"),
         Attribute("n_thresholds"),

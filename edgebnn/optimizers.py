@@ -198,7 +198,7 @@ class CaseOptimizer(keras.optimizers.Optimizer):
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
-        de = lambda obj: keras.saving.deserialize_keras_object(obj, custom_objects=custom_objects)  # noqa: E731
+        de = lambda obj: keras.saving.deserialize_keras_object(obj, custom_objects=custom_objects)
         pairs = [(de(p), de(o)) for p, o in config["pairs"]]
         default = None if config.get("default") is None else de(config["default"])
         return cls(*pairs, default=default, name=config.get("name", "case_optimizer"))

@@ -155,7 +155,7 @@ class Quantizer:
 def _same(value, default) -> bool:
     if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)):
         return list(value) == list(default)
-    return type(value) is type(default) and value == default or value is default
+    return (type(value) is type(default) and value == default) or value is default
 
 
 # --------------------------------------------------------------------------- rounding
@@ -583,7 +583,7 @@ class SteHeaviside(Quantizer):
 
     def __call__(self, x, training=None):
         clip = self.clip_value
-        fwd = lambda x: ops.cast(x > 0, x.dtype)  # noqa: E731
+        fwd = lambda x: ops.cast(x > 0, x.dtype)
         return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(_tensor(x))
 
     def hardware(self, x=None) -> Hardware:
@@ -629,7 +629,7 @@ class SteTern(Quantizer):
         x = _tensor(x)
         t = self.threshold(x)
         clip = self.clip_value
-        fwd = lambda x: ops.sign(ops.sign(x + t) + ops.sign(x - t))  # noqa: E731
+        fwd = lambda x: ops.sign(ops.sign(x + t) + ops.sign(x - t))
         return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
 
     def hardware(self, x=None) -> Hardware:
@@ -1257,7 +1257,7 @@ class Ternary(Quantizer):
             k, s = self._auto(ops.stop_gradient(x))
             return _ste_identity(lambda v: s * k)(x)
         t = 0.33 if self.threshold is None else self.threshold
-        k_of = lambda v: ops.cast(ops.abs(v) >= t, v.dtype) * ops.sign(v)  # noqa: E731
+        k_of = lambda v: ops.cast(ops.abs(v) >= t, v.dtype) * ops.sign(v)
         if self.alpha is None:
             return _custom(k_of, lambda v, dy: dy * (1.0 - ops.tanh(v) * ops.tanh(v)))(x)
         a = _alpha_tensor(self.alpha, x.dtype)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import types
 
 import keras
 
@@ -182,7 +180,8 @@ class ModelSummary:
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
         rule = "-" * len(line(header))
-        out = [f"{self.name}   (MACs AxB: A-bit inputs times B-bit weights)", rule, line(header), rule, *map(line, rows[:-1]), rule, line(rows[-1]), rule]
+        out = [f"{self.name}   (MACs AxB: A-bit inputs times B-bit weights)", rule, line(header), rule,
+               *map(line, rows[:-1]), rule, line(rows[-1]), rule]
         ratio = self.memory_bytes / self.float32_memory_bytes if self.param_count else 0.0
         out += [
             f"Total params: {self.param_count} ({self.trainable_params} trainable)",

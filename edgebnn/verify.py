@@ -98,7 +98,7 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         ker = np.asarray(keras_output, dtype=np.float64)
         outputs["keras"] = ker
         bad = _mismatching(ker, emu)
-        k_vs_e = int(len(bad))
+        k_vs_e = len(bad)
         if len(bad):
             mismatches.append(_locate_keras(model, graph, x, int(bad[0]), ker, emu, stripped))
     e_vs_c = None
@@ -106,7 +106,7 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         csim = np.asarray(project.predict(x.astype(np.float64)), dtype=np.float64).reshape(emu.shape)
         outputs["csim"] = csim
         bad = _mismatching(emu, csim)
-        e_vs_c = int(len(bad))
+        e_vs_c = len(bad)
         if len(bad):
             mismatches.append(_locate_csim(project, graph, x, int(bad[0]), emu, csim))
     caveats = list(graph.meta.get("keras_caveats", []))

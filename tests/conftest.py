@@ -4,7 +4,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(__file__))  # tests/graphs.py
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture

@@ -49,7 +49,8 @@ def test_yaml_is_loaded_safely(tmp_path):
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("model: []\ntrain:\n  epochs: 3\n  batch_size: 8\n  epochs: 4\n", r"line 5: key 'epochs' is given twice \(first on line 3\)"),
+    ("model: []\ntrain:\n  epochs: 3\n  batch_size: 8\n  epochs: 4\n",
+     r"line 5: key 'epochs' is given twice \(first on line 3\)"),
     ("model: []\nmodel: []\n", r"line 2: key 'model' is given twice \(first on line 1\)"),
 ])
 def test_duplicate_keys_are_refused(tmp_path, text, pattern):

@@ -10,13 +10,12 @@ import re
 
 import numpy as np
 import pytest
+from graphs import BINARY, binary_mlp
 
 from edgebnn.boards import load_board
-from edgebnn.estimate import (CONSTANTS, Estimate, EstimateError, _closest_reuse_factor, estimate,
-                              valid_reuse_factors)
+from edgebnn.estimate import CONSTANTS, Estimate, EstimateError, _closest_reuse_factor, estimate, valid_reuse_factors
 from edgebnn.fixed import FixedType, dot_interval
 from edgebnn.graph import Graph, Node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
-from graphs import BINARY, binary_mlp
 
 W8 = FixedType(8, 1)
 

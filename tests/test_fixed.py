@@ -148,7 +148,7 @@ def test_code_dtypes():
     assert F("fixed<64,10>").code_dtype == np.int64
     assert F("ufixed<63,0>").code_dtype == np.int64
     assert F("ufixed<64,0>").code_dtype == np.uint64
-    assert F("fixed<65,0>").code_dtype == object
+    assert F("fixed<65,0>").code_dtype == np.dtype(object)
     assert F("ufixed<64,0>").max_code == 2**64 - 1
     assert F("fixed<64,64>").min_code == -(2**63)
 

@@ -333,7 +333,7 @@ def _source_codes(s: FixedType, t: FixedType, rnd: random.Random, n_random: int)
 
 
 def _as_code_array(codes, t: FixedType) -> np.ndarray:
-    if t.code_dtype == object:
+    if t.code_dtype == np.dtype(object):
         return np.array(codes, dtype=object)
     return np.array(codes, dtype=t.code_dtype)
 

@@ -7,6 +7,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+from bn import adversarial_bn
 
 import edgebnn  # noqa: F401
 from edgebnn.emulate import emulate
@@ -14,8 +15,6 @@ from edgebnn.freeze import FreezeError, freeze
 from edgebnn.graph import Graph
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
-
-from bn import adversarial_bn
 
 N_IN, LSB = 4, 1 / 16
 

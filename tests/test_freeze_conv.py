@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+from bn import adversarial_bn
 
 import edgebnn  # noqa: F401
 from edgebnn.emulate import emulate
@@ -10,8 +11,6 @@ from edgebnn.freeze import FreezeError, freeze, trace
 from edgebnn.graph import Graph
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 from edgebnn.verify import verify
-
-from bn import adversarial_bn
 
 IN_Q = "quantized_bits(4, 0, keep_negative=False)"
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from edgebnn import emulate
+from edgebnn.fixed import FixedType
 from edgebnn.freeze import FreezeError, FreezeWarning, freeze
 from edgebnn.graph import Graph, cast_node, conv2d_node, input_node
-from edgebnn.fixed import FixedType
 from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D
 
 

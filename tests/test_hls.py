@@ -7,13 +7,13 @@ import warnings
 
 import numpy as np
 import pytest
+from graphs import binary_mlp, calibrated_mlp
 
 from edgebnn import hls
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, Node, dense_node, input_node, threshold_node
-from graphs import binary_mlp, calibrated_mlp
 
 PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10}
 
@@ -270,11 +270,11 @@ def test_export_without_tensorflow(tmp_path):
     code = (
         "import sys\n"
         "sys.modules['tensorflow'] = sys.modules['keras'] = None  # importing them now fails\n"
-        "sys.path.insert(0, %r)\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from graphs import binary_mlp\n"
         "from edgebnn.hls import export\n"
-        "print(export(binary_mlp(), %r).path)\n"
-    ) % (os.path.dirname(__file__), str(tmp_path / "p"))
+        f"print(export(binary_mlp(), {str(tmp_path / 'p')!r}).path)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(__file__)))
     assert out.returncode == 0, out.stderr
@@ -299,7 +299,8 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[1].op = "pool2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, flatten, threshold, cast nodes"):
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, "
+                                           r"flatten, threshold, cast nodes"):
         hls.export(graph, tmp_path / "p")
 
     image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))

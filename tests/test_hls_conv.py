@@ -4,14 +4,14 @@ import os
 
 import numpy as np
 import pytest
+from graphs import calibrated_mlp, conv_net
+from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
 from edgebnn import hls
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, cast_node, conv2d_node, flatten_node, input_node
-from graphs import calibrated_mlp, conv_net
-from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
 MULTIBIT = dict(seed=1, weight_type="fixed<3,1>", weight_codes=None, bias_type="fixed<6,2>",
                 act_type="ufixed<2,1>", act_levels=None, act_thresholds=3, out_levels="fixed<6,3,RND_CONV,SAT>")

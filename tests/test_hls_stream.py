@@ -10,13 +10,13 @@ import os
 
 import numpy as np
 import pytest
+from graphs import BINARY, chain
+from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
 from edgebnn import hls
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, cast_node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
-from graphs import BINARY, chain
-from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
 OPS = ("dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast")
 PAD = ((1, 0), (0, 1))

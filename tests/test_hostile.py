@@ -490,7 +490,8 @@ def test_graph_validation_errors_are_one_line_graph_errors(graph_file):
         raise AssertionError("no threshold node")
 
     rewrite_graph(graph_file, off_type)
-    with pytest.raises(GraphError, match=r"^graph file .*: graph node .* thresholds do not fit the input type .*; freeze the model again"):
+    with pytest.raises(GraphError, match=r"^graph file .*: graph node .* thresholds do not fit the input type .*; "
+                                         r"freeze the model again"):
         Graph.load(graph_file)
 
 

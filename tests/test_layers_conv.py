@@ -6,8 +6,14 @@ import pytest
 
 import edgebnn  # noqa: F401
 from edgebnn import quantizers as qz
-from edgebnn.layers import (QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D,
-                            QuantSeparableConv2D)
+from edgebnn.layers import (
+    QuantActivation,
+    QuantConv1D,
+    QuantConv2D,
+    QuantDense,
+    QuantDepthwiseConv2D,
+    QuantSeparableConv2D,
+)
 
 RNG = np.random.default_rng(1)
 

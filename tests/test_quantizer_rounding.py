@@ -98,7 +98,7 @@ def test_fixed_quantize_equals_fixed_type_on_every_float32_near_ties(rounding, o
         assert_exact(keras.ops.convert_to_numpy(qz.fixed_quantize(x, t)), x, t)
         q = _qbits(t)
         if q is not None:  # the quantizer itself, as model.predict runs it
-            for y in runs(lambda v: q(v, training=False), x)[1:]:
+            for y in runs(lambda v, q=q: q(v, training=False), x)[1:]:
                 assert_exact(y, x, t)
 
 

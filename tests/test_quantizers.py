@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import edgebnn  # noqa: F401  (registers the Keras objects)
+import edgebnn
 from edgebnn import quantizers as qz
 from edgebnn.fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import edgebnn  # noqa: F401
+import edgebnn
 from edgebnn import quantizers as qz
 from edgebnn.fixed import FixedType
 

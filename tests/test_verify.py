@@ -6,14 +6,13 @@ import warnings
 import keras
 import numpy as np
 import pytest
+from bn import randomize_bn
 
 import edgebnn  # noqa: F401
 from edgebnn.freeze import freeze
 from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
-
-from bn import randomize_bn
 
 PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
 
