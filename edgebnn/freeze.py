@@ -129,6 +129,9 @@ def _add_quantized_bias(layer, x):
 
 
 def _layer_chain(model) -> list:
+    if not isinstance(model, keras.Model):
+        raise FreezeError(f"freeze needs a Keras model (keras.Sequential or keras.Model), got {type(model).__name__}; "
+                          "load a saved one with keras.saving.load_model(path, safe_mode=True)")
     layers = [l for l in model.layers if not isinstance(l, keras.layers.InputLayer)]
     if not isinstance(model, keras.Sequential):
         prev = None

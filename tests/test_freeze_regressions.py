@@ -210,3 +210,9 @@ def test_verify_compares_the_logits_of_a_stripped_softmax(form):
     report = verify(model, graph, x)
     assert report.keras_vs_emulator == 0 and report.first_mismatches == []
     assert not np.allclose(model.predict(x, verbose=0).sum(axis=1), report.outputs["keras"].sum(axis=1))
+
+
+@pytest.mark.parametrize("thing", ["model.keras", None, 3])
+def test_freeze_of_something_not_a_model_is_one_sentence(thing):
+    with pytest.raises(FreezeError, match=r"^freeze needs a Keras model .*, got (str|NoneType|int); load"):
+        freeze(thing)
