@@ -217,11 +217,17 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
             if isinstance(layer, QuantConv2D):
                 _check_conv2d(layer)
             if not started:
-                if layer.input_quantizer is None or \
-                        _hardware(layer.input_quantizer, layer, "input_quantizer").kind != "fixed":
+                if layer.input_quantizer is None:
                     raise FreezeError(
                         f"{where(layer)} is the first layer and needs a fixed-point input_quantizer "
                         "(e.g. quantized_bits(8, 0, keep_negative=False)) so inputs lie on a grid"
+                    )
+                kind = _hardware(layer.input_quantizer, layer, "input_quantizer").kind
+                if kind != "fixed":
+                    raise FreezeError(
+                        f"{where(layer)} is the first layer, but its input_quantizer {layer.input_quantizer!r} "
+                        f"gives {kind} values, not the plain ap_fixed conversion the hardware input makes; use "
+                        "quantized_bits or quantized_relu there (e.g. quantized_bits(8, 0, keep_negative=False))"
                     )
                 steps.append(Step("input", "input", layer, layer.input_quantizer, sources=[layer.name]))
                 started = True

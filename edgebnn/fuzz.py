@@ -184,8 +184,10 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             pad_values = 0.0
             if padding == "same" and next_input_q and "sign" in next_input_q and rng.random() < 0.5:
                 pad_values = float(rng.choice([1.0, -1.0]))
+            elif padding == "same" and rng.random() < 0.1:  # on the input's grid or not
+                pad_values = float(rng.choice([1.0, -1.0, 0.5, 0.3]))
             filters = int(rng.integers(1, 5))
-            if rng.random() < 0.03 and strides == (1, 1):  # not deployable: a clean refusal
+            if rng.random() < 0.03 and strides == (1, 1) and padding == "same":  # not deployable: refused
                 common["dilation_rate"] = (2, 2)
             layer = QuantConv2D(filters, (kh, kw), strides=strides, padding=padding, pad_values=pad_values, **common)
             if padding == "same":
@@ -224,7 +226,11 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         if dense_softmax or (last and rng.random() < 0.15 and act is None):
             break  # the model ends with the accumulator
         if rng.random() < 0.7:
-            add(keras.layers.BatchNormalization(), "BatchNormalization()")
+            bn = {}
+            if rng.random() < 0.3:
+                bn = {"center": bool(rng.integers(2)), "scale": bool(rng.integers(2)),
+                      "epsilon": float(rng.choice([1e-5, 1e-3, 0.1]))}
+            add(keras.layers.BatchNormalization(**bn), f"BatchNormalization({_args(bn)})")
             ops_done += 1
         maybe_pool(1)
         if rng.random() < 0.35:
@@ -314,7 +320,8 @@ def _set_weights(model, rng, x) -> None:
             probe = keras.Model(model.inputs, layer.input)
             acc = np.asarray(probe.predict(x, verbose=0, batch_size=len(x)), dtype=np.float32)
             acc = acc.reshape(-1, acc.shape[-1])
-            layer.set_weights(adversarial_bn(acc, rng))
+            gamma, beta, mean, var = adversarial_bn(acc, rng, layer.epsilon)
+            layer.set_weights(([gamma] if layer.scale else []) + ([beta] if layer.center else []) + [mean, var])
         elif layer.weights:
             new = []
             for w in layer.get_weights():
@@ -323,7 +330,7 @@ def _set_weights(model, rng, x) -> None:
             layer.set_weights(new)
 
 
-def adversarial_bn(acc_values: np.ndarray, rng) -> list[np.ndarray]:
+def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[np.ndarray]:
     """(gamma, beta, mean, var) as float32 for channels of ``acc_values`` (samples, C): means
     exactly on values the channel takes (outputs exactly 0 there), gamma of both signs and
     zero, tiny variances, betas that cancel mean * inv after float32 rounding, random ones."""
@@ -332,7 +339,7 @@ def adversarial_bn(acc_values: np.ndarray, rng) -> list[np.ndarray]:
     mean = pick()
     var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0, 1e-6], c)
     gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], c)
-    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
+    inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(epsilon))).astype(np.float32) * gamma.astype(np.float32)
     beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], c)
     shift = pick().astype(np.float32) - mean
     beta = np.where(rng.random(c) < 0.4, (shift * inv).astype(np.float32), beta)  # ties after rounding

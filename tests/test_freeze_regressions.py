@@ -216,3 +216,9 @@ def test_verify_compares_the_logits_of_a_stripped_softmax(form):
 def test_freeze_of_something_not_a_model_is_one_sentence(thing):
     with pytest.raises(FreezeError, match=r"^freeze needs a Keras model .*, got (str|NoneType|int); load"):
         freeze(thing)
+
+
+def test_first_input_quantizer_that_is_not_a_plain_conversion_is_named():
+    model = small("ste_sign", first="quantized_tanh(4)")
+    with pytest.raises(FreezeError, match=r"its input_quantizer quantized_tanh\(4\) gives grid values, not the plain"):
+        freeze(model)
