@@ -3,15 +3,39 @@
 The pipeline: quantizers -> layers -> ``freeze`` -> deployment graph -> ``emulate`` /
 ``export`` / ``estimate``; ``verify`` proves Keras = emulator = C-simulation.
 
-Importing the package registers its layers and quantizers with Keras (when Keras is
-installed), so saved models load without ``custom_objects``. The graph, the emulator, the
-exporter and the estimator never import TensorFlow themselves and work without it.
+``import edgebnn`` is light: it imports none of its submodules and neither TensorFlow, Keras
+nor hls4ml. Each name below is imported on first use, and the deployment side (``fixed``,
+``graph``, ``emulate``, ``estimate``, ``boards``, ``verify``) never imports TensorFlow or Keras.
+A failing import (a missing dependency, a broken module) raises where the name is used.
+
+Names at the package root:
+
+- verbs, always the functions: ``edgebnn.freeze``, ``edgebnn.emulate``, ``edgebnn.estimate``,
+  ``edgebnn.verify``, ``edgebnn.summary`` (each defined in the submodule of the same name) and
+  ``edgebnn.export`` (from ``edgebnn.hls``);
+- classes: ``edgebnn.Graph``, ``edgebnn.FixedType``;
+- every submodule by its name (``edgebnn.boards``, ``edgebnn.layers``, ``edgebnn.hls``, ...),
+  except the five that share a verb's name.
+
+A verb keeps its name also after ``import edgebnn.estimate`` (the import system would bind the
+submodule there; the package does not let it). Python evaluates ``import edgebnn.estimate as m``
+and ``from edgebnn import estimate`` by reading that attribute, so both give the function too.
+For the module of a verb use ``importlib.import_module("edgebnn.estimate")``, or import names
+from it: ``from edgebnn.estimate import fit``.
+
+The layers, quantizers, constraints and optimizers register themselves with Keras when their
+modules are imported (``from edgebnn.layers import QuantDense`` does). When Keras is already
+imported, ``import edgebnn`` imports the layers, quantizers and constraints itself, so that after
+``import keras, edgebnn`` saved models load without ``custom_objects``.
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
+import importlib.util as _importlib_util
 import os as _os
 import sys as _sys
+import types as _types
 
 __version__ = "0.1.0"
 
@@ -24,8 +48,8 @@ def _running_the_cli() -> bool:
 
 
 def _leave_at_start_up(signum, frame):  # pragma: no cover - exercised in a subprocess
-    # Nothing is written while the command line starts (importing TensorFlow takes seconds), so
-    # Ctrl-C or SIGTERM then leaves at once with one line; edgebnn.cli.main takes over after.
+    # Nothing is written while the command line starts, so Ctrl-C or SIGTERM then leaves at
+    # once with one line; edgebnn.cli.main takes over after.
     name, code = ("interrupted", 130) if signum == _signal.SIGINT else ("terminated (SIGTERM)", 143)
     _os.write(_STDERR, f"edgebnn: {name} while starting; nothing was written\n".encode())
     _os._exit(code)
@@ -34,7 +58,7 @@ def _leave_at_start_up(signum, frame):  # pragma: no cover - exercised in a subp
 if _running_the_cli():
     import signal as _signal
 
-    _STDERR = _os.dup(2)  # _QuietStderr silences fd 2 during the TensorFlow import
+    _STDERR = _os.dup(2)
     for _sig in (_signal.SIGINT, _signal.SIGTERM):
         if _signal.getsignal(_sig) is not _signal.SIG_IGN:
             _signal.signal(_sig, _leave_at_start_up)
@@ -56,38 +80,47 @@ class _QuietStderr:
         _os.close(self._saved)
         return False
 
-# the pipeline's verbs as functions. Importing them here also keeps each name bound to the
-# function: importing a submodule of the same name later does not rebind it.
-from .emulate import emulate  # noqa: F401
-from .estimate import estimate  # noqa: F401
-from .fixed import FixedType  # noqa: F401
-from .graph import Graph  # noqa: F401
-from .verify import verify  # noqa: F401
 
-try:  # registration with Keras; the deployment side works without Keras installed
-    if _running_the_cli():
-        _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        with _QuietStderr():
-            import tensorflow  # noqa: F401
-    from . import constraints, layers, quantizers  # noqa: F401
-    from .freeze import freeze  # noqa: F401
-    from .summary import summary  # noqa: F401
-except ImportError:  # pragma: no cover - exercised by the TensorFlow-free test in a subprocess
-    pass
-
-_LAZY = {
-    "export": ("edgebnn.hls", "export"),
-    "quantizers": ("edgebnn.quantizers", None),
-    "layers": ("edgebnn.layers", None),
-    "constraints": ("edgebnn.constraints", None),
+# name at the package root -> (submodule, attribute), imported on first use
+_NAMES = {
+    "freeze": ("freeze", "freeze"),
+    "emulate": ("emulate", "emulate"),
+    "estimate": ("estimate", "estimate"),
+    "verify": ("verify", "verify"),
+    "summary": ("summary", "summary"),
+    "export": ("hls", "export"),
+    "Graph": ("graph", "Graph"),
+    "FixedType": ("fixed", "FixedType"),
 }
+_VERB_MODULES = frozenset(name for name, (module, _) in _NAMES.items() if module == name)
 
 
 def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module 'edgebnn' has no attribute {name!r}")
-    import importlib
+    if name in _NAMES:
+        module, attr = _NAMES[name]
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), attr)
+    elif not name.startswith("_") and _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        value = _importlib.import_module(f"{__name__}.{name}")  # errors inside it propagate
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-    module, attr = _LAZY[name]
-    mod = importlib.import_module(module)
-    return mod if attr is None else getattr(mod, attr)
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES))
+
+
+class _Package(_types.ModuleType):
+    def __setattr__(self, name, value):
+        # Importing a submodule binds it to the package attribute of its name; for the
+        # submodules named like a verb, the verb keeps the name (``__getattr__`` provides it).
+        if name in _VERB_MODULES and isinstance(value, _types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
+if _sys.modules.get("keras") is not None:  # Keras is loaded already: register edgebnn's objects with it
+    from . import constraints, layers, quantizers  # noqa: F401
