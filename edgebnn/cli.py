@@ -36,6 +36,10 @@ def _log(msg: str) -> None:
 
 
 def cmd_run(args) -> int:
+    from . import _QuietStderr
+
+    with _QuietStderr():  # the only command that needs TensorFlow imports it here, quietly
+        import tensorflow  # noqa: F401
     from .pipeline import run
 
     _quiet_tensorflow()
