@@ -17,12 +17,23 @@ def adversarial_bn(units, rng, acc_values):
     return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
 
 
-def randomize_bn(model, rng, beta_scale=1.0, mean_scale=1.0):
-    """Give every BatchNormalization of ``model`` random statistics, as after training."""
+def batch_norms(model):
+    """The BatchNormalization layers of ``model``, in order."""
     import keras
 
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            c = layer.gamma.shape[0]
-            layer.set_weights([rng.normal(size=c), rng.normal(size=c) * beta_scale,
-                               rng.normal(size=c) * mean_scale, rng.random(c) + 0.5])
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]
+
+
+def randomize_bn(model, rng, beta_scale=1.0, mean_scale=1.0):
+    """Give every BatchNormalization of ``model`` random statistics, as after training."""
+    for layer in batch_norms(model):
+        c = layer.gamma.shape[0]
+        layer.set_weights([rng.normal(size=c), rng.normal(size=c) * beta_scale,
+                           rng.normal(size=c) * mean_scale, rng.random(c) + 0.5])
+
+
+def set_adversarial_bn(model, rng, acc_values):
+    """Give every BatchNormalization of ``model`` :func:`adversarial_bn` statistics;
+    ``acc_values(layer)`` are the accumulator values that reach that layer."""
+    for layer in batch_norms(model):
+        layer.set_weights(adversarial_bn(layer.gamma.shape[0], rng, acc_values(layer)))

@@ -1,9 +1,19 @@
+"""Fixtures shared by the test modules. Helpers that are plain functions live in tests/graphs.py
+(hand-built graphs, their export and C-simulation checks) and tests/bn.py (BatchNormalization
+parameters).
+
+Tiers (markers registered in pyproject.toml): ``csim`` compiles C++ (an hls4ml C-simulation or the
+ap_fixed harness), ``train`` trains a model, ``slow`` takes long; the rest is the fast tier,
+``pytest -m "not csim and not train and not slow"``.
+"""
+
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(__file__))  # tests/graphs.py
+sys.path.insert(0, os.path.dirname(__file__))  # tests/graphs.py, tests/bn.py
 
+import numpy as np
 import pytest
 
 
@@ -14,3 +24,55 @@ def xla_allowed():
 
     with xla_allowed():
         yield
+
+
+@pytest.fixture(scope="session")
+def fwd_grad():
+    """``fwd_grad(q, values, upstream=None, **kw)``: (q(x, **kw), d loss / dx) as NumPy arrays for
+    x = float32 ``values``; the loss is the sum of q(x), or of q(x) * ``upstream`` when given."""
+    import tensorflow as tf
+
+    def fwd_grad(q, values, upstream=None, **kw):
+        x = tf.constant(np.asarray(values, dtype=np.float32))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = q(x, **kw)
+            loss = y if upstream is None else y * tf.constant(np.asarray(upstream, np.float32))
+        return y.numpy(), tape.gradient(loss, x).numpy()
+
+    return fwd_grad
+
+
+# ------------------------------------------------- hls4ml projects exported and compiled once per graph
+def pytest_generate_tests(metafunc):
+    """A test module with ``CASES = {name: (build, export kwargs)}`` runs each test that takes
+    ``compiled`` once per case, unless the test chooses its cases with its own parametrize."""
+    cases = getattr(metafunc.module, "CASES", None)
+    if cases is None or "compiled" not in metafunc.fixturenames:
+        return
+    chosen = {name.strip() for mark in metafunc.definition.iter_markers("parametrize")
+              for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])}
+    if "compiled" not in chosen:
+        metafunc.parametrize("compiled", list(cases), indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def compiled(request, tmp_path_factory):
+    """(name, graph, project): the module's case ``CASES[name]`` built, exported for the PYNQ-Z2
+    into a folder named after the module (test_hls -> hls) and compiled; once per module and case."""
+    from graphs import PYNQ, export_quietly
+
+    build, kwargs = request.module.CASES[request.param]
+    graph = build()
+    path = tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_")) / request.param
+    project = export_quietly(graph, path, board=PYNQ, **kwargs)
+    project.compile()
+    return request.param, graph, project
+
+
+def pytest_collection_modifyitems(items):
+    """A test that takes ``compiled`` (this fixture or a module's own of that name) needs a
+    compiled C-simulation: it is in the csim tier without marking each one."""
+    for item in items:
+        if "compiled" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.csim)

@@ -1,4 +1,7 @@
-"""Small deployment graphs built by hand (no Keras), for tests of everything downstream."""
+"""Small deployment graphs built by hand (no Keras), for tests of everything downstream, and
+the helpers that export them and check their C-simulation (importable without TensorFlow)."""
+
+import warnings
 
 import numpy as np
 
@@ -6,6 +9,39 @@ from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, dense_node, input_node, threshold_node
 
 BINARY = FixedType(2, 2)  # codes -1, +1
+PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10}  # the board every export test targets
+
+
+def edge_inputs(graph, n=300, seed=0):
+    """Random inputs, exact rounding ties of the input type (k + 1/2 steps), values on the grid,
+    values far beyond its range (saturation or wrap-around), and zeros."""
+    t = graph.input.type
+    shape = (n // 4, *graph.input.shape)
+    rng = np.random.default_rng(seed)
+    span = t.max - t.min
+    uniform = rng.uniform(t.min - 0.3 * span, t.max + 0.3 * span, size=shape)
+    ties = (rng.integers(t.min_code - 8, t.max_code + 8, size=shape) + 0.5) * t.lsb
+    grid = rng.integers(t.min_code, t.max_code + 1, size=shape) * t.lsb
+    far = rng.choice([-1e6, -3.0 * span, 3.0 * span, 1e6, 0.0], size=shape)
+    return np.concatenate([uniform, ties, grid, far])
+
+
+def assert_csim_equals_emulator(project, graph, x):
+    from edgebnn.emulate import emulate
+
+    got = project.predict(x)
+    want = emulate(graph, x)
+    assert got.dtype == np.float64 and got.shape == want.shape
+    mismatches = np.flatnonzero((got != want).any(axis=tuple(range(1, got.ndim))))
+    assert np.array_equal(got, want), f"{len(mismatches)} samples differ, first {x[mismatches[:1]]}"
+
+
+def export_quietly(graph, path, **kwargs):
+    from edgebnn import hls
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", hls.HLSExportWarning)
+        return hls.export(graph, path, **kwargs)
 
 
 def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT>", out_levels=None):

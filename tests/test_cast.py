@@ -5,6 +5,7 @@ import warnings
 import keras
 import numpy as np
 import pytest
+from graphs import PYNQ
 
 import edgebnn  # noqa: F401
 from edgebnn.fixed import FixedType
@@ -12,8 +13,6 @@ from edgebnn.freeze import FreezeWarning, freeze
 from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
-
-BOARD = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
 
 
 def mlp(bits):
@@ -40,11 +39,12 @@ def exported(tmp_path_factory):
     graph = freeze(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        project = export(graph, tmp_path_factory.mktemp("cast") / "prj", board=BOARD)
+        project = export(graph, tmp_path_factory.mktemp("cast") / "prj", board=PYNQ)
     project.compile()
     return model, graph, project
 
 
+@pytest.mark.csim
 def test_graph_uses_casts_not_thresholds(exported):
     _, graph, _ = exported
     assert [n.op for n in graph.nodes] == ["input", "dense", "cast", "dense", "cast"]
@@ -53,6 +53,7 @@ def test_graph_uses_casts_not_thresholds(exported):
     assert graph.meta["keras_float32_exact"] is True
 
 
+@pytest.mark.csim
 def test_keras_emulator_csim_identical(exported):
     model, graph, project = exported
     report = verify(model, graph, inputs(), project=project)
@@ -77,7 +78,7 @@ def test_cast_that_would_abort_the_csim_is_refused(tmp_path):
     src = input_node("x", (3,), FixedType.from_string("fixed<4,-6>"))
     graph = Graph("g", [src, cast_node("c", src, FixedType.from_string("fixed<8,8,RND>"), relu=False)])
     with pytest.raises(EdgebnnError, match="'c' \\(cast\\).*drops more bits"):
-        export(graph, tmp_path / "p", board=BOARD)
+        export(graph, tmp_path / "p", board=PYNQ)
     assert not (tmp_path / "p").exists()
 
 
@@ -92,6 +93,7 @@ def test_wrapping_cast_bounds_cover_the_type():
     assert sat.lo.tolist() == [0.0, 0.0] and sat.hi.tolist() == [1.75, 1.75]
 
 
+@pytest.mark.csim
 def test_quantized_bias_is_exact_in_the_dense_node(tmp_path):
     model = keras.Sequential([
         keras.Input((8,)),
@@ -106,6 +108,6 @@ def test_quantized_bias_is_exact_in_the_dense_node(tmp_path):
     assert dense.fixed_attr("bias_type") == FixedType.from_string("fixed<5,2,RND_CONV,SAT>")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        project = export(graph, tmp_path / "prj", board=BOARD)
+        project = export(graph, tmp_path / "prj", board=PYNQ)
     report = verify(model, graph, inputs(), project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()

@@ -17,6 +17,8 @@ def demo_run(tmp_path_factory):
     return code, out
 
 
+@pytest.mark.train
+@pytest.mark.csim
 @pytest.mark.slow
 def test_demo_run_is_verified_and_accurate(demo_run):
     code, out = demo_run
@@ -37,6 +39,8 @@ def test_demo_run_is_verified_and_accurate(demo_run):
     assert not [p for p in out.parent.iterdir() if ".partial-" in p.name]
 
 
+@pytest.mark.train
+@pytest.mark.csim
 @pytest.mark.slow
 def test_existing_output_is_refused_without_force(demo_run, capsys):
     _, out = demo_run
@@ -91,6 +95,9 @@ def test_unfreezable_layer_is_named_and_nothing_written(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["quick.yaml"]
 
 
+@pytest.mark.train
+@pytest.mark.csim
+@pytest.mark.slow
 def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
     import importlib
 

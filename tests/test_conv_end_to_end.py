@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 from bn import randomize_bn
+from graphs import PYNQ
 
 import edgebnn  # noqa: F401
 from edgebnn.freeze import freeze
@@ -13,7 +14,7 @@ from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 from edgebnn.verify import verify
 
-BOARD = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
+pytestmark = pytest.mark.csim  # every test C-simulates its export
 
 
 def bnn_cnn():
@@ -42,7 +43,7 @@ def test_cnn_keras_emulator_csim_identical(tmp_path, io_type):
                                             "dense", "threshold"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        project = export(graph, tmp_path / "prj", board=BOARD, io_type=io_type)
+        project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
     x = np.random.default_rng(1).random((150, 6, 6, 1)).astype(np.float32)
     report = verify(model, graph, x, project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
@@ -80,7 +81,7 @@ def test_pooled_cnn_keras_emulator_csim_identical(tmp_path, io_type):
                                            "maxpool2d", "flatten", "dense", "threshold"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        project = export(graph, tmp_path / "prj", board=BOARD, io_type=io_type)
+        project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
     x = np.random.default_rng(1).random((150, 8, 8, 1)).astype(np.float32)
     report = verify(model, graph, x, project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()

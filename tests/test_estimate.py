@@ -469,7 +469,9 @@ def test_public_name_is_the_function_and_fit_is_importable():
     g = binary_mlp()
     assert edgebnn.estimate is estimate
     assert edgebnn.estimate(g, "pynq-z2").totals == estimate(g, "pynq-z2").totals
-    assert callable(fit)
+    found = fit(g, "pynq-z2")  # a small binary MLP fits at once, as the fastest design
+    assert (found.reuse_factor, found.tried) == (1, ((1, True),))
+    assert found.estimate.totals == estimate(g, "pynq-z2", utilization_limit=0.8).totals
 
 
 def test_accumulator_override_changes_adder_widths():

@@ -27,6 +27,8 @@ import pytest
 
 from edgebnn.fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType, cast_asserts
 
+pytestmark = pytest.mark.csim  # every test compiles against ap_fixed.h with g++
+
 CPP_DIR = Path(__file__).parent / "cpp"
 # -O0: the harness spends its time compiling ~1500 template instantiations, not running
 # (measured on 2 cores: -O1 doubles the compile time; -fno-exceptions and a larger GC

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from bn import adversarial_bn
+from bn import adversarial_bn, set_adversarial_bn
 
 import edgebnn  # noqa: F401
 from edgebnn.emulate import emulate
@@ -40,13 +40,10 @@ def bnn_cnn(pad1=0.0, pad2=1.0, strides=1, out_q="quantized_bits(6, 2)", first_b
     ])
 
 
-def randomize_bn(model, rng):
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            units = layer.gamma.shape[0]
-            # accumulators of the first conv are multiples of 1/16 within +-9*15/16; later ones integers
-            acc = np.arange(-9 * 15, 9 * 15 + 1) / 16 if layer.name == "bn1" else np.arange(-54, 55).astype(float)
-            layer.set_weights(adversarial_bn(units, rng, acc))
+def bnn_cnn_acc(layer):
+    """The accumulator values that reach a BatchNormalization of bnn_cnn: after the first conv
+    multiples of 1/16 within +-9*15/16, after the others integers."""
+    return np.arange(-9 * 15, 9 * 15 + 1) / 16 if layer.name == "bn1" else np.arange(-54, 55).astype(float)
 
 
 def inputs(n, rng, shape=(8, 8, 1)):
@@ -57,7 +54,7 @@ def inputs(n, rng, shape=(8, 8, 1)):
 def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
     rng = np.random.default_rng(seed)
     model = bnn_cnn(pad1, pad2)
-    randomize_bn(model, rng)
+    set_adversarial_bn(model, rng, bnn_cnn_acc)
     graph = freeze(model)
     assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten",
                                            "dense", "threshold"]
@@ -167,7 +164,7 @@ def test_batchnorm_after_flatten():
 def test_strided_bnn_cnn_under_jit():
     rng = np.random.default_rng(3)
     model = bnn_cnn(0.0, -1.0, strides=2)
-    randomize_bn(model, rng)
+    set_adversarial_bn(model, rng, bnn_cnn_acc)
     model.compile(jit_compile=True)
     graph = freeze(model)
     assert graph["c2"].shape == (4, 4, 6) and graph["c2"].attrs["strides"] == [2, 2]

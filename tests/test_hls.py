@@ -3,47 +3,16 @@
 import os
 import re
 import sys
-import warnings
 
 import numpy as np
 import pytest
-from graphs import binary_mlp, calibrated_mlp
+from graphs import PYNQ, assert_csim_equals_emulator, binary_mlp, calibrated_mlp, edge_inputs, export_quietly
 
 from edgebnn import hls
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, Node, dense_node, input_node, threshold_node
-
-PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10}
-
-
-def edge_inputs(graph, n=300, seed=0):
-    """Random inputs, exact rounding ties of the input type (k + 1/2 steps), values on the grid,
-    values far beyond its range (saturation or wrap-around), and zeros."""
-    t = graph.input.type
-    shape = (n // 4, *graph.input.shape)
-    rng = np.random.default_rng(seed)
-    span = t.max - t.min
-    uniform = rng.uniform(t.min - 0.3 * span, t.max + 0.3 * span, size=shape)
-    ties = (rng.integers(t.min_code - 8, t.max_code + 8, size=shape) + 0.5) * t.lsb
-    grid = rng.integers(t.min_code, t.max_code + 1, size=shape) * t.lsb
-    far = rng.choice([-1e6, -3.0 * span, 3.0 * span, 1e6, 0.0], size=shape)
-    return np.concatenate([uniform, ties, grid, far])
-
-
-def assert_csim_equals_emulator(project, graph, x):
-    got = project.predict(x)
-    want = emulate(graph, x)
-    assert got.dtype == np.float64 and got.shape == want.shape
-    mismatches = np.flatnonzero((got != want).any(axis=tuple(range(1, got.ndim))))
-    assert np.array_equal(got, want), f"{len(mismatches)} samples differ, first {x[mismatches[:1]]}"
-
-
-def export_quietly(graph, path, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", hls.HLSExportWarning)
-        return hls.export(graph, path, **kwargs)
 
 
 def odd_types_graph(seed=0):
@@ -59,6 +28,7 @@ def odd_types_graph(seed=0):
 
 
 # --------------------------------------------------------------- exported and compiled once per graph
+# (the conftest fixture `compiled` gives (name, graph, project) for each)
 CASES = {
     # binary_mlp's random thresholds make its outputs nearly constant; the others vary
     "binary": (lambda: binary_mlp(), {}),
@@ -77,16 +47,6 @@ CASES = {
     ),
     "odd_types": (odd_types_graph, {}),
 }
-
-
-@pytest.fixture(scope="module", params=list(CASES))
-def compiled(request, tmp_path_factory):
-    build, kwargs = CASES[request.param]
-    graph = build()
-    path = tmp_path_factory.mktemp("hls") / request.param
-    project = export_quietly(graph, path, board=PYNQ, **kwargs)
-    project.compile()
-    return request.param, graph, project
 
 
 def test_csim_equals_emulator(compiled):
@@ -318,6 +278,7 @@ def test_unsupported_nodes(small, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.csim
 def test_constant_threshold_layer(tmp_path):
     """A threshold layer without thresholds (every channel constant) exports exactly."""
     t = FixedType.from_string("ufixed<4,0,RND,SAT>")
@@ -346,6 +307,7 @@ def test_output_path_hls4ml_cannot_build_is_refused(small, tmp_path, name, what)
     assert hls.check_output_path(tmp_path / "a b") == tmp_path / "a b"
 
 
+@pytest.mark.csim
 def test_compiled_library_needs_nothing_from_its_folder(tmp_path):
     """The library is built and loaded in the final folder (export writes into a staging folder
     first), holds its weights (none are read at the first call from a path built into it), and a

@@ -4,8 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from graphs import calibrated_mlp, conv_net
-from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
+from graphs import PYNQ, assert_csim_equals_emulator, calibrated_mlp, conv_net, edge_inputs, export_quietly
 
 from edgebnn import hls
 from edgebnn.emulate import emulate
@@ -34,6 +33,7 @@ POOLS = {0: [{"pool": (2, 2), "where": "acc"}], 1: [{"pool": (2, 1), "strides": 
 POOLS_STREAM = {0: [{"pool": (2, 2), "where": "act"}], 1: [{"pool": (1, 2), "where": "acc"}]}
 
 # --------------------------------------------------------------- exported and compiled once per graph
+# (the conftest fixture `compiled` gives (name, graph, project) for each)
 CASES = {
     # a BNN: +-1 weights (hls4ml's ternary product), 'same' padding as explicit zeros, sign activations
     "conv_bnn": (lambda: conv_net(), {}),
@@ -71,16 +71,6 @@ CASES = {
     # a flat network in io_stream: one packet per vector
     "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
 }
-
-
-@pytest.fixture(scope="module", params=list(CASES))
-def compiled(request, tmp_path_factory):
-    build, kwargs = CASES[request.param]
-    graph = build()
-    path = tmp_path_factory.mktemp("hls_conv") / request.param
-    project = export_quietly(graph, path, board=PYNQ, **kwargs)
-    project.compile()
-    return request.param, graph, project
 
 
 def test_csim_equals_emulator(compiled):

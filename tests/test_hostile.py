@@ -648,6 +648,8 @@ def test_sigterm_during_a_run_leaves_nothing(tmp_path):
 
 
 # -------------------------------------------------------------- verified, but too big
+@pytest.mark.train
+@pytest.mark.csim
 @pytest.mark.slow  # a whole run with its C-simulation: about 6 s on an idle machine, a minute on a busy one
 def test_design_that_does_not_fit_says_so_and_exits_3(tmp_path, capsys):
     small = tmp_path / "small.yaml"  # a board with a tenth of the PYNQ-Z2's fabric

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 import edgebnn  # noqa: F401
 from edgebnn.constraints import WeightClip
@@ -18,6 +19,7 @@ def small_bnn():
     ])
 
 
+@pytest.mark.train
 def test_keras_file_round_trip_predicts_identically(tmp_path):
     model = small_bnn()
     rng = np.random.default_rng(0)

@@ -66,6 +66,7 @@ def test_is_binary_kernel_picks_binary_kernels_only():
     assert picked == ["binary_conv/kernel", "binary_dense/kernel", "sep/depthwise_kernel"]
 
 
+@pytest.mark.train
 def test_case_optimizer_with_fit_and_save(tmp_path):
     keras.utils.set_random_seed(0)
     model = mixed_model()
@@ -117,6 +118,8 @@ def test_config_accepts_bop():
     assert load_config(os.path.join(ROOT, "examples", "digits_bnn.yaml"))["train"]["bop_gamma"] == 1e-4
 
 
+@pytest.mark.train
+@pytest.mark.slow
 def test_bop_matches_adam_on_digits_bnn():
     """examples/bop_vs_adam.py, seed 0: Bop within 1 point of Adam + WeightClip (measured
     97.22% both; over seeds 0-4 the means are 97.11% Bop and 96.83% Adam)."""

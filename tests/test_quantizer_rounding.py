@@ -90,6 +90,7 @@ def _qbits(t):
     return q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounding,overflow", list(itertools.product(ROUNDING_MODES, OVERFLOW_MODES)))
 def test_fixed_quantize_equals_fixed_type_on_every_float32_near_ties(rounding, overflow):
     for width, integer, signed in GRIDS:

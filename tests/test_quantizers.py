@@ -3,33 +3,24 @@ import itertools
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import edgebnn
 from edgebnn import quantizers as qz
 from edgebnn.fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
 
 
-def fwd_grad(q, values):
-    x = tf.constant(np.asarray(values, dtype=np.float32))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = q(x)
-    return y.numpy(), tape.gradient(y, x).numpy()
-
-
-def test_ste_sign_zero_is_plus_one_and_window_inclusive():
+def test_ste_sign_zero_is_plus_one_and_window_inclusive(fwd_grad):
     y, g = fwd_grad(qz.SteSign(), [-2.0, -1.0, -1e-7, -0.0, 0.0, 1e-7, 1.0, 1.0000001, 3.0])
     np.testing.assert_array_equal(y, [-1, -1, -1, 1, 1, 1, 1, 1, 1])
     np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 1, 0, 0])
 
 
-def test_ste_sign_clip_value():
+def test_ste_sign_clip_value(fwd_grad):
     y, g = fwd_grad(qz.SteSign(clip_value=0.5), [-0.75, -0.5, 0.25, 0.5, 0.5000001])
     np.testing.assert_array_equal(g, [0, 1, 1, 1, 0])
 
 
-def test_quantized_bits_qkeras_numbers():
+def test_quantized_bits_qkeras_numbers(fwd_grad):
     # quantized_bits(4, 1): step 2**(1-4+1) = 0.25, codes -8..7 -> values -2..1.75
     q = qz.QuantizedBits(4, 1)
     y, g = fwd_grad(q, [0.125, 0.375, -0.125, -0.375, 1.8, 5.0, -2.1, -9.0, 0.3])
@@ -38,7 +29,7 @@ def test_quantized_bits_qkeras_numbers():
     assert q.hardware().type == FixedType(4, 2, True, "RND_CONV", "SAT")
 
 
-def test_quantized_bits_unsigned_and_symmetric():
+def test_quantized_bits_unsigned_and_symmetric(fwd_grad):
     y, _ = fwd_grad(qz.QuantizedBits(8, 0, keep_negative=False), [-0.5, 1.0, 0.5 / 256, 1.5 / 256])
     np.testing.assert_array_equal(y, [0.0, 255 / 256, 0.0, 2 / 256])
     y, _ = fwd_grad(qz.QuantizedBits(3, 0, symmetric=True), [-5.0, 5.0])

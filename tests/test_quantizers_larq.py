@@ -13,29 +13,20 @@ from edgebnn.fixed import FixedType
 f32 = np.float32
 
 
-def fwd_grad(q, values, upstream=None, **kw):
-    x = tf.constant(np.asarray(values, dtype=np.float32))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = q(x, **kw)
-        loss = y if upstream is None else y * tf.constant(np.asarray(upstream, np.float32))
-    return y.numpy(), tape.gradient(loss, x).numpy()
-
-
-def test_ste_sign_clip_none_passes_every_gradient():
+def test_ste_sign_clip_none_passes_every_gradient(fwd_grad):
     y, g = fwd_grad(qz.SteSign(clip_value=None), [-1e6, -0.0, 0.0, 1e6])
     np.testing.assert_array_equal(y, [-1, 1, 1, 1])
     np.testing.assert_array_equal(g, [1, 1, 1, 1])
 
 
-def test_approx_sign():
+def test_approx_sign(fwd_grad):
     x = [-1.5, -1.0, -0.75, -0.25, -0.0, 0.0, 0.25, 0.5, 1.0, 1.0000001]
     y, g = fwd_grad(qz.ApproxSign(), x)
     np.testing.assert_array_equal(y, [-1, -1, -1, -1, 1, 1, 1, 1, 1, 1])
     np.testing.assert_array_equal(g, [0, 0, 0.5, 1.5, 2, 2, 1.5, 1.0, 0, 0])  # 2 - 2|x| inside |x| <= 1
 
 
-def test_swish_sign():
+def test_swish_sign(fwd_grad):
     x = [-100.0, -0.5, -0.0, 0.0, 0.2, 100.0]
     y, g = fwd_grad(qz.SwishSign(), x)
     np.testing.assert_array_equal(y, [-1, -1, 1, 1, 1, 1])
@@ -47,7 +38,7 @@ def test_swish_sign():
     assert g2[0] == 2.0
 
 
-def test_magnitude_aware_sign_per_output_channel():
+def test_magnitude_aware_sign_per_output_channel(fwd_grad):
     w = [[0.5, -3.0], [-1.5, 0.0]]  # mean |w| per column: 1.0 and 1.5 (exact)
     q = qz.MagnitudeAwareSign()
     y, g = fwd_grad(q, w)
@@ -60,14 +51,14 @@ def test_magnitude_aware_sign_per_output_channel():
     np.testing.assert_array_equal(y1, [-2.0, 0.0, 0.5])
 
 
-def test_ste_heaviside_zero_maps_to_zero():
+def test_ste_heaviside_zero_maps_to_zero(fwd_grad):
     y, g = fwd_grad(qz.SteHeaviside(), [-1.5, -1.0, -0.0, 0.0, 1e-7, 1.0, 1.0000001])
     np.testing.assert_array_equal(y, [0, 0, 0, 0, 1, 1, 1])
     np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 0])
     assert qz.SteHeaviside().hardware() == qz.Hardware("unipolar", FixedType(1, 1, False, "RND_CONV", "SAT"))
 
 
-def test_ste_tern_threshold_ties_map_to_one():
+def test_ste_tern_threshold_ties_map_to_one(fwd_grad):
     t = f32(0.05)
     x = [-1.5, -t, np.nextafter(-t, f32(0)), -0.0, 0.0, np.nextafter(t, f32(0)), t, 1.0, 1.0000001]
     y, g = fwd_grad(qz.SteTern(), x)
@@ -78,7 +69,7 @@ def test_ste_tern_threshold_ties_map_to_one():
     assert qz.SteTern().hardware().kind == "ternary"
 
 
-def test_ste_tern_twn_threshold():
+def test_ste_tern_twn_threshold(fwd_grad):
     x = np.float32([1.0, -1.0, 0.5, -0.5, 0.25, 0.0, -0.25, 0.0])
     delta = f32(0.7) * f32(np.abs(x).sum()) / f32(x.size)  # 0.7 * mean|x| = 0.30625
     q = qz.SteTern(ternary_weight_networks=True, clip_value=0.75)
@@ -89,7 +80,7 @@ def test_ste_tern_twn_threshold():
     assert float(q.threshold(x)) == delta
 
 
-def test_dorefa_activations_round_half_to_even():
+def test_dorefa_activations_round_half_to_even(fwd_grad):
     x = [-0.5, -0.0, 0.25, 0.5, 0.75, 1.0, 1.5]
     y, g = fwd_grad(qz.DoReFa(1), x)  # n = 1: 0.5 is a tie and goes to 0
     np.testing.assert_array_equal(y, [0, 0, 0, 0, 1, 1, 1])
@@ -103,7 +94,7 @@ def test_dorefa_activations_round_half_to_even():
     assert (hw.kind, hw.type, hw.scale) == ("scaled", FixedType(3, 3, False, "RND_CONV", "SAT"), 1 / 7)
 
 
-def test_dorefa_weights():
+def test_dorefa_weights(fwd_grad):
     x = np.float32([-2.0, -0.5, 0.0, 0.3, 2.0])
     q = qz.DoReFa(2, mode="weights")
     y, g = fwd_grad(q, x)
@@ -123,7 +114,7 @@ def test_dorefa_weights():
         qz.DoReFa(2, mode="kernel")
 
 
-def test_noop_is_identity_without_hardware_form():
+def test_noop_is_identity_without_hardware_form(fwd_grad):
     y, g = fwd_grad(qz.NoOp(precision=1), [-2.5, 0.0, 3.25])
     np.testing.assert_array_equal(y, [-2.5, 0.0, 3.25])
     np.testing.assert_array_equal(g, [1, 1, 1])
@@ -137,7 +128,7 @@ def test_noop_is_identity_without_hardware_form():
 W = [[0.5, -3.0], [-1.5, 0.0]]
 
 
-def test_xnor_sign_scales():
+def test_xnor_sign_scales(fwd_grad):
     y, g = fwd_grad(qz.XnorSign(), W)  # E per column: 1.0, 1.5
     np.testing.assert_array_equal(y, [[1.0, -1.5], [-1.0, 1.5]])
     np.testing.assert_array_equal(g, [[1.0, 0.0], [0.0, 1.5]])
@@ -152,7 +143,7 @@ def test_xnor_sign_scales():
     assert qz.XnorSign(per_channel=False).hardware(np.float32(W)).scale == 1.25
 
 
-def test_xnor_sign_gradient_through_the_scale():
+def test_xnor_sign_gradient_through_the_scale(fwd_grad):
     up = [[1.0, 2.0], [3.0, 4.0]]
     _, g = fwd_grad(qz.XnorSign(), W, upstream=up)
     np.testing.assert_array_equal(g, [[1.0, 0.0], [0.0, 6.0]])  # E g [|x| <= 1] only

@@ -5,21 +5,12 @@ import itertools
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import edgebnn  # noqa: F401
 from edgebnn import quantizers as qz
 from edgebnn.fixed import FixedType
 
 f32 = np.float32
-
-
-def fwd_grad(q, values, **kw):
-    x = tf.constant(np.asarray(values, dtype=np.float32))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = q(x, **kw)
-    return y.numpy(), tape.gradient(y, x).numpy()
 
 
 def test_snake_case_names_are_the_classes():
@@ -30,7 +21,7 @@ def test_snake_case_names_are_the_classes():
     assert qz.get("quantized_bits(4, 0, alpha='auto_po2')") == qz.QuantizedBits(4, 0, alpha="auto_po2")
 
 
-def test_quantized_bits_one_bit_is_binary():
+def test_quantized_bits_one_bit_is_binary(fwd_grad):
     y, g = fwd_grad(qz.QuantizedBits(1, 3), [-2.0, -0.0, 0.0, 0.3])
     np.testing.assert_array_equal(y, [-1, 1, 1, 1])  # QKeras: sign with sign(0) = +1, whatever integer
     np.testing.assert_array_equal(g, [1, 1, 1, 1])
@@ -39,7 +30,7 @@ def test_quantized_bits_one_bit_is_binary():
     np.testing.assert_array_equal(y, [0.0, 0.0, 0.5])  # ufixed<1,0>: 0.25 ties to even
 
 
-def test_quantized_bits_numeric_alpha():
+def test_quantized_bits_numeric_alpha(fwd_grad):
     y, g = fwd_grad(qz.QuantizedBits(4, 0, alpha=0.5), [0.0625, 0.1875, -2.0, 1.0])
     np.testing.assert_array_equal(y, 0.5 * f32([0.0, 0.25, -1.0, 0.875]))  # alpha * quantized_bits(x)
     np.testing.assert_array_equal(g, [1, 1, 1, 1])
@@ -63,7 +54,7 @@ _AUTO_1D_REF = {"auto": [0.30000001192092896, -0.10000000149011612, 0.1000000014
 
 
 @pytest.mark.parametrize("alpha", ["auto", "auto_po2"])
-def test_quantized_bits_auto_alpha(alpha):
+def test_quantized_bits_auto_alpha(fwd_grad, alpha):
     col = f32([0.5, -0.25, 0.125, -1.0])
     x = np.stack([col, 2 * col], axis=1)  # the second channel is twice the first
     q = qz.QuantizedBits(4, 0, alpha=alpha)
@@ -88,7 +79,7 @@ def test_quantized_bits_auto_alpha(alpha):
         qz.QuantizedBits(1, 0, alpha=alpha)
 
 
-def test_quantized_relu_clips_output_to_relu_upper_bound():
+def test_quantized_relu_clips_output_to_relu_upper_bound(fwd_grad):
     # QKeras 0.9.0: with is_quantized_clip=False the output is also clipped to relu_upper_bound
     q = qz.QuantizedRelu(4, 1, relu_upper_bound=1.0, is_quantized_clip=False)
     y, g = fwd_grad(q, [0.9, 1.0, 1.125, 1.875, 5.0, -1.0])
@@ -100,7 +91,7 @@ def test_quantized_relu_clips_output_to_relu_upper_bound():
     assert qz.QuantizedRelu(4, 1, relu_upper_bound=1.0).hardware().kind == "fixed"  # is_quantized_clip wins
 
 
-def test_binary_ternary_auto_1d_scale_per_element():
+def test_binary_ternary_auto_1d_scale_per_element(fwd_grad):
     # QKeras 0.9.0's _get_scale averages over nothing for a 1-D tensor
     x = [1.0, -0.375, 0.0, 0.25]
     np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto").scale(x)),
@@ -123,7 +114,7 @@ def test_quantized_bits_refuses_what_qkeras_ignores():
 
 
 @pytest.mark.parametrize("bits,integer", [(1, 0), (3, 1), (4, 0), (6, 2), (5, -1)])
-def test_quantized_relu_is_ap_ufixed(bits, integer):
+def test_quantized_relu_is_ap_ufixed(fwd_grad, bits, integer):
     t = FixedType(bits, integer, False, "RND_CONV", "SAT")
     codes = np.arange(-40, 2 * (2**bits) + 40)
     x = np.concatenate([codes * t.lsb / 2, codes * t.lsb / 4, [-0.0, 0.0]]).astype(np.float32)  # ties included
@@ -134,7 +125,7 @@ def test_quantized_relu_is_ap_ufixed(bits, integer):
     assert q.hardware() == qz.Hardware("fixed", t)
 
 
-def test_quantized_relu_gradient_bounds():
+def test_quantized_relu_gradient_bounds(fwd_grad):
     # quantized_relu(3, 1): max = 2 - 2**-2 = 1.75
     x = [-1.0, -0.0, 0.0, 1e-7, 1.75, np.nextafter(f32(1.75), f32(2)), 3.0]
     _, g = fwd_grad(qz.QuantizedRelu(3, 1), x)
@@ -145,7 +136,7 @@ def test_quantized_relu_gradient_bounds():
     np.testing.assert_array_equal(g, [0, 0, 0, 1, 1, 1, 1, 1])
 
 
-def test_quantized_relu_negative_slope():
+def test_quantized_relu_negative_slope(fwd_grad):
     # bits 4 (3 magnitude bits), integer 1: step 0.25 up to 1.75; negative side
     # (2/8) * round(x * 0.25 * 8 / 2), down to -2 * 0.25 = -0.5
     q = qz.QuantizedRelu(4, 1, negative_slope=0.25)
@@ -164,7 +155,7 @@ def test_quantized_relu_negative_slope():
         qz.QuantizedRelu(4, 0, negative_slope=0.3)
 
 
-def test_quantized_relu_sigmoid():
+def test_quantized_relu_sigmoid(fwd_grad):
     # bits 3, integer 1: p = 8 * clip(x/4 + 1/2, 0, 1); q = 2 * clip(2 round(p)/8 - 1, 0, 7/8)
     x = [-1.0, 0.25, 0.5, 0.75, 4.0]  # p = 2, 4.5 (tie -> 4), 5, 5.5 (-> 6), 8
     y, g = fwd_grad(qz.QuantizedRelu(3, 1, use_sigmoid=1), x)
@@ -174,7 +165,7 @@ def test_quantized_relu_sigmoid():
     assert (hw.kind, hw.type) == ("grid", FixedType(3, 1, False, "RND_CONV", "SAT"))
 
 
-def test_quantized_tanh():
+def test_quantized_tanh(fwd_grad):
     # QKeras 0.9.0's numbers: m = 4, step 0.25, hard tanh; symmetric=False (the default) keeps -1
     q = qz.QuantizedTanh(3)
     x = [-2.0, -1.0, -0.875, -0.625, -0.375, -0.0, 0.125, 0.375, 0.625, 0.75, 0.875, 1.0, 2.0]
@@ -194,7 +185,7 @@ def test_quantized_tanh():
     np.testing.assert_allclose(g[1], 1 - np.tanh(0.5) ** 2, rtol=1e-6)
 
 
-def test_binary():
+def test_binary(fwd_grad):
     x = [-2.0, -1e-30, -0.0, 0.0, 10.0]
     y, g = fwd_grad(qz.Binary(), x)
     np.testing.assert_array_equal(y, [-1, -1, 1, 1, 1])
@@ -208,7 +199,7 @@ def test_binary():
     np.testing.assert_array_equal(g, np.ones(5))
 
 
-def test_binary_auto_alpha():
+def test_binary_auto_alpha(fwd_grad):
     w = [[1.0, 0.75], [-3.0, -0.25]]  # mean(x k) = 2 and 0.5, mean(k k) = 1
     y, g = fwd_grad(qz.Binary(alpha="auto"), w)
     s = f32([2.0, 0.5]) / (f32(1) + f32(1e-7))  # QKeras divides by mean(kk) + epsilon
@@ -220,7 +211,7 @@ def test_binary_auto_alpha():
     assert (hw.kind, hw.base, hw.scale) == ("scaled", "binary", (2.0, 0.5))
 
 
-def test_ternary():
+def test_ternary(fwd_grad):
     t = f32(0.33)
     x = [-2.0, -t, np.nextafter(-t, f32(0)), -0.0, 0.0, t, 10.0]
     y, g = fwd_grad(qz.Ternary(), x)
@@ -233,7 +224,7 @@ def test_ternary():
         qz.Ternary(alpha="auto", threshold=0.3)
 
 
-def test_ternary_auto_alpha():
+def test_ternary_auto_alpha(fwd_grad):
     x = np.float32([[1.0], [-1.0], [0.1], [0.0]])
     y, g = fwd_grad(qz.Ternary(alpha="auto"), x)
     # s = 2/3 max|x|; k = [|s round(x/s)| >= s/2] sign(x) = [1, -1, 0, 0]; s = 0.5 / (0.5 + eps)
@@ -246,7 +237,7 @@ def test_ternary_auto_alpha():
     assert qz.Ternary().hardware().kind == "ternary"
 
 
-def test_quantized_po2():
+def test_quantized_po2(fwd_grad):
     q = qz.QuantizedPo2(4)  # exponents [-4, 3]
     x = [0.0, -0.0, 1e-8, 2**-6, 0.75, 1.5, -3.0, 100.0, -100.0]
     y, g = fwd_grad(q, x)
@@ -264,7 +255,7 @@ def test_quantized_po2():
     np.testing.assert_array_equal(y, [4.0, 0.25])  # even exponents: round(log2 sqrt(x)) * 2
 
 
-def test_quantized_relu_po2():
+def test_quantized_relu_po2(fwd_grad):
     q = qz.QuantizedReluPo2(3)  # exponents [-4, 3]; zero is not an output
     x = [-1.0, -0.0, 0.0, 0.3, 1.0, 100.0]
     y, g = fwd_grad(q, x)

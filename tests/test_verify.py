@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 from bn import randomize_bn
+from graphs import PYNQ
 
 import edgebnn  # noqa: F401
 from edgebnn.freeze import freeze
@@ -14,7 +15,7 @@ from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
 
-PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10.0}
+pytestmark = pytest.mark.csim  # every test reads the project the module compiles once
 
 
 @pytest.fixture(scope="module")
