@@ -2,7 +2,8 @@
 
 Each quantizer is a small serializable object: called on a tensor it returns the quantized
 tensor (forward exactly as the hardware computes it) with the gradient of its estimator, and
-``hardware()`` names the grid its outputs lie on, which freeze exports.
+``hardware()`` names the grid its outputs lie on as a record of :mod:`edgebnn.forms`, which
+freeze exports.
 
 String aliases work wherever a quantizer is accepted: ``"ste_sign"``, ``"quantized_bits"``, or
 QKeras-style calls such as ``"quantized_bits(8, 0, keep_negative=False)"``.
@@ -26,7 +27,6 @@ owns.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 import json
 import math
@@ -35,8 +35,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from . import forms
 from .errors import EdgebnnError
 from .fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
+from .forms import INT2
 
 _ALIASES: dict[str, type] = {}
 
@@ -56,53 +58,6 @@ def _register(*aliases: str):
     return deco
 
 
-HARDWARE_KINDS = ("binary", "unipolar", "ternary", "fixed", "grid", "po2", "scaled", "partial")
-
-
-@dataclasses.dataclass(frozen=True)
-class Hardware:
-    """The grid a quantizer's outputs lie on.
-
-    ``kind`` is one of:
-
-    - ``"binary"``: values -1, +1; ``type`` is ``int<2>``.
-    - ``"unipolar"``: values 0, 1; ``type`` is ``uint<1>``.
-    - ``"ternary"``: values -1, 0, +1; ``type`` is ``int<2>``.
-    - ``"fixed"``: the quantizer *is* the conversion to ``type``: ``q(x) == type.quantize(x)``
-      for every x (its rounding and overflow modes included), so hardware may cast to it.
-    - ``"grid"``: values on the grid of ``type``, but ``q`` is not a plain conversion (e.g.
-      tanh, a sigmoid or a negative slope before the rounding): export it through thresholds
-      derived from the quantizer itself, never as a cast.
-    - ``"po2"``: values ``±2**e`` (``+2**e`` only when ``type`` is unsigned) with
-      ``exponents = (e_min, e_max)``; zero is not among them. ``type`` holds them all exactly.
-    - ``"scaled"``: values ``scale * v`` with ``v`` on the grid of ``type`` (whose own kind is
-      ``base``: ``"binary"``, ``"unipolar"``, ``"ternary"``, ``"fixed"`` (the unscaled values
-      are the conversion of x to ``type``) or ``"grid"`` (integer codes of another rounding)). ``scale`` is a
-      float (per tensor) or a tuple of floats, one per channel of ``axis``; it is None when it
-      depends on the tensor quantized: call ``hardware(x)`` or the quantizer's ``scale(x)``.
-      A scale that is not a power of two (e.g. DoReFa's ``1/(2**k - 1)``) is exact only as a
-      real number: Keras' float32 outputs are those products rounded.
-    - ``"partial"``: ``parts = (chosen, rest)`` are the forms of the channels ``channels`` of
-      ``axis`` and of the other channels (``rest`` is None when they stay float); ``type``
-      holds the values of both when both lie on fixed grids, else None.
-
-    ``kind`` and ``type`` are what freeze reads; the other fields describe the rest.
-    """
-
-    kind: str
-    type: FixedType | None
-    scale: float | tuple[float, ...] | None = None
-    axis: int | None = None
-    base: str | None = None
-    exponents: tuple[int, int] | None = None
-    parts: tuple = ()
-    channels: tuple[int, ...] = ()
-
-
-INT2 = FixedType(2, 2, True, "RND_CONV", "SAT")  # holds -1, 0, +1
-UINT1 = FixedType(1, 1, False, "RND_CONV", "SAT")  # holds 0, 1
-
-
 class NoHardwareForm(EdgebnnError, NotImplementedError):
     """The quantizer leaves values off every grid (e.g. ``NoOp``): nothing to export."""
 
@@ -115,8 +70,9 @@ class Quantizer:
     def __call__(self, x, training=None):
         raise NotImplementedError
 
-    def hardware(self, x=None) -> Hardware:
-        """The output grid; ``x`` (the tensor quantized) is needed only where a scale depends on it."""
+    def hardware(self, x=None) -> forms.Form:
+        """The output grid as a record of :mod:`edgebnn.forms`; ``x`` (the tensor quantized) is
+        needed only where a scale depends on it."""
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -387,7 +343,7 @@ def _po2(s):
 
 
 def _channel_scale(scale, axis: int | None):
-    """A keepdims scale tensor as Hardware wants it: a float, or a tuple along ``axis``."""
+    """A keepdims scale tensor as a Scaled form wants it: a float, or a tuple along ``axis``."""
     s = np.asarray(ops.convert_to_numpy(scale), dtype=np.float64)
     if s.size == 1:
         return float(s.reshape(()))
@@ -466,8 +422,8 @@ class SteSign(Quantizer):
         clip = self.clip_value
         return _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("binary", INT2)
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Binary()
 
     def get_config(self):
         return {"clip_value": self.clip_value}
@@ -492,8 +448,8 @@ class ApproxSign(Quantizer):
 
         return _custom(_sign, backward)(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("binary", INT2)
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Binary()
 
 
 @_register("swish_sign")
@@ -520,8 +476,8 @@ class SwishSign(Quantizer):
 
         return _custom(_sign, backward)(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("binary", INT2)
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Binary()
 
     def get_config(self):
         return {"beta": self.beta}
@@ -557,9 +513,9 @@ class MagnitudeAwareSign(Quantizer):
         clip = self.clip_value
         return s * _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         scale = None if x is None else _channel_scale(self.scale(x), -1)
-        return Hardware("scaled", INT2, scale=scale, axis=-1, base="binary")
+        return forms.Scaled(forms.Binary(), scale, axis=-1)
 
     def get_config(self):
         return {"clip_value": self.clip_value}
@@ -586,8 +542,8 @@ class SteHeaviside(Quantizer):
         fwd = lambda x: ops.cast(x > 0, x.dtype)
         return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("unipolar", UINT1)
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Unipolar()
 
     def get_config(self):
         return {"clip_value": self.clip_value}
@@ -632,8 +588,8 @@ class SteTern(Quantizer):
         fwd = lambda x: ops.sign(ops.sign(x + t) + ops.sign(x - t))
         return _custom(fwd, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("ternary", INT2)
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Ternary()
 
     def get_config(self):
         return {
@@ -693,15 +649,15 @@ class DoReFa(Quantizer):
         d = ops.stop_gradient(ops.max(ops.abs(limited)))
         return 2.0 * k_bit(ops.divide_no_nan(limited, 2.0 * d) + 0.5) - 1.0
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         k, n = self.k_bit, 2**self.k_bit - 1
         if self.mode == "activations":
             if k == 1:
-                return Hardware("unipolar", UINT1)
-            return Hardware("scaled", FixedType(k, k, False, "RND_CONV", "SAT"), scale=1.0 / n, base="grid")
+                return forms.Unipolar()
+            return forms.Scaled(forms.Grid(FixedType(k, k, False, "RND_CONV", "SAT")), 1.0 / n)
         if k == 1:
-            return Hardware("binary", INT2)
-        return Hardware("scaled", FixedType(k + 1, k + 1, True, "RND_CONV", "SAT_SYM"), scale=1.0 / n, base="grid")
+            return forms.Binary()
+        return forms.Scaled(forms.Grid(FixedType(k + 1, k + 1, True, "RND_CONV", "SAT_SYM")), 1.0 / n)
 
     def get_config(self):
         return {"k_bit": self.k_bit, "mode": self.mode}
@@ -728,7 +684,7 @@ class NoOp(Quantizer):
     def __call__(self, x, training=None):
         return _tensor(x)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         raise NoHardwareForm(
             f"NoOp(precision={self.precision}) leaves values unquantized, so they lie on no hardware grid; "
             "use a quantizer such as 'ste_sign' or 'quantized_bits(8, 0)' for tensors that are exported"
@@ -903,16 +859,16 @@ class QuantizedBits(_Stochastic, Quantizer):
             return _ste_identity(lambda v: a * q(v))(x)
         return _ste_identity(q)(x)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         if isinstance(self.alpha, str):
             axis = -1 if self.scale_axis is None else self.scale_axis
             scale = None if x is None else _channel_scale(self.scale(x), axis)
-            return Hardware("scaled", self._auto_type, scale=scale, axis=axis, base="grid")
-        base = "binary" if self._binary else "fixed"
+            return forms.Scaled(forms.Grid(self._auto_type), scale, axis)
+        base = forms.Binary() if self._binary else forms.Fixed(self.type)
         if self.alpha is None:
-            return Hardware(base, self.type)
+            return base
         scale = _alpha_value(self.alpha)
-        return Hardware("scaled", self.type, scale=scale, axis=-1 if isinstance(scale, tuple) else None, base=base)
+        return forms.Scaled(base, scale, axis=-1 if isinstance(scale, tuple) else None)
 
     def get_config(self):
         return {
@@ -1029,7 +985,7 @@ class QuantizedRelu(_Stochastic, Quantizer):
 
         return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, slope, upper))(x)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         m, m_i, b = self._consts()
         bound = self._output_bound()
         if bound is not None and bound < m_i - m_i / m:
@@ -1042,11 +998,11 @@ class QuantizedRelu(_Stochastic, Quantizer):
             grid = False
         if self.negative_slope == 0:
             t = FixedType(self.bits, self.integer, False, "RND_CONV", "SAT")
-            return Hardware("grid" if self.use_sigmoid or grid else "fixed", t)
+            return forms.Grid(t) if self.use_sigmoid or grid else forms.Fixed(t)
         s = self.negative_slope
         lsb_exp = min(self.integer - b, self.integer + int(math.log2(s)))
         t = FixedType.for_range(-m_i * s, m_i - m_i / m, lsb_exp)
-        return Hardware("grid", t.replace(rounding="RND_CONV", overflow="SAT"))
+        return forms.Grid(t.replace(rounding="RND_CONV", overflow="SAT"))
 
     def get_config(self):
         return {
@@ -1122,8 +1078,8 @@ class QuantizedTanh(_Stochastic, Quantizer):
 
         return _custom(forward, backward)(x)
 
-    def hardware(self, x=None) -> Hardware:
-        return Hardware("grid", FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM" if self.symmetric else "SAT"))
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Grid(FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM" if self.symmetric else "SAT"))
 
     def get_config(self):
         return {"bits": self.bits, "use_stochastic_rounding": self.use_stochastic_rounding,
@@ -1177,23 +1133,22 @@ class Binary(Quantizer):
         s = self.scale(x)
         return _ste_identity(lambda v: s * self._k(v))(x)
 
-    def hardware(self, x=None) -> Hardware:
-        kind, t = ("unipolar", UINT1) if self.use_01 else ("binary", INT2)
-        return _scaled_hardware(self, kind, t, x)
+    def hardware(self, x=None) -> forms.Form:
+        return _scaled_hardware(self, forms.Unipolar() if self.use_01 else forms.Binary(), x)
 
     def get_config(self):
         return {"use_01": self.use_01, "alpha": self.alpha, "use_stochastic_rounding": False}
 
 
-def _scaled_hardware(q, kind, t, x):
-    """Hardware of a quantizer ``alpha * k`` with ``k`` of ``kind``/``t``."""
+def _scaled_hardware(q, base: forms.Form, x) -> forms.Form:
+    """The form of a quantizer ``alpha * k`` with ``k`` of the form ``base``."""
     if q.alpha is None:
-        return Hardware(kind, t)
+        return base
     if isinstance(q.alpha, str):
         scale = None if x is None else _channel_scale(q.scale(x), -1)
-        return Hardware("scaled", t, scale=scale, axis=-1, base=kind)
+        return forms.Scaled(base, scale, axis=-1)
     scale = _alpha_value(q.alpha)
-    return Hardware("scaled", t, scale=scale, axis=-1 if isinstance(scale, tuple) else None, base=kind)
+    return forms.Scaled(base, scale, axis=-1 if isinstance(scale, tuple) else None)
 
 
 @_register("ternary")
@@ -1263,8 +1218,8 @@ class Ternary(Quantizer):
         a = _alpha_tensor(self.alpha, x.dtype)
         return _ste_identity(lambda v: a * k_of(v))(x)
 
-    def hardware(self, x=None) -> Hardware:
-        return _scaled_hardware(self, "ternary", INT2, x)
+    def hardware(self, x=None) -> forms.Form:
+        return _scaled_hardware(self, forms.Ternary(), x)
 
     def get_config(self):
         return {"alpha": self.alpha, "threshold": self.threshold, "use_stochastic_rounding": False,
@@ -1314,11 +1269,11 @@ class _Po2Base(Quantizer):
             hi = min(hi, int(ops.convert_to_numpy(top)[0]))
         return lo, hi
 
-    def _hardware(self, signed: bool) -> Hardware:
+    def _hardware(self, signed: bool) -> forms.Form:
         lo, hi = self.exponent_range()
         top = 1 << (hi - lo)
         t = FixedType.for_codes(-top if signed else 1, top, lo).replace(rounding="RND_CONV", overflow="SAT")
-        return Hardware("po2", t, exponents=(lo, hi))
+        return forms.Po2(t, (lo, hi))
 
 
 @_register("quantized_po2")
@@ -1357,7 +1312,7 @@ class QuantizedPo2(_Po2Base):
 
         return _ste_identity(forward)(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         return self._hardware(signed=True)
 
     def get_config(self):
@@ -1409,7 +1364,7 @@ class QuantizedReluPo2(_Po2Base):
 
         return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, s, self.max_value))(_tensor(x))
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         return self._hardware(signed=self.negative_slope != 0)
 
     def get_config(self):
@@ -1479,24 +1434,13 @@ class XnorSign(Quantizer):
         clip = self.clip_value
         return e * _custom(_sign, lambda v, dy: dy * _window(v, clip, dy.dtype))(x)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         scale = None if x is None else _channel_scale(self.scale(x), -1)
-        return Hardware("scaled", INT2, scale=scale, axis=-1 if self.per_channel else None, base="binary")
+        return forms.Scaled(forms.Binary(), scale, axis=-1 if self.per_channel else None)
 
     def get_config(self):
         return {"per_channel": self.per_channel, "po2": self.po2, "clip_value": self.clip_value,
                 "scale_gradient": self.scale_gradient}
-
-
-def _union_type(a: Hardware | None, b: Hardware | None) -> FixedType | None:
-    """A fixed-point type holding the values of both forms, when both lie on fixed grids."""
-    grids = ("binary", "unipolar", "ternary", "fixed", "grid", "po2")
-    if a is None or b is None or a.kind not in grids or b.kind not in grids:
-        return None
-    lsb = min(a.type.lsb_exp, b.type.lsb_exp)
-    lo = min(a.type.min_code << (a.type.lsb_exp - lsb), b.type.min_code << (b.type.lsb_exp - lsb))
-    hi = max(a.type.max_code << (a.type.lsb_exp - lsb), b.type.max_code << (b.type.lsb_exp - lsb))
-    return FixedType.for_codes(lo, hi, lsb).replace(rounding="RND_CONV", overflow="SAT")
 
 
 @_register("partial_quantizer", "partial")
@@ -1543,7 +1487,7 @@ class PartialQuantizer(Quantizer):
         inverse = np.argsort(np.array(chosen + rest))
         return ops.take(ops.concatenate([out, ops.cast(b, out.dtype)], axis=ax), inverse, axis=ax)
 
-    def hardware(self, x=None) -> Hardware:
+    def hardware(self, x=None) -> forms.Form:
         if x is None:
             hq = self.quantizer.hardware()
             ho = None if self.other is None else self.other.hardware()
@@ -1552,7 +1496,7 @@ class PartialQuantizer(Quantizer):
             ax, chosen, rest = self._split(x.shape)
             hq = self.quantizer.hardware(ops.take(x, chosen, axis=ax))
             ho = None if self.other is None else self.other.hardware(ops.take(x, rest, axis=ax))
-        return Hardware("partial", _union_type(hq, ho), axis=self.axis, parts=(hq, ho), channels=self.channels)
+        return forms.Partial(hq, ho, self.channels, self.axis)
 
     def get_config(self):
         return {"quantizer": serialize(self.quantizer), "channels": list(self.channels), "axis": self.axis,

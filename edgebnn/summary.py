@@ -19,6 +19,7 @@ import math
 
 import keras
 
+from . import forms
 from .layers import QuantActivation, quantizer_of
 
 FLOAT_BITS = 32
@@ -42,14 +43,15 @@ def quantizer_bits(quantizer) -> int:
 
 
 def _hardware_bits(hw) -> int:
-    kind = hw.base if hw.kind == "scaled" else hw.kind
-    if kind in _KIND_BITS:
-        return _KIND_BITS[kind]
-    if kind == "po2":
+    if isinstance(hw, forms.Scaled):
+        return _hardware_bits(hw.base)
+    if hw.kind in _KIND_BITS:
+        return _KIND_BITS[hw.kind]
+    if isinstance(hw, forms.Po2):
         lo, hi = hw.exponents
         return max(1, math.ceil(math.log2(hi - lo + 1))) + (1 if hw.type.signed else 0)
-    if kind == "partial":
-        return max(FLOAT_BITS if part is None else _hardware_bits(part) for part in hw.parts)
+    if isinstance(hw, forms.Partial):
+        return max(FLOAT_BITS if part is None else _hardware_bits(part) for part in (hw.chosen, hw.rest))
     if hw.type is None:
         return FLOAT_BITS
     return hw.type.width

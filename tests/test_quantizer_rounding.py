@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import edgebnn  # noqa: F401  (registers the Keras objects)
+from edgebnn import forms
 from edgebnn import quantizers as qz
 from edgebnn.fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
 
@@ -86,7 +87,7 @@ def _qbits(t):
     if t.signed and t.width == 1:
         assert q.hardware().kind == "binary"
         return None
-    assert q.hardware() == qz.Hardware("fixed", t)
+    assert q.hardware() == forms.Fixed(t)
     return q
 
 

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import edgebnn
+from edgebnn import forms
 from edgebnn import quantizers as qz
 from edgebnn.fixed import FixedType
 
@@ -45,7 +46,7 @@ def test_magnitude_aware_sign_per_output_channel(fwd_grad):
     np.testing.assert_array_equal(y, [[1.0, -1.5], [-1.0, 1.5]])  # sign(0) = +1
     np.testing.assert_array_equal(g, [[1.0, 0.0], [0.0, 1.5]])  # scale * [|w| <= 1], scale held constant
     hw = q.hardware(np.float32(w))
-    assert (hw.kind, hw.base, hw.type, hw.scale, hw.axis) == ("scaled", "binary", qz.INT2, (1.0, 1.5), -1)
+    assert (hw.kind, hw.base, hw.type, hw.scale, hw.axis) == ("scaled", forms.Binary(), qz.INT2, (1.0, 1.5), -1)
     assert q.hardware().scale is None
     y1, _ = fwd_grad(q, [-2.0, 0.0, 0.5])  # larq: a 1-D tensor reduces over no axis, scale = |x|
     np.testing.assert_array_equal(y1, [-2.0, 0.0, 0.5])
@@ -55,7 +56,8 @@ def test_ste_heaviside_zero_maps_to_zero(fwd_grad):
     y, g = fwd_grad(qz.SteHeaviside(), [-1.5, -1.0, -0.0, 0.0, 1e-7, 1.0, 1.0000001])
     np.testing.assert_array_equal(y, [0, 0, 0, 0, 1, 1, 1])
     np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 0])
-    assert qz.SteHeaviside().hardware() == qz.Hardware("unipolar", FixedType(1, 1, False, "RND_CONV", "SAT"))
+    assert qz.SteHeaviside().hardware() == forms.Unipolar()
+    assert qz.SteHeaviside().hardware().type == FixedType(1, 1, False, "RND_CONV", "SAT")
 
 
 def test_ste_tern_threshold_ties_map_to_one(fwd_grad):
@@ -139,7 +141,7 @@ def test_xnor_sign_scales(fwd_grad):
     y, _ = fwd_grad(qz.XnorSign(per_channel=False, po2=True), W)  # 1.25 -> 1
     np.testing.assert_array_equal(y, [[1.0, -1.0], [-1.0, 1.0]])
     hw = qz.XnorSign(po2=True).hardware(np.float32(W))
-    assert (hw.kind, hw.base, hw.scale, hw.axis) == ("scaled", "binary", (1.0, 2.0), -1)
+    assert (hw.kind, hw.base, hw.scale, hw.axis) == ("scaled", forms.Binary(), (1.0, 2.0), -1)
     assert qz.XnorSign(per_channel=False).hardware(np.float32(W)).scale == 1.25
 
 

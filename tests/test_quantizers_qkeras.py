@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import edgebnn  # noqa: F401
+from edgebnn import forms
 from edgebnn import quantizers as qz
 from edgebnn.fixed import FixedType
 
@@ -25,7 +26,7 @@ def test_quantized_bits_one_bit_is_binary(fwd_grad):
     y, g = fwd_grad(qz.QuantizedBits(1, 3), [-2.0, -0.0, 0.0, 0.3])
     np.testing.assert_array_equal(y, [-1, 1, 1, 1])  # QKeras: sign with sign(0) = +1, whatever integer
     np.testing.assert_array_equal(g, [1, 1, 1, 1])
-    assert qz.QuantizedBits(1, 0).hardware() == qz.Hardware("binary", qz.INT2)
+    assert qz.QuantizedBits(1, 0).hardware() == forms.Binary()
     y, _ = fwd_grad(qz.QuantizedBits(1, 0, keep_negative=False), [-1.0, 0.25, 0.5])
     np.testing.assert_array_equal(y, [0.0, 0.0, 0.5])  # ufixed<1,0>: 0.25 ties to even
 
@@ -35,7 +36,8 @@ def test_quantized_bits_numeric_alpha(fwd_grad):
     np.testing.assert_array_equal(y, 0.5 * f32([0.0, 0.25, -1.0, 0.875]))  # alpha * quantized_bits(x)
     np.testing.assert_array_equal(g, [1, 1, 1, 1])
     hw = qz.QuantizedBits(4, 0, alpha=0.5).hardware()
-    assert (hw.kind, hw.base, hw.type, hw.scale) == ("scaled", "fixed", FixedType(4, 1, True, "RND_CONV", "SAT"), 0.5)
+    assert (hw.kind, hw.base.kind, hw.type, hw.scale) == ("scaled", "fixed", FixedType(4, 1, True, "RND_CONV", "SAT"), 0.5)
+    assert hw == forms.Scaled(forms.Fixed(FixedType(4, 1, True, "RND_CONV", "SAT")), 0.5)
     y, _ = fwd_grad(qz.QuantizedBits(4, 0, alpha=[1.0, 0.25]), [[0.5, 0.5], [-1.0, -1.0]])
     np.testing.assert_array_equal(y, [[0.5, 0.125], [-1.0, -0.25]])
     assert qz.QuantizedBits(4, 0, alpha=[1.0, 0.25]).hardware().scale == (1.0, 0.25)
@@ -62,10 +64,10 @@ def test_quantized_bits_auto_alpha(fwd_grad, alpha):
     np.testing.assert_array_equal(y, f32(_AUTO_REF[alpha]))
     np.testing.assert_array_equal(g, np.ones_like(x))
     hw = q.hardware(x)
-    assert (hw.kind, hw.base, hw.axis) == ("scaled", "grid", -1)
+    assert (hw.kind, hw.base.kind, hw.axis) == ("scaled", "grid", -1)
     codes = np.round(y / np.float32(hw.scale))
     assert np.abs(codes).max() == 7 and np.allclose(y, np.float32(hw.scale) * codes, rtol=1e-6)  # in [-7, 7]
-    assert hw.type == FixedType(4, 4, True, "RND_INF", "SAT_SYM") and hw.base == "grid"
+    assert hw.type == FixedType(4, 4, True, "RND_INF", "SAT_SYM") and hw.base == forms.Grid(hw.type)
     assert q.hardware().scale is None  # depends on the tensor
     # integer bits: x / 2**integer is quantized, then scaled back
     y1, _ = fwd_grad(qz.QuantizedBits(4, 1, alpha=alpha), 2 * x)
@@ -122,7 +124,7 @@ def test_quantized_relu_is_ap_ufixed(fwd_grad, bits, integer):
     y, g = fwd_grad(q, x)
     np.testing.assert_array_equal(y.astype(np.float64), t.quantize(x.astype(np.float64)))
     np.testing.assert_array_equal(g, ((x > 0) & (x <= t.max)).astype(np.float32))  # 1 on (0, max]
-    assert q.hardware() == qz.Hardware("fixed", t)
+    assert q.hardware() == forms.Fixed(t)
 
 
 def test_quantized_relu_gradient_bounds(fwd_grad):
@@ -173,12 +175,12 @@ def test_quantized_tanh(fwd_grad):
     np.testing.assert_array_equal(y, [-1.0, -1.0, -1.0, -0.5, -0.5, 0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
     # gradient 1 where |x| <= 1 and the rounded value is inside the clip [-1, 0.75] (inclusive)
     np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])
-    assert q.hardware() == qz.Hardware("grid", FixedType(3, 1, True, "RND_CONV", "SAT"))  # not a cast
+    assert q.hardware() == forms.Grid(FixedType(3, 1, True, "RND_CONV", "SAT"))  # not a cast
     q = qz.QuantizedTanh(3, symmetric=True)  # clip [-0.75, 0.75]
     y, g = fwd_grad(q, x)
     np.testing.assert_array_equal(y, [-0.75, -0.75, -0.75, -0.5, -0.5, 0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
     np.testing.assert_array_equal(g, [0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])
-    assert q.hardware() == qz.Hardware("grid", FixedType(3, 1, True, "RND_CONV", "SAT_SYM"))
+    assert q.hardware() == forms.Grid(FixedType(3, 1, True, "RND_CONV", "SAT_SYM"))
     y, g = fwd_grad(qz.QuantizedTanh(3, use_real_tanh=True), [0.0, 0.5, 5.0])
     np.testing.assert_array_equal(y, f32([0.0, 0.5, 0.75]))  # tanh(0.5) * 4 = 1.85 -> 2
     assert g[0] == 1.0 and g[2] == 0.0
@@ -208,7 +210,7 @@ def test_binary_auto_alpha(fwd_grad):
     y, _ = fwd_grad(qz.Binary(alpha="auto_po2"), w)
     np.testing.assert_array_equal(y, [[2.0, 0.5], [-2.0, -0.5]])
     hw = qz.Binary(alpha="auto_po2").hardware(np.float32(w))
-    assert (hw.kind, hw.base, hw.scale) == ("scaled", "binary", (2.0, 0.5))
+    assert (hw.kind, hw.base, hw.scale) == ("scaled", forms.Binary(), (2.0, 0.5))
 
 
 def test_ternary(fwd_grad):
