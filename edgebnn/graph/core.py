@@ -16,7 +16,7 @@ import numpy as np
 
 from ..fixed import FixedType
 from .node import GraphError, Node
-from .ops import spec
+from .ops import BOUNDS, REGISTRY, spec
 
 FORMAT = "edgebnn-graph"
 FORMAT_VERSION = 2  # 2: a SHA-256 checksum and each array's dtype and shape
@@ -36,6 +36,7 @@ class Graph:
 
     # ---------------------------------------------------------------- access
     def __getitem__(self, name: str) -> Node:
+        """The node called ``name`` (KeyError if none is)."""
         for node in self.nodes:
             if node.name == name:
                 return node
@@ -43,13 +44,16 @@ class Graph:
 
     @property
     def input(self) -> Node:
+        """The input node (the first)."""
         return self.nodes[0]
 
     @property
     def output(self) -> Node:
+        """The output node (the last)."""
         return self.nodes[-1]
 
     def compute_nodes(self) -> list[Node]:
+        """Every node but the input, in execution order."""
         return [n for n in self.nodes if n.op != "input"]
 
     # ------------------------------------------------------------ validation
@@ -71,7 +75,7 @@ class Graph:
                     raise GraphError(f"{where}: input {inp!r} is not an earlier node")
             if len(node.inputs) != op.n_inputs:
                 raise GraphError(f"{where}: takes {op.n_inputs} input(s), has {len(node.inputs)}")
-            for key in ("lo", "hi"):
+            for key in BOUNDS:
                 if key not in node.params:
                     raise GraphError(f"{where}: missing bounds params[{key!r}]")
             if not (node.type.contains(node.lo) and node.type.contains(node.hi)):
@@ -191,7 +195,7 @@ class Graph:
         """One line per node: name, op, shape, type and what its op adds (weight type, thresholds)."""
         lines = [f"graph {self.name}: {len(self.nodes)} nodes"]
         for n in self.nodes:
-            describe = spec(n.op, n.name).describe
+            describe = REGISTRY[n.op].describe
             extra = describe(n) if describe else ""
             lines.append(f"  {n.name:<20} {n.op:<10} {n.shape!s:<10} {n.type}{extra}")
         return "\n".join(lines)
