@@ -795,6 +795,14 @@ def dot_interval(lo, hi, weight):
     return _codes_to_float(klo, gx + gw, down=True), _codes_to_float(khi, gx + gw, down=False)
 
 
+def on_grid(values, t: FixedType) -> np.ndarray:
+    """``values`` rounded onto ``t``'s grid with ``t``'s rounding mode but without any overflow
+    handling: the result may lie outside ``t``'s range (compare it with ``t.min``/``t.max`` to
+    see whether a conversion to ``t`` overflows)."""
+    # signed, so that values below an unsigned type's 0 stay below it (and are seen to overflow)
+    return t.replace(width=t.width + 65, integer=t.integer + 65, signed=True, overflow="SAT").quantize(values)
+
+
 def _grid_exp(v: np.ndarray) -> int:
     """Exponent of the coarsest power-of-two grid holding every value of ``v``."""
     v = v[v != 0]

@@ -1,0 +1,68 @@
+"""The ops of the deployment graph, one module each, and the table every consumer dispatches on.
+
+Each module ``graph/ops/<op>.py`` holds the op's ``SPEC`` (an :class:`OpSpec`: its name, number
+of inputs, the params and attrs it needs, as data), ``validate``, ``execute`` (the exact NumPy
+kernel on integer codes) and the builder ``<op>_node``. :data:`REGISTRY` maps each op name to its
+spec, in the order of :data:`OPS`; adding an op means adding its module and one line below.
+
+Every node also carries the bounds ``params['lo']`` / ``params['hi']`` (:data:`BOUNDS`), which
+the graph checks for every op, so no spec lists them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ..node import GraphError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..node import Node
+
+BOUNDS = {
+    "lo": "per-channel lower bounds of the output values (interval analysis over the integer weights)",
+    "hi": "per-channel upper bounds of the output values",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpec:
+    """What the graph knows of one op.
+
+    ``params`` / ``attrs`` map each required key (besides :data:`BOUNDS`) to its one-line
+    meaning; ``optional_params`` / ``optional_attrs`` the keys a node may carry. The graph checks
+    the input count and the required keys before it calls ``validate(node, inputs, where)``,
+    which raises :class:`GraphError` (messages start with ``where``) for anything else wrong.
+    ``execute(node, inputs, codes)`` returns the node's output codes (batch first) from its
+    source nodes ``inputs`` and their code arrays ``codes``, in the order of ``node.inputs``.
+    ``describe(node)``, when given, is the extra text of :meth:`Graph.summary` (a leading space).
+    """
+
+    op: str
+    n_inputs: int
+    validate: Callable[[Node, list[Node], str], None]
+    execute: Callable[[Node, list[Node], list[np.ndarray]], np.ndarray]
+    params: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    attrs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    optional_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    optional_attrs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    describe: Callable[[Node], str] | None = None
+
+
+# the op modules import OpSpec from here, so they come after it
+from . import cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import input as input_op
+
+REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in (input_op, dense, conv2d, maxpool2d, flatten, threshold, cast)}
+OPS = tuple(REGISTRY)
+
+
+def spec(op: str, where: str) -> OpSpec:
+    """The spec of ``op``; a :class:`GraphError` starting with ``where`` for an op this edgebnn does not know."""
+    try:
+        return REGISTRY[op]
+    except KeyError:
+        raise GraphError(f"{where}: unknown op; this edgebnn knows {', '.join(OPS)}") from None

@@ -1,0 +1,81 @@
+"""``conv2d``: Keras ``Conv2D`` arithmetic (cross-correlation, channels last) on an (H, W, C)
+input: ``params['weight']`` int codes (kh, kw, C, F) on ``attrs['weight_type']``, optional bias as
+for dense, ``attrs['strides']`` [sh, sw], ``attrs['padding']`` [[top, bottom], [left, right]]
+explicit amounts, ``attrs['pad_code']`` the padding value as a code of the input's type (0: zero
+padding; larq's ``pad_values`` otherwise). ``type`` is the exact accumulator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...fixed import FixedType
+from ..node import GraphError, Node
+from . import OpSpec
+from ._weighted import check_conv_weights, im2col, weighted_sum
+from .dense import dense_node
+from .input import input_node
+
+
+def validate(node: Node, inputs: list[Node], where: str) -> None:
+    """An (H, W, C) input, weight (kh, kw, C, F), the output shape these padding and strides
+    give, a pad code of the input type, and weight and bias codes as for dense."""
+    src = inputs[0]
+    w = node.params.get("weight")
+    if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] \
+            or w.shape[3] != node.shape[-1]:
+        raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, F) with C={src.shape[-1]}")
+    (pt, pb), (pl, pr) = node.attrs["padding"]
+    sh, sw = node.attrs["strides"]
+    ho = (src.shape[0] + pt + pb - w.shape[0]) // sh + 1
+    wo = (src.shape[1] + pl + pr - w.shape[1]) // sw + 1
+    if node.shape != (ho, wo, w.shape[3]):
+        raise GraphError(f"{where}: output shape must be {(ho, wo, w.shape[3])} for these padding and strides")
+    pad = int(node.attrs["pad_code"])
+    if not src.type.min_code <= pad <= src.type.max_code:
+        raise GraphError(f"{where}: pad_code {pad} is not a code of the input type {src.type}")
+    check_conv_weights(node, src, where)
+
+
+def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
+    """Cross-correlation as Keras computes it: im2col over (kh, kw, C), then the weighted sum."""
+    w = node.params["weight"]  # (kh, kw, C, F)
+    kh, kw, c, f = w.shape
+    cols = im2col(codes[0], kh, kw, node.attrs["strides"], node.attrs["padding"], node.attrs["pad_code"])
+    return weighted_sum(node, inputs[0], cols, w.reshape(kh * kw * c, f))
+
+
+def conv2d_node(name: str, src: Node, weight, weight_type: FixedType, strides=(1, 1),
+                padding=((0, 0), (0, 0)), pad_code: int = 0, bias=None, bias_type: FixedType | None = None,
+                source: str = "") -> Node:
+    """A conv2d node (see the module docstring) with the narrowest exact accumulator type."""
+    weight = np.asarray(weight, dtype=np.int64)
+    kh, kw, c, f = weight.shape
+    (pt, pb), (pl, pr) = padding
+    sh, sw = strides
+    lo, hi = src.lo, src.hi
+    if pt or pb or pl or pr:  # the padding value enters some windows
+        pad_value = float(src.type.from_codes(pad_code))
+        lo, hi = np.minimum(lo, pad_value), np.maximum(hi, pad_value)
+    window = input_node("window", (kh * kw * c,), src.type)
+    window.params.update(lo=np.tile(lo, kh * kw), hi=np.tile(hi, kh * kw))
+    flat = dense_node(name, window, weight.reshape(-1, f), weight_type, bias, bias_type, source)
+    ho = (src.shape[0] + pt + pb - kh) // sh + 1
+    wo = (src.shape[1] + pl + pr - kw) // sw + 1
+    flat.params["weight"] = weight
+    flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]],
+                      pad_code=int(pad_code))
+    return Node(name, "conv2d", [src.name], (ho, wo, f), flat.type, flat.params, flat.attrs, source)
+
+
+SPEC = OpSpec(
+    op="conv2d", n_inputs=1, validate=validate, execute=execute,
+    params={"weight": "int codes (kh, kw, C, F) on attrs['weight_type']"},
+    attrs={
+        "weight_type": "fixed-point type of the weight codes",
+        "strides": "[sh, sw]",
+        "padding": "explicit padding amounts [[top, bottom], [left, right]]",
+        "pad_code": "the padding value as a code of the input's type (0: zero padding)",
+    },
+    optional_params={"bias": "int codes (F,) on attrs['bias_type'], added to the sum"},
+    optional_attrs={"bias_type": "fixed-point type of the bias codes (required with params['bias'])"},
+)

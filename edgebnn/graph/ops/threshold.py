@@ -1,0 +1,65 @@
+"""``threshold``: requantization of an accumulator into a few levels, per channel ``c``:
+``y = levels[c, n]`` where ``n`` counts the ``thresholds[c, k] <= x``. Thresholds are codes on the
+input's type (ascending per channel), levels codes on ``type``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...fixed import FixedType
+from ..node import GraphError, Node
+from . import OpSpec
+
+
+def validate(node: Node, inputs: list[Node], where: str) -> None:
+    """Thresholds (C, K) ascending on the input type, levels (C, K+1) on the node's type, shape kept."""
+    src = inputs[0]
+    t, lv = node.params.get("thresholds"), node.params.get("levels")
+    c = node.shape[-1]
+    if t is None or lv is None or t.ndim != 2 or t.shape[0] != c or lv.shape != (c, t.shape[1] + 1):
+        raise GraphError(f"{where}: thresholds must be (C, K) and levels (C, K+1) with C={c}")
+    if src.shape != node.shape:
+        raise GraphError(f"{where}: output shape must equal its input's shape {src.shape}")
+    if lv.min() < node.type.min_code or lv.max() > node.type.max_code:
+        raise GraphError(f"{where}: levels do not fit its type {node.type}")
+    if np.any(np.diff(t, axis=1) < 0):
+        raise GraphError(f"{where}: thresholds must ascend per channel")
+    if t.size and (t.min() < src.type.min_code or t.max() > src.type.max_code):
+        raise GraphError(f"{where}: thresholds do not fit the input type {src.type}")
+
+
+def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
+    """Per channel, the level indexed by the number of thresholds at or below each code."""
+    x = codes[0]
+    t = node.params["thresholds"]
+    levels = node.params["levels"]
+    c = t.shape[0]
+    flat = x.reshape(-1, c)
+    counts = np.zeros(flat.shape, dtype=np.int64)
+    for k in range(t.shape[1]):
+        counts += flat >= t[:, k]
+    out = np.take_along_axis(levels.T, counts, axis=0) if flat.shape[0] else counts
+    return out.reshape(x.shape).astype(np.int64)
+
+
+def describe(node: Node) -> str:
+    return f" {node.params['thresholds'].shape[1]} threshold(s)/channel"
+
+
+def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType, source: str = "") -> Node:
+    """A threshold node on ``src``: ``thresholds`` (C, K) codes of ``src.type``, ``levels`` (C, K+1)
+    codes of ``out_type``; its bounds are each channel's extreme levels."""
+    thresholds = np.asarray(thresholds, dtype=np.int64)
+    levels = np.asarray(levels, dtype=np.int64)
+    vals = out_type.from_codes(levels)
+    params = {"thresholds": thresholds, "levels": levels, "lo": vals.min(axis=1), "hi": vals.max(axis=1)}
+    return Node(name, "threshold", [src.name], src.shape, out_type, params, {}, source)
+
+
+SPEC = OpSpec(
+    op="threshold", n_inputs=1, validate=validate, execute=execute, describe=describe,
+    params={
+        "thresholds": "int codes (C, K) on the input's type, ascending per channel",
+        "levels": "int codes (C, K+1) on the node's type: the output for 0..K thresholds reached",
+    },
+)

@@ -1,0 +1,174 @@
+"""The op table of the deployment graph (edgebnn/graph/ops/): every op's SPEC declares exactly the
+params and attrs its builder writes, the graph refuses a node missing a required one, and both
+validation and emulation dispatch through REGISTRY."""
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from edgebnn.emulate import emulate
+from edgebnn.fixed import FixedType, on_grid
+from edgebnn.graph import (
+    OPS,
+    REGISTRY,
+    Graph,
+    GraphError,
+    cast_node,
+    conv2d_node,
+    dense_node,
+    flatten_node,
+    input_node,
+    maxpool2d_node,
+    spec,
+    threshold_node,
+)
+from edgebnn.graph.ops import BOUNDS, OpSpec
+
+
+def every_op_graph() -> Graph:
+    """input -> conv2d (padded, bias) -> maxpool2d -> flatten -> dense (bias) -> cast -> threshold."""
+    rng = np.random.default_rng(0)
+    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
+    inp = input_node("in", (5, 5, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    conv = conv2d_node("conv", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)), pad_code=1,
+                       bias=rng.integers(-20, 20, 3), bias_type=bt)
+    pool = maxpool2d_node("pool", conv)
+    flat = flatten_node("flat", pool)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (12, 4)), wt, bias=rng.integers(-20, 20, 4), bias_type=bt)
+    cast = cast_node("cast", dense, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
+    thr = threshold_node("thr", cast, [[2, 9], [0, 15], [5, 5], [1, 3]], [[-2, 0, 1]] * 4, FixedType(2, 2))
+    return Graph("every_op", [inp, conv, pool, flat, dense, cast, thr])
+
+
+GRAPH = every_op_graph()
+EXAMPLE = {node.op: node for node in GRAPH.nodes}
+X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
+
+
+def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
+    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert set(EXAMPLE) == set(REGISTRY)
+    for op, entry in REGISTRY.items():
+        assert isinstance(entry, OpSpec) and entry.op == op
+        assert entry.n_inputs == len(EXAMPLE[op].inputs)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_spec_declares_what_the_builder_writes(op):
+    entry, node = REGISTRY[op], EXAMPLE[op]
+    for kind, have, required, optional in (("params", node.params, entry.params, entry.optional_params),
+                                           ("attrs", node.attrs, entry.attrs, entry.optional_attrs)):
+        assert not set(required) & set(optional), kind
+        assert set(required) <= set(have), f"{op}: the builder leaves out required {kind}"
+        undeclared = set(have) - set(required) - set(optional) - (set(BOUNDS) if kind == "params" else set())
+        assert not undeclared, f"{op}: the builder writes undeclared {kind} {sorted(undeclared)}"
+        for meaning in {**required, **optional}.values():
+            assert isinstance(meaning, str) and meaning and "\n" not in meaning
+
+
+def test_the_example_uses_every_optional_key():
+    for op, entry in REGISTRY.items():
+        assert set(entry.optional_params) <= set(EXAMPLE[op].params), op
+        assert set(entry.optional_attrs) <= set(EXAMPLE[op].attrs), op
+
+
+REQUIRED = [(op, kind, key) for op, entry in REGISTRY.items()
+            for kind, keys in (("params", entry.params), ("attrs", entry.attrs)) for key in keys]
+
+
+def test_required_keys_are_declared():
+    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "threshold", "cast"}
+
+
+def without(node, kind, key):
+    kept = {k: v for k, v in getattr(node, kind).items() if k != key}
+    return dataclasses.replace(node, **{kind: kept})
+
+
+@pytest.mark.parametrize(("op", "kind", "key"), REQUIRED)
+def test_a_node_missing_a_required_key_is_a_graph_error_naming_it(op, kind, key):
+    i = GRAPH.nodes.index(EXAMPLE[op])
+    nodes = [*GRAPH.nodes[:i], without(EXAMPLE[op], kind, key)]
+    name = EXAMPLE[op].name
+    with pytest.raises(GraphError, match=re.escape(f"graph node {name!r} ({op}): missing {kind}[{key!r}] (")):
+        Graph("g", nodes)
+
+
+@pytest.mark.parametrize("op", ["dense", "conv2d"])
+def test_a_bias_without_its_type_is_refused(op):
+    i = GRAPH.nodes.index(EXAMPLE[op])
+    with pytest.raises(GraphError, match=re.escape(f"graph node {EXAMPLE[op].name!r} ({op}): bias needs shape")):
+        Graph("g", [*GRAPH.nodes[:i], without(EXAMPLE[op], "attrs", "bias_type")])
+
+
+def test_validation_runs_the_ops_own_check_from_the_table(monkeypatch):
+    calls = []
+
+    def spy(node, inputs, where):
+        calls.append((node.name, [s.name for s in inputs], where))
+
+    monkeypatch.setitem(REGISTRY, "flatten", dataclasses.replace(REGISTRY["flatten"], validate=spy))
+    Graph("g", GRAPH.nodes)
+    assert calls == [("flat", ["pool"], "graph node 'flat' (flatten)")]
+
+
+def test_the_input_count_comes_from_the_spec(monkeypatch):
+    monkeypatch.setitem(REGISTRY, "cast", dataclasses.replace(REGISTRY["cast"], n_inputs=2))
+    with pytest.raises(GraphError, match=re.escape("graph node 'cast' (cast): takes 2 input(s), has 1")):
+        Graph("g", GRAPH.nodes)
+
+
+def test_unknown_op_names_every_known_one():
+    with pytest.raises(GraphError, match=re.escape("here: unknown op; this edgebnn knows " + ", ".join(OPS))):
+        spec("conv9d", "here")
+    bad = dataclasses.replace(EXAMPLE["cast"], op="conv9d")
+    with pytest.raises(GraphError, match=re.escape("graph node 'cast' (conv9d): unknown op")):
+        Graph("g", [*GRAPH.nodes[:5], bad])
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_emulate_dispatches_by_table(op, monkeypatch):
+    right = emulate(GRAPH, X, return_all=True)
+    name = EXAMPLE[op].name
+    original = REGISTRY[op].execute
+    seen = []
+
+    def wrong(node, inputs, codes):
+        seen.append(([s.name for s in inputs], len(codes)))
+        return original(node, inputs, codes) ^ 1  # every code off by one
+
+    monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
+    got = emulate(GRAPH, X, return_all=True)
+    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    assert np.all(got[name] != right[name])
+    monkeypatch.undo()
+    assert all(np.array_equal(v, emulate(GRAPH, X, return_all=True)[k]) for k, v in right.items())
+
+
+def test_the_example_runs_every_kernel_on_its_own_range():
+    out = emulate(GRAPH, X, return_all=True)
+    for node in GRAPH.nodes:
+        v = out[node.name]
+        assert v.shape == (len(X), *node.shape)
+        axes = tuple(range(v.ndim - 1))
+        assert np.all(v.min(axis=axes) >= node.lo) and np.all(v.max(axis=axes) <= node.hi), node.name
+    assert len(np.unique(out["thr"])) > 1  # the thresholds are reached, not all below or above
+
+
+def test_summary_adds_each_ops_description():
+    lines = GRAPH.summary().splitlines()
+    assert lines[0] == "graph every_op: 7 nodes"
+    dense = next(line for line in lines if line.split()[0] == "dense")
+    thr = next(line for line in lines if line.split()[0] == "thr")
+    flat = next(line for line in lines if line.split()[0] == "flat")
+    assert dense.endswith(f"{EXAMPLE['dense'].type} weight {FixedType.from_string('fixed<3,3>')}")
+    assert thr.endswith(" 2 threshold(s)/channel")
+    assert flat.endswith(str(EXAMPLE["flatten"].type))
+
+
+def test_on_grid_rounds_without_overflow():
+    t = FixedType.from_string("ufixed<2,2,RND,SAT>")  # codes 0..3
+    assert np.array_equal(on_grid(np.array([-0.7, 5.0, 2.5, 1.2]), t), [-1.0, 5.0, 3.0, 1.0])
+    assert np.array_equal(t.quantize(np.array([-0.7, 5.0, 2.5, 1.2])), [0.0, 3.0, 3.0, 1.0])
