@@ -179,6 +179,7 @@ def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
 
 
 def _strategy(strategy) -> str:
+    """hls4ml's spelling of ``strategy`` (any letter case)."""
     if isinstance(strategy, str):
         for s in STRATEGIES:
             if strategy.lower() == s.lower():
@@ -187,12 +188,14 @@ def _strategy(strategy) -> str:
 
 
 def _check_rf(value, where: str) -> int:
+    """``value`` as a reuse factor: an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise EstimateError(f"reuse factor {where} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
 def _reuse_factors(graph: Graph, reuse_factor) -> dict[str, int]:
+    """Node name -> reuse factor for every node with weights (dense, conv2d)."""
     dense = [n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
     if isinstance(reuse_factor, Mapping):
         unknown = sorted(set(reuse_factor) - set(dense))
@@ -204,5 +207,3 @@ def _reuse_factors(graph: Graph, reuse_factor) -> dict[str, int]:
         return {name: _check_rf(reuse_factor.get(name, 1), f"of node {name!r}") for name in dense}
     rf = _check_rf(reuse_factor, "")
     return {name: rf for name in dense}
-
-

@@ -69,7 +69,3 @@ class Fit:
         return (f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
                 f"{self.reuse_factor} (latency {e.latency_cycles} cycles, II {e.ii}; tried "
                 f"{len(self.tried)} value(s))")
-
-
-# --------------------------------------------------------------------------- internals
-

@@ -62,4 +62,3 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
     detail = {"elements": n, "input_bits": ti.width, "output_bits": to.width, "relu": relu,
               "rounds": rounds, "saturates": saturates}
     return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, pixels if stream else 1, detail)
-

@@ -20,8 +20,8 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   the weight is a power of two (``±1`` included: a shift and a sign; one signed digit) or either
   operand has at most ``free_operand_bits`` bits (binary/ternary codes: a select or an xnor; the
   adder tree is the popcount). A constant with fewer than ``mult_min_csd_digits`` (3) non-zero
-  digits in canonical signed-digit form is shifts and one adder (``shift_add``: ``Wx + we``
-  LUT bits, never shared), not a multiplier. Only the rest are "mul" operations; they use the
+  digits in canonical signed-digit form is shifts and one adder of ``Wx + we`` bits
+  (``shift_add``, never shared), not a multiplier. Only the rest are "mul" operations; they use the
   weight's effective width ``we`` (its odd part, trailing zero bits being a free shift, plus a
   sign bit). Weights from memory: every one of the ``n_in*n_out`` products is built at the
   declared width ``Ww`` and zeros save nothing.

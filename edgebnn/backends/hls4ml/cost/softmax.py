@@ -75,4 +75,3 @@ def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> La
     detail = {"n": n, "implementation": implementation, "input_bits": wi, "table_bits": tb,
               "table_size": c.softmax_table_size, "exp_table_copies": math.ceil(n / 2), "adder_levels": levels}
     return LayerEstimate("softmax", "softmax", math.ceil(lut), ff, dsp, bram, 0, latency, 1, detail)
-
