@@ -15,7 +15,7 @@ from graphs import binary_mlp
 import edgebnn
 
 LIGHT = ["edgebnn", "edgebnn.fixed", "edgebnn.graph", "edgebnn.emulate", "edgebnn.estimate", "edgebnn.boards",
-         "edgebnn.errors", "edgebnn.verify", "edgebnn.cli"]
+         "edgebnn.errors", "edgebnn.verify", "edgebnn.cli", "edgebnn.backends.hls4ml.cost"]
 HEAVY = ("tensorflow", "keras", "hls4ml")
 
 

@@ -1,0 +1,1 @@
+"""The hls4ml backend: export of a deployment graph to hls4ml, and its cost model."""

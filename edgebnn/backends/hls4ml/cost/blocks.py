@@ -1,0 +1,231 @@
+"""Building blocks the hls4ml op costs share, each defined once.
+
+* Constants in hardware: a constant product needs as many shifted copies of the input as its
+  canonical signed-digit form has non-zero digits (:func:`_csd_digits`); a constant's
+  effective width is its odd part plus a sign bit (trailing zeros are a free shift,
+  :func:`_signed_bits`); Vivado's generic LUT multiplier keeps one partial product per ``1``
+  bit of the binary magnitude (:func:`_popcount`).
+* Balanced adder trees (:func:`_adder_tree`): level ``l`` halves the partial sums, each
+  ``min(acc_bits, term_bits + l)`` bits wide.
+* DSP slices per product (:func:`_dsp_slices`): one DSP48E1 multiplies 25x18 signed bits, a
+  DSP48E2 27x18 (UG479, UG579); a wider product takes
+  ``min(ceil(a/A)*ceil(b/B), ceil(a/B)*ceil(b/A))`` slices.
+* RAMB18 (:func:`_bram18`): a memory ``depth`` words deep and ``width`` bits wide takes
+  ``ceil(width / port) * ceil(depth / max_depth)`` BRAM18 with the widest port for that depth
+  (512x36, 1Kx18, 2Kx9, 4Kx4, 8Kx2, 16Kx1; UG473, UG573).
+* Line buffers of io_stream windows (:func:`_line_buffers`): hls4ml keeps ``k - 1`` rows per
+  channel as ``ap_shift_reg`` of the input width ``W``, built as SRL32 LUTs (``ceil(W / 32)``
+  LUTs per bit) up to ``line_buffer_srl_max_depth`` and in BRAM18 beyond.
+* Reuse factors: hls4ml 1.3.0's valid ones for a Resource dense (:func:`valid_reuse_factors`,
+  ``FPGABackend._validate_reuse_factor``) and its snapping of an invalid one to the nearest
+  (:func:`_closest_reuse_factor`, ``get_closest_reuse_factor``).
+* Design-wide rules: io_stream FIFOs and stream reads/writes (:func:`_stream`), the logic
+  Vivado removes because nothing reads it (:func:`_live_outputs`), and Vivado's cap on DSP
+  inference at the device's count (:func:`_cap_dsp`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from edgebnn.boards import Board
+from edgebnn.graph import Graph, Node
+
+from .context import ModelConstants, _Context
+from .row import LayerEstimate
+
+
+def _matrix_shape(node: Node) -> tuple[int, int]:
+    """(n_in, n_out) of a dense node's weights, or of a conv2d node's im2col dense unit."""
+    w = node.params["weight"]
+    return (int(np.prod(w.shape[:-1])), int(w.shape[-1]))
+
+
+def _positions(node: Node) -> int:
+    """Positions of a node's last axis (pixels of an image, 1 for a vector)."""
+    return int(np.prod(node.shape[:-1])) if len(node.shape) > 1 else 1
+
+
+def _signed_bits(magnitude: np.ndarray, signed: bool) -> np.ndarray:
+    """Bits of a constant's odd part (trailing zeros are a free shift), plus the sign bit."""
+    m = magnitude.astype(np.int64)
+    odd = m // np.where(m > 0, m & -m, 1)
+    bits = np.zeros(m.shape, dtype=np.int64)
+    while np.any(odd > 0):
+        bits += odd > 0
+        odd >>= 1
+    return bits + (1 if signed else 0)
+
+
+def _popcount(magnitude: np.ndarray) -> np.ndarray:
+    """'1' bits of each constant's binary magnitude."""
+    n = magnitude.astype(np.int64).copy()
+    ones = np.zeros(n.shape, dtype=np.int64)
+    while np.any(n > 0):
+        ones += n & 1
+        n >>= 1
+    return ones
+
+
+def _csd_digits(magnitude: np.ndarray) -> np.ndarray:
+    """Non-zero digits of each constant in canonical signed-digit (non-adjacent) form: a
+    constant multiplier is that many shifted copies of the input added together."""
+    n = magnitude.astype(np.int64).copy()
+    digits = np.zeros(n.shape, dtype=np.int64)
+    while np.any(n > 0):
+        odd = (n & 1) == 1
+        d = np.where(odd, 2 - (n & 3), 0)  # +1 or -1 where odd
+        digits += odd
+        n = (n - d) >> 1
+    return digits
+
+
+def _adder_tree(terms: np.ndarray, term_bits: int, acc_bits: int) -> tuple[int, int]:
+    """Two-input adders and their summed widths for balanced trees over ``terms`` inputs each:
+    level ``l`` halves the partial sums, each ``min(acc_bits, term_bits + l)`` bits wide."""
+    t = terms.astype(np.int64).copy()
+    adders = bits = 0
+    level = 1
+    while np.any(t > 1):
+        n = int((t // 2).sum())
+        adders += n
+        bits += n * min(acc_bits, term_bits + level)
+        t = t - t // 2
+        level += 1
+    return adders, bits
+
+
+def _dsp_slices(a: np.ndarray, b: np.ndarray, ports: tuple[int, int]) -> np.ndarray:
+    """DSP slices for products of ``a`` x ``b`` bits on slices with ``ports`` (A, B) inputs."""
+    pa, pb = ports
+    one = np.ceil(a / pa) * np.ceil(b / pb)
+    two = np.ceil(a / pb) * np.ceil(b / pa)
+    return np.minimum(one, two).astype(np.int64)
+
+
+def valid_reuse_factors(n_in: int, n_out: int) -> list[int]:
+    """hls4ml 1.3.0's valid reuse factors for a Resource dense (``FPGABackend._validate_reuse_factor``)."""
+    n = n_in * n_out
+    divisors = sorted({d for i in range(1, math.isqrt(n) + 1) if n % i == 0 for d in (i, n // i)})
+    out = []
+    for rf in divisors:
+        mult_limit = math.ceil(n / min(n_in, rf))
+        if (mult_limit % n_out == 0 or rf >= n_in) and (rf % n_in == 0 or rf < n_in):
+            out.append(rf)
+    return out
+
+
+def _closest_reuse_factor(valid: list[int], chosen: int) -> int:
+    """hls4ml's ``get_closest_reuse_factor``: nearest valid value, the smaller one on a tie."""
+    pos = bisect.bisect_left(valid, chosen)
+    if pos == 0:
+        return valid[0]
+    if pos == len(valid):
+        return valid[-1]
+    before, after = valid[pos - 1], valid[pos]
+    return after if after - chosen < chosen - before else before
+
+
+def _bram18(width_bits: int, depth: int, shapes) -> int:
+    """RAMB18 blocks of a memory ``depth`` words deep, ``width_bits`` wide (``shapes`` as
+    ``ModelConstants.bram18_shapes``)."""
+    for max_depth, port in shapes:
+        if depth <= max_depth:
+            return math.ceil(width_bits / port)
+    max_depth, port = shapes[-1]
+    return math.ceil(width_bits / port) * math.ceil(depth / max_depth)
+
+
+def _line_buffers(kernel_rows: int, channels: int, bits: int, depth: int, c: ModelConstants) -> tuple[int, int, int]:
+    """io_stream line buffers of a ``kernel_rows``-high window: ``kernel_rows - 1`` shift
+    registers per channel, ``depth`` (the input width) elements of ``bits`` bits. Returns
+    (shift registers one bit wide, their LUTs as SRL32, their BRAM18 past the SRL depth)."""
+    lines = max(kernel_rows - 1, 0) * channels * bits
+    if lines and depth > c.line_buffer_srl_max_depth:
+        return lines, 0, _bram18(lines, depth, c.bram18_shapes)
+    return lines, lines * math.ceil(depth / c.srl_bits_per_lut), 0
+
+
+def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:
+    """io_stream: each node's output goes through a FIFO (depth 1 for io_parallel-shaped
+    dense outputs, in registers: the node's output bits, or ``bits`` for a row without a
+    node) and the node reads and writes its stream: ``stream_cycles`` more. hls4ml's
+    dense(stream) reads all inputs, runs the dense and writes all outputs in sequence (only
+    the dense inside is pipelined), ``stream_dense_overhead_cycles`` more, so its II is its
+    whole latency (DATAFLOW's II is the slowest process's); it copies its input stream into a
+    completely partitioned ``data[n_in]`` array and holds ``res[n_out]`` until its write loop
+    has sent it, ``n_in * Wx + n_out * Wr`` more register bits. io_parallel rows pass as they are."""
+    if ctx.io_type != "io_stream":
+        return row
+    fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width if node is not None else bits
+    latency = row.latency + ctx.c.stream_cycles
+    ii = row.ii
+    arrays = 0
+    if row.op == "dense":
+        latency += ctx.c.stream_dense_overhead_cycles
+        ii = max(ii, latency)
+        # dense(stream) copies its input stream into a completely partitioned data[n_in] array
+        # (DataPrepare loop), runs the dense on it and keeps res[n_out] until the ResWrite loop
+        # has written it out: both arrays live across the process's sequential phases, so they
+        # are registers (n_in * Wx + n_out * Wr bits) besides the dense's own pipeline registers
+        arrays = row.detail["n_in"] * row.detail["input_bits"] + row.detail["n_out"] * row.detail["result_bits"]
+    return dataclasses.replace(row, ff=row.ff + fifo + arrays, latency=latency, ii=ii,
+                               detail={**row.detail, "stream_fifo_bits": fifo, "stream_array_bits": arrays})
+
+
+def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """Per node, which elements of its last axis some later node reads (Vivado removes the
+    logic of an unread value). A dense with constant weights (Latency strategy, or Resource
+    with ``R = 1``) reads input ``i`` only when row ``i`` of its weights has a non-zero entry
+    in a live output column; a cast reads what it writes live; anything else (a threshold,
+    weights in memory, the graph's output) reads or is everything."""
+    nodes = graph.compute_nodes()
+    live: dict[str, np.ndarray] = {}
+    for node in reversed(nodes):
+        width = int(node.shape[-1])
+        readers = [n for n in nodes if node.name in n.inputs]
+        if not readers:
+            live[node.name] = np.ones(width, dtype=bool)
+            continue
+        need = np.zeros(width, dtype=bool)
+        for r in readers:
+            out = live[r.name]
+            if r.op == "dense" and not (strategy == "Resource" and rf_of[r.name] > 1):
+                w = np.asarray(r.params["weight"])
+                need |= (w[:, out] != 0).any(axis=1)
+            elif r.op == "cast":
+                need |= out
+            else:
+                need |= True
+        live[node.name] = need
+    return live
+
+
+def _cap_dsp(rows: list[LayerEstimate], board: Board, warnings: list[str]) -> list[LayerEstimate]:
+    """Vivado's ``synth_design -max_dsp`` default: no more DSPs than the device has; the other
+    multipliers are built from LUTs (taken evenly from every layer, ``lut_per_dsp`` LUTs each
+    from the row's detail) and ``warnings`` says so."""
+    need = sum(r.dsp for r in rows)
+    if need <= board.dsp:
+        return rows
+    warnings.append(
+        f"the design needs {need} DSPs but {board.name} has {board.dsp}; Vivado caps DSP use at the device's count "
+        f"and builds the other {need - board.dsp} multipliers from LUTs (included in the LUT estimate)"
+    )
+    keep = board.dsp / need
+    out = []
+    for r in rows:
+        if not r.dsp:
+            out.append(r)
+            continue
+        dsp = math.floor(r.dsp * keep)
+        moved = r.dsp - dsp
+        extra = math.ceil(moved * r.detail.get("lut_per_dsp", 0.0))
+        out.append(dataclasses.replace(r, dsp=dsp, lut=r.lut + extra,
+                                       detail={**r.detail, "dsp_moved_to_lut": moved, "lut_for_moved_dsp": extra}))
+    return out

@@ -1,0 +1,272 @@
+"""Cost of a ``dense`` node (``y = x @ W + b``) as hls4ml 1.3.0's io_parallel dense builds it.
+
+Widths: ``Wx`` the input's result width, ``Ww`` the declared weight width, ``Wa`` the
+accumulator width and ``Wr`` the result width, from the graph or as ``types=`` overrides them
+(an hls4ml design with its default ``ap_fixed<16,6>`` accumulators, products truncated to the
+accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The sources: hls4ml's
+``nnet_dense_latency.h`` / ``nnet_dense_resource.h`` and ``FPGABackend``, Vivado's mapping
+(UG474, UG574, UG479, UG579, UG473, UG573, UG1399, DS255) and the rows of
+``shared/reference/hls4ml_synthesis_results.csv`` named below.
+
+* Reuse factor. Resource strategy snaps an invalid ``R`` to the nearest valid one exactly as
+  hls4ml 1.3.0 does (``FPGABackend.set_closest_reuse_factor``, valid values from
+  ``_validate_reuse_factor`` over the whole layer) and says so in ``warnings``. Weights are
+  constants in the Latency strategy and in Resource with ``R = 1``; Resource with ``R > 1``
+  reads them from a memory.
+* Unread outputs. With constant weights, outputs no later node reads (``live``, see
+  ``blocks._live_outputs``) are removed with their products, adders and registers (Vivado's
+  sweep); hls4ml's ``multiplier_limit`` and the valid reuse factors still count the whole layer.
+* Products, constant weights. A zero weight costs nothing. A product needs no multiplier when
+  the weight is a power of two (``±1`` included: a shift and a sign; one signed digit) or either
+  operand has at most ``free_operand_bits`` bits (binary/ternary codes: a select or an xnor; the
+  adder tree is the popcount). A constant with fewer than ``mult_min_csd_digits`` (3) non-zero
+  digits in canonical signed-digit form is shifts and one adder of ``Wx + we`` bits
+  (``shift_add``, never shared), not a multiplier. Only the rest are "mul" operations; they use the
+  weight's effective width ``we`` (its odd part, trailing zero bits being a free shift, plus a
+  sign bit). Weights from memory: every one of the ``n_in*n_out`` products is built at the
+  declared width ``Ww`` and zeros save nothing.
+* Multiplier kind. A "mul" goes to DSP slices when both operands are wider than
+  ``lut_mult_max_bits`` (6): the CSV shows ``ap_fixed<6,1>`` weights times 16-bit inputs in
+  LUTs (rows 26/27: 23 DSPs for about 970 non-zero weights) and ``ap_fixed<8,1>`` weights in
+  DSPs (rows 71-73); ``multipliers="dsp"|"lut"`` forces every "mul" into DSPs or fabric (as
+  ``config_op mul -impl dsp|fabric`` does). DSP slices per product: ``blocks._dsp_slices``
+  (25x18 for DSP48E1, 27x18 for DSP48E2). A LUT constant multiplier of ``d`` signed digits is
+  ``d - 1`` adders of ``Wx + we`` bits summing the shifted inputs.
+* Sharing (``R > 1``). hls4ml's ``multiplier_limit = ceil(n_in*n_out/R) - floor(zeros/R)``
+  (``ceil(n_in*n_out/R)`` with weights in memory) bounds the "mul" instances, so
+  ``II = min(R, ceil(muls / limit))`` (the CSV's II is often below ``R``; ``II = R`` with weights
+  in memory) and, when the muls exceed the limit (always with weights in memory),
+  ``min(muls, limit)`` shared general multipliers of the declared widths are built: of those,
+  ``min(instances, ceil(muls / II))`` are DSPs when both declared widths exceed
+  ``lut_mult_max_bits`` (or multipliers are forced to DSP), the others LUT multipliers of
+  ``lut_per_mult_bit2 * Wx * Ww`` LUTs (DS255: a speed-optimised 9x9 LUT multiplier takes
+  115 LUTs). Each instance gets an ``II:1`` mux on its data operand, ``Wx * ceil((II-1)/3)``
+  LUTs (a LUT6 is a 4:1 mux, UG474: ``mux_inputs_per_lut``), and, for constant weights, a small
+  ROM of ``Ww * ceil(II/64)`` LUTs (one LUT6 holds 64 one-bit entries).
+* Adder tree. Output ``o`` sums ``t_o`` terms (its non-zero products plus a non-zero bias; every
+  product plus any bias with weights in memory), per cycle ``ceil(t_o/II)`` of them, in a
+  balanced tree (``blocks._adder_tree``): level ``l`` is ``min(Wa, Wt + l)`` bits wide with
+  ``Wt = min(Wa, Wx + Ww)`` the product width of the declared types (ap_fixed's product rule;
+  a binary weight times a wide input still counts ``Wx + 2``-bit terms, its exact width being
+  ``Wx + 1``). With ``II > 1`` one more ``Wa``-bit adder per output summed over cycles
+  accumulates. One first-level adder per DSP is folded into the slice's post-adder (HLS
+  multiply-add matching, UG1399). Each adder costs ``lut_per_adder_bit`` LUTs per bit (one LUT
+  and one carry bit per sum bit, UG474/UG574).
+* Latency (cycles, the HLS report's measure): the tool's layer boundary ``+ (II - 1)`` + the
+  datapath + ``dense_extra_cycles`` (0), plus ``bram_read_cycles`` with weights in memory.
+  The datapath is the slowest multiplier present (``dsp_mult`` when there are DSPs, else
+  ``lut_mult`` when there are LUT multipliers or shift-adds, else none) followed by
+  ``L = ceil(log2(max ceil(t_o/II)))`` adder levels (one more to accumulate when ``II > 1``),
+  in cycles by ``_Context.datapath_cycles`` (a multiply that fits the period chains with the
+  adders, a longer one ends on a register).
+* FF. At each internal cycle boundary of the datapath the partial sums alive there (as wide as
+  that level's adders); every output not held in a DSP's output register (an output that is
+  one DSP product, plus a bias in its post-adder, at ``II = 1`` with constant weights) in
+  ``Wr`` fabric bits; with sharing the ``Wa``-bit accumulators and each instance's operands
+  (``Wx + Ww`` bits).
+* BRAM18 (weights in memory): hls4ml maps the weights to ``ROM_nP_BRAM`` reshaped into
+  ``ceil(n_in*n_out/R)`` weights per word, a memory ``R`` words deep and
+  ``ceil(n_in*n_out/R) * Ww`` bits wide (``blocks._bram18``).
+* DSP cap (``blocks._cap_dsp``): the row's ``lut_per_dsp`` is what one DSP costs when Vivado
+  rebuilds it in fabric. A constant multiplier HLS bound to a DSP "mul" core was not
+  strength-reduced, so Vivado's LUT multiplier keeps one partial product per ``1`` bit of the
+  constant's binary magnitude (``popcount - 1`` adders of ``Wx + we`` bits, not the
+  signed-digit count), and the tree adder folded into the slice's post-adder moves to fabric
+  with it; a shared general multiplier costs its ``lut_per_mult_bit2 * Wx * Ww`` LUTs.
+* A node with more than one position (shape rank > 1) is one dense unit used once per
+  position: latency ``+ (positions - 1) * II`` and II times the positions.
+* ``lut_scale`` and ``ff_scale`` multiply the LUT and FF totals (1.0: the formulas as written).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from edgebnn.graph import Node
+
+from .blocks import (
+    _adder_tree,
+    _bram18,
+    _closest_reuse_factor,
+    _csd_digits,
+    _dsp_slices,
+    _popcount,
+    _positions,
+    _signed_bits,
+    valid_reuse_factors,
+)
+from .context import _Context
+from .row import LayerEstimate
+
+
+def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
+         live: np.ndarray | None = None) -> LayerEstimate:
+    """The row of a dense node (the rules in the module docstring); ``live`` masks the outputs
+    some later node reads (None: all)."""
+    c = ctx.c
+    w = np.asarray(node.params["weight"], dtype=np.int64)
+    wt = widths[node.name]["weight"]
+    bias = node.params.get("bias")
+    weights_in_memory = ctx.strategy == "Resource" and rf > 1
+    n_dead = 0
+    n_out_full = w.shape[1]
+    zeros_full = int((w == 0).sum())  # hls4ml's multiplier_limit counts the whole layer
+    if live is not None and not weights_in_memory and not live.all():
+        # outputs no later node reads: Vivado removes their products and adders
+        n_dead = int((~live).sum())
+        w = w[:, live]
+        bias = None if bias is None else np.asarray(bias)[live]
+    n_in, n_out = w.shape
+    wx = widths[src.name]["result"].width
+    wa = widths[node.name]["accum"].width
+    wr = widths[node.name]["result"].width
+    bias_terms = (np.asarray(bias) != 0).astype(np.int64) if bias is not None else np.zeros(n_out, np.int64)
+    detail: dict[str, Any] = {"n_in": n_in, "n_out": n_out, "input_bits": wx, "weight_bits": wt.width,
+                              "accumulator_bits": wa, "result_bits": wr, "dead_outputs": n_dead}
+
+    if ctx.strategy == "Resource":
+        valid = valid_reuse_factors(n_in, n_out_full)
+        if rf not in valid:
+            used = _closest_reuse_factor(valid, rf)
+            warnings.append(
+                f"node {node.name!r}: reuse factor {rf} is not valid for a {n_in}x{n_out_full} Resource dense; hls4ml "
+                f"uses {used} instead (valid: {', '.join(map(str, valid))}) and so does this estimate"
+            )
+            detail["reuse_factor_requested"] = rf
+            rf = used
+    detail["reuse_factor"] = rf
+    weights_in_memory = ctx.strategy == "Resource" and rf > 1
+    small = wt.width <= c.free_operand_bits or wx <= c.free_operand_bits
+    mag = np.abs(w)
+    if weights_in_memory:
+        # every product exists and is a general multiplier of the declared widths
+        present = np.ones(w.shape, dtype=bool)
+        we = np.full(w.shape, wt.width, dtype=np.int64)
+        free = np.full(w.shape, small)
+        shift_add = np.zeros(w.shape, dtype=bool)
+        digits = np.zeros(w.shape, dtype=np.int64)
+        terms = np.full(n_out, n_in, dtype=np.int64) + (1 if bias is not None else 0)
+    else:
+        # constant weights: HLS turns a product with few signed digits into shifts and adds
+        present = mag != 0
+        digits = _csd_digits(mag)
+        free = present & (small | (digits <= 1))
+        shift_add = present & ~free & (digits < c.mult_min_csd_digits)
+        we = _signed_bits(mag, wt.signed)
+        terms = present.sum(axis=0) + bias_terms
+    real = present & ~free & ~shift_add                     # "mul" operations
+    wide = (we > c.lut_mult_max_bits) & (wx > c.lut_mult_max_bits)
+    if ctx.multipliers == "dsp":
+        dsp_prod = real
+    elif ctx.multipliers == "lut":
+        dsp_prod = np.zeros_like(real)
+    else:
+        dsp_prod = real & wide
+    lut_prod = real & ~dsp_prod
+    n_real = int(real.sum())
+    detail["products"] = {"zero": int((~present).sum()), "free": int(free.sum()), "shift_add": int(shift_add.sum()),
+                          "lut": int(lut_prod.sum()), "dsp": int(dsp_prod.sum())}
+
+    # sharing: hls4ml's multiplier_limit bounds the "mul" instances; II follows from it
+    if weights_in_memory:
+        limit = math.ceil(n_in * n_out / rf)
+        ii = rf
+    else:
+        limit = max(1, math.ceil(n_in * n_out_full / rf) - math.floor(zeros_full / rf))
+        ii = max(1, min(rf, math.ceil(n_real / limit))) if rf > 1 else 1
+    shared = rf > 1 and (weights_in_memory or n_real > limit)
+    instances = min(n_real, limit) if shared else n_real
+    detail.update(multiplier_limit=limit, multiplier_instances=instances)
+
+    wx_arr = np.full(int(dsp_prod.sum()), wx)
+    if shared:
+        # a shared multiplier sees a different weight every cycle: general multipliers of the
+        # declared width, split between DSP and LUT in the proportion of the products
+        general_wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
+        use_dsp = ctx.multipliers == "dsp" or (ctx.multipliers == "auto" and general_wide)
+        n_dsp_inst = min(instances, math.ceil(n_real / ii)) if use_dsp else 0
+        slices_each = int(_dsp_slices(np.array([wx]), np.array([wt.width]), ctx.board.dsp_ports)[0])
+        dsp = n_dsp_inst * slices_each
+        lut_mult = c.lut_per_mult_bit2 * wx * wt.width * (instances - n_dsp_inst)
+        # an ii:1 mux on the data operand; a constant weight operand is a small ROM (one LUT6
+        # holds 64 one-bit entries), a weight from memory needs none
+        w_mux = 0 if weights_in_memory else wt.width * math.ceil(ii / 64)
+        lut_mux = instances * (wx * math.ceil((ii - 1) / (c.mux_inputs_per_lut - 1)) + w_mux)
+        lut_per_dsp = c.lut_per_mult_bit2 * wx * wt.width / slices_each
+    else:
+        dsp = int(_dsp_slices(wx_arr, we[dsp_prod], ctx.board.dsp_ports).sum())
+        lut_mult = c.lut_per_adder_bit * float(((np.maximum(digits[lut_prod], 2) - 1) * (wx + we[lut_prod])).sum())
+        lut_mux = 0
+        # the same constant products built from LUTs if Vivado runs out of DSPs: HLS bound them
+        # to a DSP "mul" core, so no strength reduction happened; Vivado's generic LUT multiplier
+        # keeps, after constant propagation, one partial product per '1' bit of the constant
+        # (binary, not recoded to signed digits): popcount - 1 adders of Wx + we bits
+        moved = dsp_prod
+        ones = _popcount(mag[moved])
+        lut_per_dsp = (c.lut_per_adder_bit * float(((np.maximum(ones, 2) - 1) * (wx + we[moved])).sum()) / dsp) if dsp else 0.0
+    lut_shift = c.lut_per_adder_bit * float((wx + we[shift_add]).sum())  # one adder each, never shared
+    lut_mult = math.ceil(lut_mult + lut_shift)
+
+    # adder tree over the products (truncated to the accumulator, as hls4ml casts them to accum_t)
+    per_cycle = np.ceil(terms / ii).astype(np.int64)
+    term_bits = min(wa, wx + wt.width)
+    adders, adder_bits = _adder_tree(per_cycle, term_bits, wa)
+    accumulators = int((terms > per_cycle).sum()) if ii > 1 else 0  # outputs summed over cycles
+    adders, adder_bits = adders + accumulators, adder_bits + accumulators * wa
+    folded = min(dsp, adders)  # one add behind each DSP multiply sits in its post-adder
+    adders -= folded
+    adder_bits = max(adder_bits - folded * min(wa, term_bits + 1), 0)
+    if dsp:
+        # a DSP moved to fabric by the device cap takes its folded post-adder with it
+        lut_per_dsp += c.lut_per_adder_bit * folded * min(wa, term_bits + 1) / dsp
+    lut_add = math.ceil(c.lut_per_adder_bit * adder_bits)
+
+    # latency: the multiply, then the adder levels, as many per cycle as the clock allows
+    if dsp:
+        mult_ns = ctx.ns("dsp_mult")
+    elif lut_mult:
+        mult_ns = ctx.ns("lut_mult")
+    else:
+        mult_ns = 0.0
+    widest = int(per_cycle.max(initial=0))
+    levels = math.ceil(math.log2(widest)) if widest > 1 else 0
+    if ii > 1:
+        levels += 1
+    path_ns = mult_ns + levels * ctx.ns("add")
+    stages = ctx.datapath_cycles(mult_ns, levels)
+    latency = ctx.boundary + (ii - 1) + stages + c.dense_extra_cycles
+    if weights_in_memory:
+        latency += c.bram_read_cycles
+
+    # registers: the values alive at each internal cycle boundary (the adder-tree partial sums
+    # there), the outputs, and with sharing the operands and accumulators of every multiplier
+    ff = 0
+    if stages > 1:
+        for b in range(1, stages):
+            level = min(levels, max(0, math.floor((b * ctx.usable_ns - mult_ns) / ctx.ns("add"))))
+            ff += int(np.ceil(per_cycle / 2**level).sum()) * min(wa, term_bits + level)
+    # an output that is one DSP product (plus a bias in its post-adder) is held in the DSP's
+    # output register; any other output needs fabric registers
+    dsp_terms = dsp_prod.sum(axis=0) if not weights_in_memory else np.zeros(n_out, np.int64)
+    in_dsp = (terms - bias_terms <= 1) & (dsp_terms == 1) & (ii == 1)
+    ff += int((~in_dsp).sum()) * wr
+    if shared or ii > 1:
+        ff += accumulators * wa + instances * (wx + wt.width)
+    ff = math.ceil(c.ff_scale * ff)
+
+    bram = 0
+    if weights_in_memory:
+        width = math.ceil(n_in * n_out / rf) * wt.width
+        bram = _bram18(width, rf, c.bram18_shapes)
+        detail["weight_memory"] = {"depth": rf, "width_bits": width}
+
+    p = _positions(node)
+    ii_total = ii * p
+    latency += (p - 1) * ii
+    detail.update(adders=adders, lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux},
+                  adder_levels=levels, path_ns=round(path_ns, 3), lut_per_dsp=lut_per_dsp, ii=ii)
+    lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux))
+    return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)

@@ -1,0 +1,209 @@
+"""Resources and latency of a deployment graph on an FPGA board, before any synthesis.
+
+``estimate(graph, board)`` reads only the graph (integer weights, fixed-point types, per-channel
+bounds) and a board profile (:mod:`edgebnn.boards`), checks the options, and costs each node
+with the hls4ml cost table (:data:`edgebnn.backends.hls4ml.cost.COSTS`, one module per op, each
+describing its formulas and sources) as hls4ml 1.3.0's Vivado/Vitis templates would build it.
+It returns an :class:`Estimate` (:mod:`.report`): per-node rows and totals of LUT, FF, DSP,
+BRAM18 and URAM, latency in clock cycles (the sum of the rows) and the initiation interval
+(the largest row's). :func:`fit` (:mod:`.fit`) searches the valid reuse factors for the
+smallest that fits.
+
+This is an analytic model: its constants (:data:`CONSTANTS`, nowhere else) are round figures
+from the sources named in the cost modules, not fitted to synthesis results. Trust the
+direction of a change (a larger reuse factor gives fewer DSPs and a longer latency, a binary
+layer uses no DSP, wider weights cost more, zero weights cost nothing) more than any absolute
+number. When the design needs more DSPs than the device has, Vivado caps DSP inference at the
+device's count and builds the rest from LUTs; the estimate then warns, keeps the demand in
+``dsp_needed`` and does not fit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, REFUSED, WEIGHTED_OPS
+from edgebnn.backends.hls4ml.cost import softmax as _softmax
+from edgebnn.backends.hls4ml.cost.blocks import _cap_dsp, _live_outputs, _stream, valid_reuse_factors
+from edgebnn.backends.hls4ml.cost.context import (
+    CONSTANTS,
+    IO_TYPES,
+    MULTIPLIERS,
+    SOFTMAX_IMPLEMENTATIONS,
+    STRATEGIES,
+    EstimateError,
+    ModelConstants,
+    _Context,
+    hls_tool_family,
+)
+from edgebnn.boards import load_board
+from edgebnn.fixed import FixedType
+from edgebnn.graph import Graph
+
+from .fit import Fit, fit
+from .report import Estimate, LayerEstimate
+
+__all__ = ["CONSTANTS", "IO_TYPES", "KNOWN_OPS", "STRATEGIES", "Estimate", "EstimateError", "Fit", "LayerEstimate",
+           "ModelConstants", "estimate", "fit", "hls_tool_family", "valid_reuse_factors"]
+
+_TYPE_KEYS = ("accum", "result", "weight")
+
+
+def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: str = "io_parallel",
+             clock_period: float | None = None, utilization_limit: float = 0.8,
+             constants: ModelConstants = CONSTANTS, types: Mapping | None = None,
+             multipliers: str = "auto", hls_tool: str = "vitis_hls", softmax=None,
+             softmax_implementation: str = "stable") -> Estimate:
+    """Estimate resources and latency of ``graph`` on ``board``.
+
+    Args:
+        graph: a :class:`~edgebnn.graph.Graph` or the path of a saved graph.
+        board: a :class:`~edgebnn.boards.Board`, a board name (``"pynq-z2"``) or a ``.yaml`` path.
+        strategy: hls4ml's ``"Latency"`` or ``"Resource"`` (any letter case).
+        reuse_factor: an integer >= 1 for every dense node, or a mapping node name -> integer
+            (dense nodes not named get 1).
+        io_type: ``"io_parallel"`` or ``"io_stream"``.
+        clock_period: clock period in ns; the board's ``clock_period_ns`` when None.
+        utilization_limit: ``fits`` requires every resource at or below this fraction (0, 1].
+        constants: the model's constants (:data:`CONSTANTS`), replaceable for calibration.
+        types: types the design is built with where they differ from the graph's, e.g.
+            ``{"dense0": {"accum": "fixed<16,6>"}, "*": {"result": "fixed<16,6>"}}`` (``"*"``
+            applies to every node it fits). Keys: ``accum`` (a dense node's adder width; its
+            products are truncated to it, as hls4ml casts them to ``accum_t``), ``result`` (the
+            width the next node reads; a dense node's defaults to its ``accum``), ``weight`` (the
+            declared weight width, used where weights are not constants). An hls4ml design built
+            with its default ``ap_fixed<16,6>`` is ``{"*": {"accum": "fixed<16,6>", "result": ...}}``.
+        multipliers: ``"auto"`` (Vivado/Vitis choose DSP or LUTs by operand widths), ``"dsp"``
+            or ``"lut"`` (the build forces every real multiplier into DSPs or into fabric, as
+            ``config_op mul -impl dsp|fabric`` does).
+        hls_tool: the HLS tool whose scheduler sets the latency: ``"vitis_hls"`` (Vitis HLS
+            2020.2 and later, the default) or ``"vivado_hls"`` (Vivado HLS up to 2020.1); names
+            such as ``"Vivado HLS 2019.2"`` are accepted (see ``ModelConstants.timing_ns``).
+        softmax: add hls4ml's softmax after the graph's output: ``None`` (default) when the
+            graph was frozen with ``strip_softmax=True`` (``graph.meta["stripped_softmax"]``),
+            ``False`` never, ``True`` always (over the output's last axis).
+        softmax_implementation: hls4ml's ``"stable"`` (its default) or ``"latency"``.
+    """
+    if isinstance(graph, (str, os.PathLike)):
+        graph = Graph.load(graph)
+    if not isinstance(graph, Graph):
+        raise EstimateError(f"estimate needs a deployment graph or its file path, got {type(graph).__name__}")
+    board = load_board(board)
+    strategy = _strategy(strategy)
+    if io_type not in IO_TYPES:
+        raise EstimateError(f"unknown io_type {io_type!r}; use one of {', '.join(IO_TYPES)}")
+    clock = board.clock_period_ns if clock_period is None else clock_period
+    if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock < math.inf:
+        raise EstimateError(f"clock_period must be a positive number of ns, got {clock_period!r}")
+    if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) \
+            or not 0 < utilization_limit <= 1:
+        raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
+    rf_of = _reuse_factors(graph, reuse_factor)
+    if multipliers not in MULTIPLIERS:
+        raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
+    widths = _resolve_types(graph, types)
+    tool = hls_tool_family(hls_tool)
+    if softmax_implementation not in SOFTMAX_IMPLEMENTATIONS:
+        raise EstimateError(f"unknown softmax_implementation {softmax_implementation!r}; use one of "
+                            f"{', '.join(SOFTMAX_IMPLEMENTATIONS)}")
+    if softmax not in (None, True, False):
+        raise EstimateError(f"softmax must be None (from the graph), True or False, got {softmax!r}")
+
+    ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers, tool)
+    live = _live_outputs(graph, strategy, rf_of)
+    rows, warnings = [], []
+    for node in graph.compute_nodes():
+        if node.op in REFUSED:
+            raise EstimateError(f"graph node {node.name!r}: estimate cannot cost op {node.op!r}: {REFUSED[node.op]}")
+        if node.op not in COSTS:
+            raise EstimateError(
+                f"graph node {node.name!r}: estimate does not know op {node.op!r} yet; it models "
+                f"{', '.join(KNOWN_OPS)} (update edgebnn or estimate a graph without this node)"
+            )
+        src = graph[node.inputs[0]]
+        row = COSTS[node.op](node, src, rf_of.get(node.name, 1), ctx, widths, warnings, live.get(node.name))
+        rows.append(_stream(row, node, ctx, widths))
+    stripped = graph.meta.get("stripped_softmax")
+    if softmax or (softmax is None and stripped):
+        row = _softmax.cost(graph.compute_nodes()[-1], ctx, widths, softmax_implementation)
+        rows.append(_stream(row, None, ctx, widths, bits=row.detail["n"] * row.detail["input_bits"]))
+    dsp_needed = sum(r.dsp for r in rows)
+    rows = _cap_dsp(rows, board, warnings)
+    rf_shown = dict(reuse_factor) if isinstance(reuse_factor, Mapping) else int(reuse_factor)
+    est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit),
+                   tuple(rows), tuple(warnings), dsp_needed, tool)
+    return est
+
+
+def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
+    """Node name -> {"accum"/"result"/"weight": FixedType} as the design is built."""
+    out: dict[str, dict[str, FixedType]] = {n.name: {} for n in graph.nodes}
+    if types is None:
+        types = {}
+    if not isinstance(types, Mapping):
+        raise EstimateError(f"types must map node names (or '*') to {{'accum'|'result'|'weight': type}}, got {types!r}")
+    for name in types:
+        if name != "*" and name not in out:
+            raise EstimateError(f"types names node {name!r}, which graph {graph.name!r} does not have; its nodes are "
+                                f"{', '.join(out)}")
+    for node in graph.nodes:
+        for key in ("*", node.name):
+            spec = types.get(key) or {}
+            if not isinstance(spec, Mapping):
+                raise EstimateError(f"types[{key!r}] must be a mapping like {{'accum': 'fixed<16,6>'}}, got {spec!r}")
+            for what, value in spec.items():
+                if what not in _TYPE_KEYS:
+                    raise EstimateError(f"types[{key!r}] has key {what!r}; use {', '.join(_TYPE_KEYS)}")
+                if what in ("accum", "weight") and node.op not in WEIGHTED_OPS:
+                    if key == "*":
+                        continue
+                    raise EstimateError(f"types[{key!r}][{what!r}]: node {node.name!r} is a {node.op} node, "
+                                        f"only dense and conv2d nodes have an {what} type")
+                try:
+                    out[node.name][what] = value if isinstance(value, FixedType) else FixedType.from_string(value)
+                except (ValueError, TypeError) as err:
+                    raise EstimateError(f"types[{key!r}][{what!r}] = {value!r} is not a fixed-point type ({err})") from None
+    for node in graph.nodes:
+        t = out[node.name]
+        if node.op in WEIGHTED_OPS:
+            t.setdefault("accum", node.type)
+            t.setdefault("weight", node.fixed_attr("weight_type"))
+            t.setdefault("result", t["accum"] if t["accum"] is not node.type else node.type)
+        t.setdefault("result", node.type)
+    return out
+
+
+
+def _strategy(strategy) -> str:
+    """hls4ml's spelling of ``strategy`` (any letter case)."""
+    if isinstance(strategy, str):
+        for s in STRATEGIES:
+            if strategy.lower() == s.lower():
+                return s
+    raise EstimateError(f"unknown strategy {strategy!r}; the estimator models {', '.join(STRATEGIES)}")
+
+
+def _check_rf(value, where: str) -> int:
+    """``value`` as a reuse factor: an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise EstimateError(f"reuse factor {where} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _reuse_factors(graph: Graph, reuse_factor) -> dict[str, int]:
+    """Node name -> reuse factor for every node with weights (dense, conv2d)."""
+    dense = [n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
+    if isinstance(reuse_factor, Mapping):
+        unknown = sorted(set(reuse_factor) - set(dense))
+        if unknown:
+            raise EstimateError(
+                f"reuse factor given for {', '.join(map(repr, unknown))}, which is not a dense node of graph "
+                f"{graph.name!r}; its dense and conv2d nodes are {', '.join(dense) or 'none'}"
+            )
+        return {name: _check_rf(reuse_factor.get(name, 1), f"of node {name!r}") for name in dense}
+    rf = _check_rf(reuse_factor, "")
+    return {name: rf for name in dense}
