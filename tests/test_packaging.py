@@ -1,0 +1,14 @@
+"""The installed package is the source tree: every subpackage is listed in pyproject.toml (a
+non-editable install, as CI makes, leaves out any that is not)."""
+
+import pathlib
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_every_subpackage_is_installed():
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "edgebnn").rglob("__init__.py")}
+    assert found - listed == set(), f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
+    assert {"edgebnn._boards", "edgebnn._hls_templates"} <= listed
