@@ -15,6 +15,7 @@ from edgebnn.graph import (
     REGISTRY,
     Graph,
     GraphError,
+    avgpool2d_node,
     cast_node,
     conv2d_node,
     dense_node,
@@ -28,18 +29,19 @@ from edgebnn.graph.ops import BOUNDS, OpSpec
 
 
 def every_op_graph() -> Graph:
-    """input -> conv2d (padded, bias) -> maxpool2d -> flatten -> dense (bias) -> cast -> threshold."""
+    """input -> conv2d (padded, bias) -> maxpool2d -> avgpool2d -> flatten -> dense (bias) -> cast -> threshold."""
     rng = np.random.default_rng(0)
     wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
     inp = input_node("in", (5, 5, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
     conv = conv2d_node("conv", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)), pad_code=1,
                        bias=rng.integers(-20, 20, 3), bias_type=bt)
     pool = maxpool2d_node("pool", conv)
-    flat = flatten_node("flat", pool)
-    dense = dense_node("dense", flat, rng.integers(-3, 4, (12, 4)), wt, bias=rng.integers(-20, 20, 4), bias_type=bt)
+    avg = avgpool2d_node("avg", pool, (2, 1))
+    flat = flatten_node("flat", avg)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (6, 4)), wt, bias=rng.integers(-20, 20, 4), bias_type=bt)
     cast = cast_node("cast", dense, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
     thr = threshold_node("thr", cast, [[2, 9], [0, 15], [5, 5], [1, 3]], [[-2, 0, 1]] * 4, FixedType(2, 2))
-    return Graph("every_op", [inp, conv, pool, flat, dense, cast, thr])
+    return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
 
 
 GRAPH = every_op_graph()
@@ -48,7 +50,7 @@ X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
@@ -79,7 +81,7 @@ REQUIRED = [(op, kind, key) for op, entry in REGISTRY.items()
 
 
 def test_required_keys_are_declared():
-    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "threshold", "cast"}
+    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast"}
 
 
 def without(node, kind, key):
@@ -111,7 +113,7 @@ def test_validation_runs_the_ops_own_check_from_the_table(monkeypatch):
 
     monkeypatch.setitem(REGISTRY, "flatten", dataclasses.replace(REGISTRY["flatten"], validate=spy))
     Graph("g", GRAPH.nodes)
-    assert calls == [("flat", ["pool"], "graph node 'flat' (flatten)")]
+    assert calls == [("flat", ["avg"], "graph node 'flat' (flatten)")]
 
 
 def test_the_input_count_comes_from_the_spec(monkeypatch):
@@ -159,7 +161,7 @@ def test_the_example_runs_every_kernel_on_its_own_range():
 
 def test_summary_adds_each_ops_description():
     lines = GRAPH.summary().splitlines()
-    assert lines[0] == "graph every_op: 7 nodes"
+    assert lines[0] == "graph every_op: 8 nodes"
     dense = next(line for line in lines if line.split()[0] == "dense")
     thr = next(line for line in lines if line.split()[0] == "thr")
     flat = next(line for line in lines if line.split()[0] == "flat")

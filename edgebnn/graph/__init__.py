@@ -10,9 +10,9 @@ arrays of integer codes and ``attrs`` JSON-able settings (fixed-point types as t
 Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds of its output
 values from interval analysis over the actual integer weights.
 
-The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``flatten``, ``threshold``, ``cast``)
-live one per module in ``graph/ops/``: each declares its params and attrs, validates a node,
-executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
+The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
+``cast``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
 shape) and ``__checksum__`` (SHA-256 over header and arrays) sit beside the arrays ``n<i>/<key>``.
@@ -23,6 +23,7 @@ from ..fixed import on_grid as _on_grid  # noqa: F401
 from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_arrays  # noqa: F401
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
+from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
@@ -33,6 +34,6 @@ from .ops.threshold import threshold_node
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "OPS", "REGISTRY", "Graph", "GraphError", "Node", "OpSpec",
-    "cast_node", "conv2d_node", "dense_node", "flatten_node", "input_node", "maxpool2d_node", "spec",
+    "avgpool2d_node", "cast_node", "conv2d_node", "dense_node", "flatten_node", "input_node", "maxpool2d_node", "spec",
     "threshold_node",
 ]

@@ -53,10 +53,11 @@ class OpSpec:
 
 
 # the op modules import OpSpec from here, so they come after it
-from . import cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
 from . import input as input_op
 
-REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in (input_op, dense, conv2d, maxpool2d, flatten, threshold, cast)}
+_MODULES = (input_op, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast)
+REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)
 
 

@@ -8,31 +8,26 @@ import numpy as np
 
 from ..node import GraphError, Node
 from . import OpSpec
+from ._pooling import pool_attrs, pooled_shape, windows
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
     """An (H, W, C) input pooled into the shape these pool and strides give, keeping its type."""
     src = inputs[0]
-    (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
-    want = ((src.shape[0] - ph) // sh + 1, (src.shape[1] - pw) // sw + 1, src.shape[2]) \
-        if len(src.shape) == 3 else None
+    want = pooled_shape(src.shape, node.attrs["pool"], node.attrs["strides"])
     if node.shape != want or node.type != src.type:
         raise GraphError(f"{where}: pools an (H, W, C) input into {want} and keeps its type {src.type}")
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
     """The maximum code of each window (codes of one type order like their values)."""
-    (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
-    win = np.lib.stride_tricks.sliding_window_view(codes[0], (ph, pw), axis=(1, 2))[:, ::sh, ::sw]
-    return win.max(axis=(-2, -1))[:, : node.shape[0], : node.shape[1]]
+    return windows(node, codes[0]).max(axis=(-2, -1))
 
 
 def maxpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str = "") -> Node:
     """Max pooling of ``src`` by ``pool`` windows at ``strides`` (default: the pool)."""
-    ph, pw = pool
-    sh, sw = strides or pool
-    shape = ((src.shape[0] - ph) // sh + 1, (src.shape[1] - pw) // sw + 1, src.shape[2])
-    attrs = {"pool": [int(ph), int(pw)], "strides": [int(sh), int(sw)]}
+    attrs = pool_attrs(pool, strides)
+    shape = pooled_shape(src.shape, attrs["pool"], attrs["strides"])
     return Node(name, "maxpool2d", [src.name], shape, src.type, {"lo": src.lo.copy(), "hi": src.hi.copy()}, attrs, source)
 
 
