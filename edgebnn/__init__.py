@@ -12,9 +12,9 @@ Names at the package root:
 
 - verbs, always the functions: ``edgebnn.freeze``, ``edgebnn.emulate``, ``edgebnn.estimate``,
   ``edgebnn.verify``, ``edgebnn.summary`` (each defined in the submodule of the same name) and
-  ``edgebnn.export`` (from ``edgebnn.hls``);
+  ``edgebnn.export`` (from ``edgebnn.backends.hls4ml``);
 - classes: ``edgebnn.Graph``, ``edgebnn.FixedType``;
-- every submodule by its name (``edgebnn.boards``, ``edgebnn.layers``, ``edgebnn.hls``, ...),
+- every submodule by its name (``edgebnn.boards``, ``edgebnn.layers``, ``edgebnn.backends``, ...),
   except the five that share a verb's name.
 
 A verb keeps its name also after ``import edgebnn.estimate`` (the import system would bind the
@@ -88,7 +88,7 @@ _NAMES = {
     "estimate": ("estimate", "estimate"),
     "verify": ("verify", "verify"),
     "summary": ("summary", "summary"),
-    "export": ("hls", "export"),
+    "export": ("backends.hls4ml", "export"),
     "Graph": ("graph", "Graph"),
     "FixedType": ("fixed", "FixedType"),
 }

@@ -331,10 +331,10 @@ def _quantizer(value, where):
 
 
 def check_export(export: dict[str, Any], where: str = "config") -> None:
-    """Refuse export options that ``edgebnn.hls.export`` does not support, before training, and
+    """Refuse export options that ``edgebnn.backends.hls4ml.export`` does not support, before training, and
     spell the accepted ones as export and estimate do (letter case is free in a config)."""
     # imports hls4ml: called by the pipeline only
-    from .hls import BACKENDS, IO_TYPES, STRATEGIES
+    from .backends.hls4ml import BACKENDS, IO_TYPES, STRATEGIES
 
     for key, choices in (("backend", BACKENDS), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
         value = export[key]

@@ -398,7 +398,7 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
                     return
         if io_type is None:
             return
-        from .hls import export
+        from .backends.hls4ml import export
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -26,12 +26,12 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     folder is touched: the configuration's keys and ranges, the board, the export options, g++,
     the output path, and that the model's structure can be frozen and exported.
     """
+    from .backends.hls4ml import HLSExportWarning, check_compiler, check_output_path, export
     from .boards import load_board
     from .config import check_export
     from .data import DataError, load_dataset
     from .estimate import estimate
     from .freeze import FreezeWarning, freeze, plan
-    from .hls import HLSExportWarning, check_compiler, check_output_path, export
     from .outputs import check_output, staged_dir
     from .train import seed_everything, train
     from .verify import verify

@@ -37,7 +37,7 @@ def assert_csim_equals_emulator(project, graph, x):
 
 
 def export_quietly(graph, path, **kwargs):
-    from edgebnn import hls
+    from edgebnn.backends import hls4ml as hls
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", hls.HLSExportWarning)

@@ -8,9 +8,9 @@ import pytest
 from graphs import PYNQ
 
 import edgebnn  # noqa: F401
+from edgebnn.backends.hls4ml import export
 from edgebnn.fixed import FixedType
 from edgebnn.freeze import FreezeWarning, freeze
-from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantDense
 from edgebnn.verify import verify
 

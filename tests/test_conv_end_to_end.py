@@ -9,8 +9,8 @@ from bn import randomize_bn
 from graphs import PYNQ
 
 import edgebnn  # noqa: F401
+from edgebnn.backends.hls4ml import export
 from edgebnn.freeze import freeze
-from edgebnn.hls import export
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 from edgebnn.verify import verify
 

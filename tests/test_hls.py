@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from graphs import PYNQ, assert_csim_equals_emulator, binary_mlp, calibrated_mlp, edge_inputs, export_quietly
 
-from edgebnn import hls
+from edgebnn.backends import hls4ml as hls
+from edgebnn.backends.hls4ml.model import hls_names
+from edgebnn.backends.hls4ml.ops.threshold import THRESHOLD_CLASS
+from edgebnn.backends.hls4ml.threshold_layer import THRESHOLD_HEADER, register
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
@@ -86,7 +89,7 @@ def test_generated_types_are_the_graph_types(compiled):
     with open(os.path.join(project.path, "firmware", "defines.h")) as fh:
         typedefs = dict((name, cpp) for cpp, name in re.findall(r"typedef\s+(.+?)\s+(\w+);", fh.read()))
     types = {name: FixedType.from_string(cpp) for name, cpp in typedefs.items()}
-    names = hls._hls_names(graph)
+    names = hls_names(graph)
     assert types["input_t"] == graph.input.type
     assert types["result_t"] == graph.output.type
     for node in graph.compute_nodes():
@@ -119,7 +122,7 @@ def test_project_folder(compiled):
     path = project.path
     assert os.path.isfile(os.path.join(path, "build_prj.tcl"))
     assert os.path.isdir(os.path.join(path, "firmware"))
-    assert os.path.isfile(os.path.join(path, "firmware", "nnet_utils", hls.THRESHOLD_HEADER))
+    assert os.path.isfile(os.path.join(path, "firmware", "nnet_utils", THRESHOLD_HEADER))
     with open(os.path.join(path, "project.tcl")) as fh:
         assert 'set part "xc7z020clg400-1"' in fh.read()
     with open(os.path.join(path, "hls4ml_config.yml")) as fh:
@@ -217,9 +220,9 @@ def test_board_and_overrides(small, tmp_path):
 def test_registration_is_idempotent(small, tmp_path):
     from hls4ml.model.layers import layer_map
 
-    hls._register_hls4ml()
-    hls._register_hls4ml()
-    assert layer_map[hls.THRESHOLD_CLASS].__name__ == hls.THRESHOLD_CLASS
+    register(hls.BACKENDS)
+    register(hls.BACKENDS)
+    assert layer_map[THRESHOLD_CLASS].__name__ == THRESHOLD_CLASS
     hls.export(small, tmp_path / "again")
 
 
@@ -232,7 +235,7 @@ def test_export_without_tensorflow(tmp_path):
         "sys.modules['tensorflow'] = sys.modules['keras'] = None  # importing them now fails\n"
         f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from graphs import binary_mlp\n"
-        "from edgebnn.hls import export\n"
+        "from edgebnn.backends.hls4ml import export\n"
         f"print(export(binary_mlp(), {str(tmp_path / 'p')!r}).path)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

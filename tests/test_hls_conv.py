@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from graphs import PYNQ, assert_csim_equals_emulator, calibrated_mlp, conv_net, edge_inputs, export_quietly
 
-from edgebnn import hls
+from edgebnn.backends import hls4ml as hls
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType

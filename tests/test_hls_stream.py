@@ -13,8 +13,12 @@ import pytest
 from graphs import BINARY, chain
 from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
-from edgebnn import hls
+from edgebnn.backends import hls4ml as hls
+from edgebnn.backends.hls4ml import exporter
+from edgebnn.backends.hls4ml.model import Chain, hls_chain
+from edgebnn.backends.hls4ml.ops.threshold import THRESHOLD_CLASS
 from edgebnn.emulate import emulate
+from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, cast_node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
 
@@ -134,7 +138,7 @@ def test_requantization_after_flatten(tmp_path, io_type, capfd):
     project = export_quietly(graph, tmp_path / "prj", io_type=io_type)
     if io_type == "io_stream":  # the threshold runs on the pixels, the flatten after it
         classes = [layer.class_name for layer in project.model.get_layers()]
-        assert classes == ["Input", "Conv2D", "Activation", hls.THRESHOLD_CLASS, "Reshape", "Dense"]
+        assert classes == ["Input", "Conv2D", "Activation", THRESHOLD_CLASS, "Reshape", "Dense"]
     x = edge_inputs(graph, n=400)
     assert_csim_equals_emulator(project, graph, x)
     assert len(np.unique(emulate(graph, x), axis=0)) > 5
@@ -153,7 +157,7 @@ def test_stream_chain_order(tmp_path):
     and the flattens keep their names and take the moved nodes' type (no compile)."""
     graph = CHAINS["pool_first"]
     graph = chain(graph[1], input_shape=graph[0])
-    lowered = hls._hls_chain(graph, "io_stream")
+    lowered = hls_chain(graph, "io_stream")
     ops = [(n.name, n.op) for n in lowered.nodes]
     assert [name for name, _ in ops] == [
         "input", "maxpool2d0", "threshold1", "maxpool2d2", "flatten3", "flatten4", "dense5", "dense6",
@@ -161,7 +165,7 @@ def test_stream_chain_order(tmp_path):
     assert lowered.moved == {"flatten10"}
     assert lowered["flatten10"].type == lowered["threshold11"].type
     assert lowered["threshold11"].shape == (5,)
-    assert hls._hls_chain(graph, "io_parallel").nodes == graph.nodes
+    assert hls_chain(graph, "io_parallel").nodes == graph.nodes
     project = export_quietly(graph, tmp_path / "prj", io_type="io_stream")
     with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
         code = fh.read()
@@ -171,7 +175,7 @@ def test_stream_chain_order(tmp_path):
 def test_packet_mismatch_stops_export(tmp_path, monkeypatch):
     """The post-flow check would have caught D7: without the reordering hls4ml streams the
     threshold after a flatten in pixel packets of 2 values and writes packets of 8."""
-    monkeypatch.setattr(hls, "_hls_chain", lambda graph, io_type: hls._Chain(list(graph.nodes)))
+    monkeypatch.setattr(exporter, "hls_chain", lambda graph, io_type: Chain(list(graph.nodes)))
     with pytest.raises(RuntimeError, match=r"layer 'sign' in packets of 2 values and writes packets of 8"):
         hls.export(flatten_requantize(), tmp_path / "prj", io_type="io_stream")
     assert os.listdir(tmp_path) == []
@@ -181,12 +185,12 @@ def test_one_row_kernel_with_a_row_stride_is_refused_in_io_stream(tmp_path, monk
     """hls4ml's io_stream convolution takes a one-row kernel for a 1D one and ignores the row
     stride: every row is convolved, the extra outputs stay in the stream (the fuzzer found it)."""
     graph = chain([("conv2d", {"kernel": (1, 3), "strides": (2, 1)}), "threshold"], input_shape=(6, 4, 2))
-    with pytest.raises(hls.EdgebnnError, match=r"one-row kernel \(1, 3\) with a row stride of 2"):
+    with pytest.raises(EdgebnnError, match=r"one-row kernel \(1, 3\) with a row stride of 2"):
         hls.export(graph, tmp_path / "prj", io_type="io_stream")
     assert os.listdir(tmp_path) == []
     export_quietly(graph, tmp_path / "par", io_type="io_parallel")  # io_parallel convolves it right
     # without the refusal: the C-simulation reports the leftover data, which the project records
-    monkeypatch.setattr(hls, "_check_graph", lambda graph, io_type="io_parallel": None)
+    monkeypatch.setattr(exporter, "check_graph", lambda graph, io_type="io_parallel": None)
     project = export_quietly(graph, tmp_path / "prj", io_type="io_stream").compile()
     x = edge_inputs(graph, 20)
     csim = project.predict(x)

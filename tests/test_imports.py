@@ -15,7 +15,10 @@ from graphs import binary_mlp
 import edgebnn
 
 LIGHT = ["edgebnn", "edgebnn.fixed", "edgebnn.graph", "edgebnn.emulate", "edgebnn.estimate", "edgebnn.boards",
-         "edgebnn.errors", "edgebnn.verify", "edgebnn.cli", "edgebnn.backends.hls4ml.cost"]
+         "edgebnn.errors", "edgebnn.verify", "edgebnn.cli"]
+# the backends: the hls4ml package, its op lowerings and cost model import hls4ml only once an export runs
+LIGHT += ["edgebnn.backends", "edgebnn.backends.target", "edgebnn.backends.hls4ml", "edgebnn.backends.hls4ml.ops",
+          "edgebnn.backends.hls4ml.project", "edgebnn.backends.hls4ml.cost"]
 HEAVY = ("tensorflow", "keras", "hls4ml")
 
 
@@ -119,8 +122,8 @@ def test_verbs_work_and_submodules_are_importable():
     for name in ("freeze", "emulate", "estimate", "verify", "summary"):
         assert isinstance(getattr(edgebnn, name), types.FunctionType), name
         assert isinstance(importlib.import_module(f"edgebnn.{name}"), types.ModuleType), name
-    assert edgebnn.export is importlib.import_module("edgebnn.hls").export
-    for name in ("layers", "quantizers", "constraints", "boards", "hls", "graph", "fixed"):
+    assert edgebnn.export is importlib.import_module("edgebnn.backends.hls4ml.exporter").export
+    for name in ("layers", "quantizers", "constraints", "boards", "backends", "graph", "fixed"):
         assert isinstance(getattr(edgebnn, name), types.ModuleType), name
     assert {"freeze", "export", "Graph"} <= set(dir(edgebnn))
 

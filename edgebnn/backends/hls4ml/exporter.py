@@ -1,0 +1,222 @@
+"""``export()``: write a deployment graph as an hls4ml project, all or nothing.
+
+The options and the graph are checked first (one sentence for anything hls4ml cannot
+reproduce bit for bit: the chain here, each op's part in its lowering module's ``check``), then
+hls4ml builds its model from the layer list and configuration (``model``), runs its flows, the
+result is checked against the graph and the project is written into a staged folder that is
+moved into place when complete.
+
+The weights are compiled into the C-simulation library (hls4ml's ``WriteWeightsTxt`` off), so
+the library never reads the project folder; a folder path hls4ml's build cannot quote (a double
+quote, a backslash) is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import keyword
+import math
+import os
+import pathlib
+import re
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from hls4ml.model import ModelGraph
+
+from ...errors import EdgebnnError
+from ...graph import Graph
+from ...outputs import staged_dir
+from . import threshold_layer
+from .model import check_model, hls_chain, hls_config, hls_names, layer_list
+from .ops import lowering
+from .project import HLSExportWarning, HLSProject
+
+BACKENDS = ("Vitis", "Vivado")
+IO_TYPES = ("io_parallel", "io_stream")
+STRATEGIES = ("Latency", "Resource")
+
+# every code that reaches C++ goes through a decimal literal parsed as a double
+_MAX_EXACT_CODE = 2**53
+
+
+def export(
+    graph: Graph,
+    output_dir,
+    board: Mapping[str, Any] | None = None,
+    part: str | None = None,
+    clock_period: float | None = None,
+    backend: str = "Vitis",
+    io_type: str = "io_parallel",
+    strategy: str = "Latency",
+    reuse_factor: int = 1,
+    project_name: str = "myproject",
+    force: bool = False,
+    trace: bool = False,
+) -> HLSProject:
+    """Write ``graph`` as an hls4ml project into ``output_dir``.
+
+    Args:
+        graph: the deployment graph.
+        output_dir: folder to create. An existing one is refused unless ``force``; the project
+            is written into a temporary sibling folder and moved into place when complete.
+        board: a board description with ``part`` and ``clock_period_ns`` (a dict or an
+            ``edgebnn.boards`` entry); ``part`` / ``clock_period`` given here override it.
+        part: FPGA part string, e.g. ``xc7z020clg400-1``.
+        clock_period: target clock period in ns.
+        backend: ``Vitis`` or ``Vivado``.
+        io_type: ``io_parallel`` (arrays) or ``io_stream`` (hls::stream of pixels; convolutions
+            compile much faster there).
+        strategy: ``Latency`` or ``Resource``.
+        reuse_factor: hls4ml reuse factor for every layer (hls4ml may snap it; see ``.warnings``).
+        project_name: the HLS top function / project name (a C identifier).
+        force: replace an existing ``output_dir``, only after the new project is complete.
+        trace: compile hls4ml's per-layer tracing into the C-simulation (``HLSProject.trace``
+            does this on a temporary twin; the default keeps the project as plain as possible).
+
+    Returns:
+        an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
+    """
+    backend_name = _check_choice("backend", backend, BACKENDS, "use Vitis or Vivado")
+    io_type = _check_choice("io_type", io_type, IO_TYPES, "use io_parallel or io_stream")
+    strategy = _check_choice("strategy", strategy, STRATEGIES, "use Latency or Resource")
+    if isinstance(reuse_factor, bool) or not isinstance(reuse_factor, (int, np.integer)) or reuse_factor < 1:
+        raise EdgebnnError(f"reuse_factor must be an integer >= 1, got {reuse_factor!r}")
+    reuse_factor = int(reuse_factor)
+    if not isinstance(project_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name) \
+            or keyword.iskeyword(project_name):
+        raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
+    part, clock_period = _target(board, part, clock_period)
+    final = check_output_path(output_dir)
+    check_graph(graph, io_type)
+
+    threshold_layer.register(BACKENDS)
+    names = hls_names(graph)
+    chain = hls_chain(graph, io_type)
+    layers = layer_list(chain, names)
+    messages: list[str] = []
+    with staged_dir(final, force=force, what="HLS project folder") as tmp:
+        config = hls_config(chain, names, str(tmp), project_name, backend_name, part, clock_period,
+                            io_type, strategy, reuse_factor, trace)
+        out = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
+            warnings.simplefilter("always")
+            model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]],
+                                               [names[chain.output.name]])
+            messages += check_model(model, chain, names, reuse_factor)
+            model.write()
+        # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
+        # and then restores the lower-case strategy its templates need: nothing the user must know
+        messages += [f"hls4ml: {w.message}" for w in caught
+                     if not re.match(r"Overriding attribute 'strategy' of layer '\w+' \(PointwiseConv2D\)", str(w.message))]
+        messages += _printed_warnings(out.getvalue())
+        if graph.output.type.width > 53:
+            messages.append(
+                f"the output type {graph.output.type} is wider than 53 bits, so predict() (float64) "
+                "cannot return every output value exactly; the HLS project itself is exact"
+            )
+    model.config.config["OutputDir"] = str(final)
+    for msg in messages:
+        warnings.warn(msg, HLSExportWarning, stacklevel=2)
+    export_kwargs = dict(part=part, clock_period=clock_period, backend=backend_name, io_type=io_type,
+                         strategy=strategy, reuse_factor=reuse_factor, project_name=project_name)
+    return HLSProject(str(final), model, graph, messages, export_kwargs)
+
+
+def check_output_path(output_dir) -> pathlib.Path:
+    """The absolute project folder for ``output_dir``; raises an :class:`EdgebnnError` for a
+    path hls4ml's C-simulation build cannot handle.
+
+    hls4ml's ``build_lib.sh`` passes the folder to g++ inside a C string literal
+    (``-D WEIGHTS_DIR="\\"<folder>/firmware/weights\\""``), where a double quote ends the string
+    and a backslash starts an escape sequence; control characters break the shell script.
+    Spaces, quotes ``'``, ``$`` and non-ASCII letters work.
+    """
+    try:
+        final = pathlib.Path(os.fspath(output_dir)).absolute()
+    except TypeError:
+        raise EdgebnnError(f"HLS project folder must be a path, got {output_dir!r}") from None
+    text = str(final)
+    bad = sorted({c for c in text if c in '"\\' or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        names = ", ".join({'"': "a double quote", "\\": "a backslash"}.get(c, f"the control character {c!r}")
+                          for c in bad)
+        shown = repr(text) if any(ord(c) < 32 or ord(c) == 127 for c in bad) else f"'{text}'"
+        raise EdgebnnError(f"HLS project folder {shown} contains {names}, which hls4ml's C-simulation build cannot "
+                           "handle; choose a folder path without it")
+    return final
+
+
+def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
+    """Refuse anything this exporter cannot reproduce bit for bit, with one sentence each: an op
+    without a lowering, a node that does not read the one before it, each op's own refusals
+    (its lowering's ``check``) and codes too wide for the decimal literals hls4ml writes."""
+    previous = None
+    for node in graph.nodes:
+        where = f"graph node {node.name!r} ({node.op})"
+        op = lowering(node)
+        if previous is not None and node.inputs != [previous.name]:
+            raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
+        op.check(node, previous, io_type, where)
+        for key in ("weight", "bias", "thresholds", "levels"):
+            if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
+                raise EdgebnnError(f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write "
+                                   "exactly; use narrower types")
+        previous = node
+
+
+def _check_choice(what: str, value, choices, advice: str) -> str:
+    for choice in choices:
+        if isinstance(value, str) and value.lower() == choice.lower():
+            return choice
+    raise EdgebnnError(f"{what} {value!r} is not supported by edgebnn export; {advice}")
+
+
+def _target(board, part, clock_period):
+    if board is not None:
+        if part is None:
+            part = _board_value(board, "part")
+        if clock_period is None:
+            clock_period = _board_value(board, "clock_period_ns")
+    if part is not None and (not isinstance(part, str) or not part.strip()):
+        raise EdgebnnError(f"FPGA part must be a non-empty string like 'xc7z020clg400-1', got {part!r}")
+    if clock_period is not None:
+        if isinstance(clock_period, bool) or not isinstance(clock_period, (int, float, np.number)) \
+                or not math.isfinite(clock_period) or clock_period <= 0:
+            raise EdgebnnError(f"clock period must be a positive number of ns, got {clock_period!r}")
+        clock_period = int(clock_period) if float(clock_period).is_integer() else float(clock_period)
+    return part, clock_period
+
+
+def _board_value(board, key, default=None, required=True):
+    """``board[key]`` for a dict, ``board.key`` for an ``edgebnn.boards.Board``."""
+    if isinstance(board, Mapping):
+        value = board.get(key, default)
+    else:
+        value = getattr(board, key, default)
+    if value is None and required:
+        name = _board_value(board, "name", repr(board), required=False)
+        raise EdgebnnError(f"board {name} has no {key!r}; add it to the board profile or pass it to export")
+    return value
+
+
+def _printed_warnings(text: str) -> list[str]:
+    """hls4ml's printed ``WARNING: ...`` messages (continuation lines joined), except the
+    reuse-factor one, which check_model words for the user, and the final-Reshape one."""
+    messages: list[list[str]] = []
+    current = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("WARNING"):
+            current = [line.removeprefix("WARNING:").strip()]
+            messages.append(current)
+        elif line and current is not None:
+            current.append(line)
+        else:
+            current = None
+    # the final-Reshape one is expected: check_model accounts for the removed no-op
+    return [f"hls4ml: {' '.join(m)}" for m in messages
+            if "ReuseFactor" not in m[0] and "Final layer is a Reshape" not in m[0]]

@@ -1,0 +1,179 @@
+"""The hls4ml model built from a deployment graph, and its check after hls4ml's flows.
+
+- :func:`hls_chain`: the node chain hls4ml gets (io_stream runs elementwise ops before a flatten);
+- :func:`hls_names`: C-identifier layer names;
+- :func:`hls_config` and :func:`layer_list`: the configuration (every precision explicit) and the
+  layer list, each op's part from its lowering module (``ops``);
+- :func:`check_model`: hls4ml's model after its flows against the graph: layers, every type,
+  every weight; anything that would break bit-exactness raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import keyword
+import re
+
+from hls4ml.backends import get_backend
+
+from ...graph import Graph, Node
+from .ops import flatten, lowering
+from .ops.common import check_packing, expect_precision, precision
+
+
+@dataclasses.dataclass
+class Chain:
+    """The graph's nodes in the order and shapes hls4ml is given them (see :func:`hls_chain`)."""
+
+    nodes: list[Node]
+    moved: frozenset[str] = frozenset()  # flatten nodes moved behind the requantizations after them
+
+    def __getitem__(self, name: str) -> Node:
+        return next(node for node in self.nodes if node.name == name)
+
+    @property
+    def input(self) -> Node:
+        return self.nodes[0]
+
+    @property
+    def output(self) -> Node:
+        return self.nodes[-1]
+
+    def source(self, node: Node) -> Node | None:
+        """The node ``node`` reads, None for the input."""
+        return self[node.inputs[0]] if node.inputs else None
+
+
+def hls_chain(graph: Graph, io_type: str) -> Chain:
+    """The node chain hls4ml gets: the graph's, except that in io_stream a requantization
+    (an ``ELEMENTWISE`` op: threshold, cast) right after a flatten is applied before the flatten.
+
+    hls4ml's io_stream flatten is a view of the pixel stream (packets of one pixel's channels)
+    that only a dense layer knows how to read; an activation after it writes packets of the whole
+    flat size while reading pixel packets, so it reads too little and leaves data in the stream.
+    An elementwise op commutes with flatten (channels-last row-major order is the stream's pixel
+    order), so each moved node keeps its per-flat-feature tables and sees the pixel packets, and
+    the flatten (or flattens) follow it with the last moved node's type.
+    """
+    if io_type != "io_stream":
+        return Chain(list(graph.nodes))
+    nodes: list[Node] = []
+    pending: list[Node] = []  # flattens not yet emitted
+    moved: set[str] = set()
+
+    def emit_pending():
+        for flat in pending:
+            src = nodes[-1]
+            nodes.append(dataclasses.replace(flat, inputs=[src.name], type=src.type))
+        pending.clear()
+
+    for node in graph.nodes:
+        op = lowering(node)
+        if op is flatten:
+            pending.append(node)
+        elif pending and op.ELEMENTWISE:
+            src = nodes[-1]
+            nodes.append(dataclasses.replace(node, inputs=[src.name], shape=src.shape))
+            moved.update(f.name for f in pending)
+        else:
+            if pending:
+                emit_pending()
+                node = dataclasses.replace(node, inputs=[nodes[-1].name])
+            nodes.append(node)
+    emit_pending()
+    return Chain(nodes, frozenset(moved))
+
+
+def hls_names(graph: Graph) -> dict[str, str]:
+    """Graph node name -> a C-identifier layer name hls4ml accepts ('input' is reserved)."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for node in graph.nodes:
+        base = re.sub(r"\W", "_", node.name, flags=re.ASCII).lower() or node.op
+        if base[0].isdigit():
+            base = f"{node.op}_{base}"
+        if base == "input" or keyword.iskeyword(base):
+            base = f"{base}_layer"
+        name, i = base, 1
+        while name in used:
+            i += 1
+            name = f"{base}_{i}"
+        used.add(name)
+        names[node.name] = name
+    return names
+
+
+def hls_config(chain: Chain, names, output_dir, project_name, backend, part, clock_period, io_type,
+               strategy, reuse_factor, trace=False) -> dict:
+    """hls4ml's configuration of the project: target, writer options, and per layer its
+    precisions, reuse factor, strategy and tracing."""
+    kwargs = {"io_type": io_type}
+    if part is not None:
+        kwargs["part"] = part
+    if clock_period is not None:
+        kwargs["clock_period"] = clock_period
+    config = get_backend(backend).create_initial_config(**kwargs)
+    config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend,
+                  InputData=None, OutputPredictions=None)
+    config["WriterConfig"]["WriteTar"] = False
+    # weights compiled into the C-simulation library (as for synthesis) instead of read at its
+    # first call from a folder path built into it: the library then works wherever the folder
+    # is moved (export stages it elsewhere first), and a path never decides what C++ reads
+    config["WriterConfig"]["WriteWeightsTxt"] = False
+    layer_cfg = {}
+    for node in chain.nodes:
+        op = lowering(node)
+        cfg = {
+            "Precision": op.precisions(node, chain.source(node)),
+            "ReuseFactor": op.reuse_factor(node, get_backend(backend), strategy, reuse_factor),
+            "Strategy": strategy,
+            "Trace": trace,
+        }
+        for name in op.config_names(names[node.name], node is chain.output):
+            layer_cfg[name] = cfg
+    config["HLSConfig"] = {
+        # no model-wide default precision: a layer hls4ml might add without one fails loudly
+        "Model": {"ReuseFactor": reuse_factor, "Strategy": strategy, "BitExact": False},
+        "LayerName": layer_cfg,
+    }
+    return config
+
+
+def layer_list(chain: Chain, names: dict[str, str]) -> list[dict]:
+    """The layer list hls4ml's ``ModelGraph.from_layer_list`` takes, one entry per node."""
+    layers = []
+    for node in chain.nodes:
+        src = chain.source(node)
+        entry = {"name": names[node.name]}
+        if src is not None:
+            entry["inputs"] = [names[src.name]]
+        entry.update(lowering(node).layer(node, src))
+        layers.append(entry)
+    return layers
+
+
+def check_model(model, chain: Chain, names: dict[str, str], reuse_factor: int) -> list[str]:
+    """Compare the hls4ml model after its flows with the graph; returns warnings, raises on
+    anything that would break bit-exactness."""
+    backend = model.config.backend
+    layers = list(model.get_layers())
+    io_type = model.config.get_config_value("IOType")
+    # (hls4ml layer name, class, graph node whose output type the layer's result must have)
+    expected = []
+    for n in chain.nodes:
+        expected += lowering(n).hls_layers(n, chain.source(n), names[n.name], io_type, n is chain.output)
+    want = [(name, cls) for name, cls, _ in expected]
+    got = [(layer.name, layer.class_name) for layer in layers]
+    if got != want:
+        raise RuntimeError(f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
+                           "bit-exact, please report this to edgebnn")
+    messages = []
+    for layer, (name, _, node) in zip(layers, expected):
+        expect_precision(backend, layer, "result", layer.get_output_variable().type.precision, precision(node.type))
+        if name != names[node.name]:  # a layer hls4ml added for the node (ZeroPadding2D, Repack)
+            continue
+        op = lowering(node)
+        if io_type == "io_stream" and op.ELEMENTWISE:
+            check_packing(layer)
+        messages += op.verify(layer, node, chain.source(node), backend, reuse_factor)
+    return messages

@@ -1,0 +1,58 @@
+"""``maxpool2d`` in hls4ml: a ``Pooling2D`` layer (class ``MaxPooling2D``, as its Keras converters
+emit; valid padding, no pad amounts) whose accumulator and result types are the node's type (the
+input's): a maximum of values on one grid needs no rounding. io_stream hls4ml pools only
+non-overlapping windows (stride = pool size); other strides are refused there."""
+
+from __future__ import annotations
+
+from ....errors import EdgebnnError
+from ....graph import Node
+from .common import expect_precision, own_hls_layer, precision
+from .common import own_config_names as config_names
+from .common import same_reuse_factor as reuse_factor
+
+__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
+           "reuse_factor", "verify"]
+
+ELEMENTWISE = False
+
+
+def hls_class(node: Node) -> str:
+    """hls4ml's class of the layer after its flows."""
+    return "Pooling2D"
+
+
+def check(node: Node, src: Node, io_type: str, where: str) -> None:
+    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
+    if io_type == "io_stream" and node.attrs["pool"] != node.attrs["strides"]:
+        raise EdgebnnError(
+            f"{where} pools {node.attrs['pool']} windows with strides {node.attrs['strides']}, but hls4ml's "
+            "io_stream pooling needs strides equal to the pool size; use io_parallel or strides=pool_size"
+        )
+
+
+def layer(node: Node, src: Node) -> dict:
+    """The layer-list fields (besides name and inputs): shapes, pool size and strides, valid padding."""
+    (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
+    return dict(class_name="MaxPooling2D", data_format="channels_last",
+                in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_filt=int(src.shape[2]),
+                n_chan=int(src.shape[2]), out_height=int(node.shape[0]), out_width=int(node.shape[1]),
+                pool_height=int(ph), pool_width=int(pw), stride_height=int(sh), stride_width=int(sw),
+                padding="valid", pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
+
+
+def precisions(node: Node, src: Node) -> dict[str, str]:
+    """The layer's precisions: the node's type as accumulator and result."""
+    return {"accum": precision(node.type), "result": precision(node.type)}
+
+
+def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str]:
+    """Post-flow check: the accumulator type, and that the layer still takes the maximum."""
+    expect_precision(backend, layer, "accumulator", layer.get_attr("accum_t").precision, precisions(node, src)["accum"])
+    if layer.get_attr("pool_op") != "Max":
+        raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
+                           "please report this to edgebnn")
+    return []
+
+
+hls_layers = own_hls_layer(hls_class)

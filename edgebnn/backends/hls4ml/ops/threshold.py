@@ -1,0 +1,66 @@
+"""``threshold`` in hls4ml: edgebnn's own ``EdgebnnThreshold`` layer
+(``hls_templates/nnet_edgebnn_threshold.h``, registered by ``threshold_layer``): thresholds held
+in the input's type, levels in the output type; an array and an hls::stream version, one channel
+index per flat element either way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....graph import Node
+from .common import expect_precision, own_hls_layer, precision
+from .common import own_config_names as config_names
+from .common import same_reuse_factor as reuse_factor
+
+__all__ = ["ELEMENTWISE", "THRESHOLD_CLASS", "check", "config_names", "hls_class", "hls_layers", "layer",
+           "precisions", "reuse_factor", "tables", "verify"]
+
+THRESHOLD_CLASS = "EdgebnnThreshold"
+# elementwise: commutes with a flatten, and streams one packet out per packet in
+ELEMENTWISE = True
+
+
+def hls_class(node: Node) -> str:
+    """hls4ml's class of the layer after its flows."""
+    return THRESHOLD_CLASS
+
+
+def check(node: Node, src: Node, io_type: str, where: str) -> None:
+    """Nothing to refuse: the layer compares and selects in the graph's own types."""
+
+
+def tables(node: Node) -> tuple[np.ndarray, np.ndarray]:
+    """The (thresholds, levels) codes the layer holds, one row per channel."""
+    t, lv = node.params["thresholds"], node.params["levels"]
+    if t.shape[1] == 0:
+        # a constant channel: one dummy threshold whose both levels are the constant
+        t = np.zeros((t.shape[0], 1), dtype=np.int64)
+        lv = np.repeat(lv, 2, axis=1)
+    return t, lv
+
+
+def layer(node: Node, src: Node) -> dict:
+    """The layer-list fields (besides name and inputs): sizes and the tables as values."""
+    t, lv = tables(node)
+    # one table row per channel: the last axis, or every flat feature of a threshold moved
+    # before a flatten in io_stream (the template's channel is the flat index % n_chan)
+    return dict(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(t.shape[0]),
+                n_thresholds=int(t.shape[1]),
+                thresholds_data=src.type.from_codes(t).reshape(-1),
+                levels_data=node.type.from_codes(lv).reshape(-1))
+
+
+def precisions(node: Node, src: Node) -> dict[str, str]:
+    """The layer's precisions: thresholds in the input's type, levels and result in the node's."""
+    return {"thresholds": precision(src.type), "levels": precision(node.type), "result": precision(node.type)}
+
+
+def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str]:
+    """Post-flow check: the thresholds' and levels' types."""
+    prec = precisions(node, src)
+    expect_precision(backend, layer, "thresholds", layer.get_weights("thresholds").type.precision, prec["thresholds"])
+    expect_precision(backend, layer, "levels", layer.get_weights("levels").type.precision, prec["levels"])
+    return []
+
+
+hls_layers = own_hls_layer(hls_class)
