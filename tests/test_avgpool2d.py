@@ -60,3 +60,43 @@ def test_cost_is_adders_without_dsp(io_type):
     bigger = next(r for r in estimate(pooled_graph((4, 4), shape=(8, 8, 3)), "pynq-z2", io_type=io_type).rows
                   if r.op == "avgpool2d")
     assert bigger.lut > row.lut
+
+
+# --------------------------------------------------------------- exported and compiled once per graph
+# (the conftest fixture `compiled` gives (name, graph, project) for each)
+def pooled_chain(pool, strides=None, cast=None, shape=(6, 4, 3), t="fixed<5,2,RND_CONV,SAT>"):
+    from edgebnn.graph import cast_node
+
+    g = pooled_graph(pool, strides, shape, t)
+    if cast is None:
+        return g
+    return Graph("avg_cast", [*g.nodes, cast_node("q", g.output, FixedType.from_string(cast), relu=True)])
+
+
+CASES = {
+    "parallel": (lambda: pooled_graph(), {}),
+    "stream": (lambda: pooled_graph(), {"io_type": "io_stream"}),
+    # overlapping windows (io_parallel only), then a rounding, saturating relu cast of the means
+    "overlap_cast": (lambda: pooled_chain((2, 1), (1, 1), cast="ufixed<3,1,RND,SAT>"), {}),
+    "wide_stream_cast": (lambda: pooled_chain((4, 2), (4, 2), cast="fixed<4,1,RND_ZERO,SAT_SYM>", shape=(8, 6, 2),
+                                              t="ufixed<6,3,RND,SAT>"), {"io_type": "io_stream"}),
+    "resource": (lambda: pooled_graph((1, 2)), {"strategy": "Resource", "reuse_factor": 2}),
+}
+
+
+def test_csim_equals_emulator(compiled):
+    from graphs import assert_csim_equals_emulator, edge_inputs
+
+    _, graph, project = compiled
+    assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=200))
+
+
+def test_overlapping_windows_are_refused_in_io_stream(tmp_path):
+    from graphs import PYNQ, export_quietly
+
+    from edgebnn.errors import EdgebnnError
+
+    with pytest.raises(EdgebnnError, match=r"graph node 'avg' \(avgpool2d\) pools \[2, 1\] windows with strides "
+                                           r"\[1, 1\].*io_parallel or strides=pool_size"):
+        export_quietly(pooled_graph((2, 1), (1, 1)), tmp_path / "p", board=PYNQ, io_type="io_stream")
+    assert not (tmp_path / "p").exists()

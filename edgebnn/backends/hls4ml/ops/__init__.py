@@ -26,7 +26,7 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import cast, conv2d, dense, flatten, input, maxpool2d, threshold
+from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -34,6 +34,7 @@ LOWERINGS: dict[str, ModuleType] = {
     "dense": dense,
     "conv2d": conv2d,
     "maxpool2d": maxpool2d,
+    "avgpool2d": avgpool2d,
     "flatten": flatten,
     "threshold": threshold,
     "cast": cast,

@@ -5,8 +5,8 @@ non-overlapping windows (stride = pool size); other strides are refused there.""
 
 from __future__ import annotations
 
-from ....errors import EdgebnnError
 from ....graph import Node
+from ._pooling import check_stream_windows, pooling_layer
 from .common import expect_precision, own_hls_layer, precision
 from .common import own_config_names as config_names
 from .common import same_reuse_factor as reuse_factor
@@ -24,21 +24,12 @@ def hls_class(node: Node) -> str:
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
     """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    if io_type == "io_stream" and node.attrs["pool"] != node.attrs["strides"]:
-        raise EdgebnnError(
-            f"{where} pools {node.attrs['pool']} windows with strides {node.attrs['strides']}, but hls4ml's "
-            "io_stream pooling needs strides equal to the pool size; use io_parallel or strides=pool_size"
-        )
+    check_stream_windows(node, io_type, where)
 
 
 def layer(node: Node, src: Node) -> dict:
-    """The layer-list fields (besides name and inputs): shapes, pool size and strides, valid padding."""
-    (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
-    return dict(class_name="MaxPooling2D", data_format="channels_last",
-                in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_filt=int(src.shape[2]),
-                n_chan=int(src.shape[2]), out_height=int(node.shape[0]), out_width=int(node.shape[1]),
-                pool_height=int(ph), pool_width=int(pw), stride_height=int(sh), stride_width=int(sw),
-                padding="valid", pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
+    """The layer-list fields (besides name and inputs): a ``Pooling2D`` of class MaxPooling2D."""
+    return pooling_layer(node, src, "MaxPooling2D")
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:
