@@ -44,6 +44,25 @@ def export_quietly(graph, path, **kwargs):
         return hls.export(graph, path, **kwargs)
 
 
+def every_op_graph(pad_code=0) -> Graph:
+    """One node of every graph op: input -> conv2d ('same' padding with ``pad_code``, bias) ->
+    maxpool2d -> avgpool2d -> flatten -> dense (bias) -> cast -> threshold."""
+    from edgebnn.graph import avgpool2d_node, cast_node, conv2d_node, flatten_node, maxpool2d_node
+
+    rng = np.random.default_rng(0)
+    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
+    inp = input_node("in", (5, 5, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    conv = conv2d_node("conv", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)), pad_code=pad_code,
+                       bias=rng.integers(-20, 20, 3), bias_type=bt)
+    pool = maxpool2d_node("pool", conv)
+    avg = avgpool2d_node("avg", pool, (2, 1))
+    flat = flatten_node("flat", avg)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (6, 4)), wt, bias=rng.integers(-20, 20, 4), bias_type=bt)
+    cast = cast_node("cast", dense, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
+    thr = threshold_node("thr", cast, [[2, 9], [0, 15], [5, 5], [1, 3]], [[-2, 0, 1]] * 4, FixedType(2, 2))
+    return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
+
+
 def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT>", out_levels=None):
     """Input -> [dense(binary weights) -> sign threshold] * n -> dense, random thresholds.
 

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from graphs import every_op_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -15,36 +16,11 @@ from edgebnn.graph import (
     REGISTRY,
     Graph,
     GraphError,
-    avgpool2d_node,
-    cast_node,
-    conv2d_node,
-    dense_node,
-    flatten_node,
-    input_node,
-    maxpool2d_node,
     spec,
-    threshold_node,
 )
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
-
-def every_op_graph() -> Graph:
-    """input -> conv2d (padded, bias) -> maxpool2d -> avgpool2d -> flatten -> dense (bias) -> cast -> threshold."""
-    rng = np.random.default_rng(0)
-    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
-    inp = input_node("in", (5, 5, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
-    conv = conv2d_node("conv", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)), pad_code=1,
-                       bias=rng.integers(-20, 20, 3), bias_type=bt)
-    pool = maxpool2d_node("pool", conv)
-    avg = avgpool2d_node("avg", pool, (2, 1))
-    flat = flatten_node("flat", avg)
-    dense = dense_node("dense", flat, rng.integers(-3, 4, (6, 4)), wt, bias=rng.integers(-20, 20, 4), bias_type=bt)
-    cast = cast_node("cast", dense, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
-    thr = threshold_node("thr", cast, [[2, 9], [0, 15], [5, 5], [1, 3]], [[-2, 0, 1]] * 4, FixedType(2, 2))
-    return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
-
-
-GRAPH = every_op_graph()
+GRAPH = every_op_graph(pad_code=1)
 EXAMPLE = {node.op: node for node in GRAPH.nodes}
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
 

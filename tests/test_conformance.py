@@ -1,0 +1,68 @@
+"""Every graph op x every consumer: the emulator executes it, each backend lowers it and costs it,
+or refuses it explicitly with a reason. A new op in edgebnn.graph.ops fails here until every
+consumer handles or refuses it, and until tests/graphs.py's every_op_graph holds it.
+
+Consumers today: the emulator (graph/ops/<op>.py ``execute``), the hls4ml export
+(backends/hls4ml/ops/<op>.py) and the hls4ml cost model (backends/hls4ml/cost/<op>.py)."""
+
+import inspect
+
+import numpy as np
+import pytest
+from graphs import PYNQ, assert_csim_equals_emulator, edge_inputs, every_op_graph, export_quietly
+
+from edgebnn.backends.hls4ml import cost, ops
+from edgebnn.emulate import emulate
+from edgebnn.estimate import estimate
+from edgebnn.graph import OPS, REGISTRY
+
+GRAPH = every_op_graph()
+
+
+def test_the_example_graph_holds_every_op():
+    assert sorted(n.op for n in GRAPH.nodes) == sorted(OPS)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_emulator_executes_it(op):
+    node = next(n for n in GRAPH.nodes if n.op == op)
+    assert callable(REGISTRY[op].execute)
+    out = emulate(GRAPH, edge_inputs(GRAPH, n=40), return_all=True)[node.name]
+    assert out.shape == (40, *node.shape)
+    assert node.type.contains(out)
+    assert np.all(out >= node.lo) and np.all(out <= node.hi)  # the declared bounds hold
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_hls4ml_export_lowers_it(op):
+    assert op in ops.LOWERINGS, f"{op}: no hls4ml lowering; add backends/hls4ml/ops/{op}.py and a LOWERINGS line"
+    module = ops.LOWERINGS[op]
+    missing = [name for name in ops.INTERFACE if not hasattr(module, name)]
+    assert not missing, f"backends/hls4ml/ops/{op}.py lacks {missing}"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_hls4ml_cost_costs_or_refuses_it(op):
+    handled = [table for table in (cost.COSTS, cost.FREE, cost.REFUSED) if op in table]
+    assert len(handled) == 1, f"{op}: list it in exactly one of COSTS, FREE (with why) or REFUSED (with why)"
+    if op in cost.COSTS:
+        params = list(inspect.signature(cost.COSTS[op]).parameters)
+        assert params == ["node", "src", "rf", "ctx", "widths", "warnings", "live"]
+    else:
+        reason = {**cost.FREE, **cost.REFUSED}[op]
+        assert isinstance(reason, str) and reason and "\n" not in reason
+
+
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_estimate_gives_each_costed_node_a_row(io_type):
+    est = estimate(GRAPH, "pynq-z2", io_type=io_type)
+    rows = {r.name: r.op for r in est.rows}
+    for node in GRAPH.compute_nodes():
+        assert rows.get(node.name) == node.op or node.op in cost.FREE
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_exported_graph_of_every_op_simulates_exactly(tmp_path, io_type):
+    project = export_quietly(GRAPH, tmp_path / "p", board=PYNQ, io_type=io_type)
+    assert_csim_equals_emulator(project, GRAPH, edge_inputs(GRAPH, n=160))
