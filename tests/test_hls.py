@@ -12,6 +12,7 @@ from edgebnn.backends import hls4ml as hls
 from edgebnn.backends.hls4ml.model import hls_names
 from edgebnn.backends.hls4ml.ops.threshold import THRESHOLD_CLASS
 from edgebnn.backends.hls4ml.threshold_layer import THRESHOLD_HEADER, register
+from edgebnn.backends.target import Target
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
@@ -202,6 +203,20 @@ def test_snapped_reuse_factor_warns(small, tmp_path):
     assert project.warnings[0].startswith("hls4ml changed the reuse factor of layer 'dense0' from 5 to 4;")
 
 
+@pytest.mark.csim
+def test_reuse_factor_per_node(tmp_path):
+    """A Target with one reuse factor per dense node configures each layer with its own (the
+    others get 1) and the C-simulation stays exact."""
+    graph = calibrated_mlp()
+    target = Target(board=PYNQ, strategy="Resource", reuse_factor={"dense0": 4, "dense2": 2})
+    project = export_quietly(graph, tmp_path / "p", target=target)
+    assert project.target is target
+    rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers()
+          if layer.class_name == "Dense"}
+    assert rf == {"dense0": 4, "dense1": 1, "dense2": 2}
+    assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=120))
+
+
 def test_board_and_overrides(small, tmp_path):
     p = hls.export(small, tmp_path / "a", board=PYNQ, part="xcu250-figd2104-2L-e", clock_period=4)
     with open(os.path.join(p.path, "project.tcl")) as fh:
@@ -246,12 +261,15 @@ def test_export_without_tensorflow(tmp_path):
 
 # --------------------------------------------------------------- refusals
 @pytest.mark.parametrize("kwargs, match", [
-    ({"io_type": "io_serial"}, "io_type 'io_serial'.*io_parallel or io_stream"),
-    ({"backend": "Quartus"}, "backend 'Quartus'.*Vitis or Vivado"),
-    ({"strategy": "distributed_arithmetic"}, "strategy.*Latency or Resource"),
-    ({"reuse_factor": 0}, "reuse_factor"),
+    ({"io_type": "io_serial"}, "io_type 'io_serial' is not supported; use one of io_parallel, io_stream"),
+    ({"backend": "Quartus"}, "backend 'Quartus' is not supported; use one of Vitis, Vivado"),
+    ({"strategy": "distributed_arithmetic"}, "strategy.*use one of Latency, Resource"),
+    ({"reuse_factor": 0}, "reuse factor must be an integer >= 1"),
+    ({"reuse_factor": {"nowhere": 2}}, "reuse factor given for 'nowhere', which is not a dense node of graph"),
     ({"project_name": "my-project"}, "C identifier"),
-    ({"clock_period": -1}, "clock period"),
+    ({"clock_period": -1}, "clock_period must be a positive number"),
+    ({"target": "Vitis"}, "target must be an edgebnn.backends.target.Target, got str"),
+    ({"target": Target(), "io_type": "io_stream"}, r"give either target or its options \(io_type\), not both"),
 ])
 def test_unsupported_options(small, tmp_path, kwargs, match):
     with pytest.raises(EdgebnnError, match=match):
@@ -262,7 +280,7 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[1].op = "pool2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, "
+    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, avgpool2d, "
                                            r"flatten, threshold, cast nodes"):
         hls.export(graph, tmp_path / "p")
 

@@ -15,24 +15,29 @@ def test_defaults_and_canonical_spelling():
     t = Target(backend="vivado", io_type="IO_STREAM", strategy="resource", reuse_factor=np.int64(4))
     assert (t.backend, t.io_type, t.strategy, t.reuse_factor) == ("Vivado", "io_stream", "Resource", 4)
     assert type(t.reuse_factor) is int
-    assert t.hls_tool == "vivado_hls"  # the Vivado backend is built by Vivado HLS
+    assert t.tool == "vivado_hls" and t.hls_tool is None  # the Vivado backend is built by Vivado HLS
+    assert t.replace(backend="Vitis").tool == "vitis_hls"
     d = Target()
-    assert (d.backend, d.io_type, d.strategy, d.reuse_factor, d.hls_tool) == ("Vitis", "io_parallel", "Latency", 1,
-                                                                              "vitis_hls")
+    assert (d.backend, d.io_type, d.strategy, d.reuse_factor, d.tool) == ("Vitis", "io_parallel", "Latency", 1,
+                                                                          "vitis_hls")
     assert (d.part, d.clock_period_ns) == (None, None)
-    assert Target(hls_tool="Vivado HLS 2019.2").hls_tool == "vivado_hls"
+    assert Target(hls_tool="Vivado HLS 2019.2").tool == "vivado_hls"
     assert set(HLS_TOOLS) == {"vitis_hls", "vivado_hls"}
 
 
 def test_board_gives_part_and_clock_unless_given():
     board = load_board("pynq-z2")
     t = Target(board=board)
-    assert (t.part, t.clock_period_ns) == (board.part, 10)
+    assert (t.device_part, t.clock_ns) == (board.part, 10) and (t.part, t.clock_period_ns) == (None, None)
     t = Target(board={"name": "x", "part": "xc7z020clg400-1", "clock_period_ns": 5.0}, clock_period_ns=3.3,
                part="xczu9eg-ffvb1156-2-e")
-    assert (t.part, t.clock_period_ns) == ("xczu9eg-ffvb1156-2-e", 3.3)
-    moved = t.replace(board=load_board("zcu104"))
-    assert moved.part == load_board("zcu104").part and moved.clock_period_ns == load_board("zcu104").clock_period_ns
+    assert (t.device_part, t.clock_ns) == ("xczu9eg-ffvb1156-2-e", 3.3)
+    zcu104 = load_board("zcu104")
+    moved = Target(board=board, clock_period_ns=4).replace(board=zcu104)
+    assert (moved.device_part, moved.clock_ns) == (zcu104.part, 4)  # the given clock stays, the part follows the board
+    with pytest.raises(TargetError, match="board b has no 'part'"):
+        Target(board={"name": "b", "clock_period_ns": 5})
+    assert Target(board={"name": "b", "clock_period_ns": 5}, part="xc7a35tcpg236-1").device_part == "xc7a35tcpg236-1"
 
 
 def test_per_node_reuse_factor():

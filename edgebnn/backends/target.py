@@ -81,11 +81,11 @@ class Target:
         strategy: ``"Latency"`` or ``"Resource"``.
         reuse_factor: an integer >= 1 for every weighted node, or a mapping node name -> integer
             (weighted nodes not named get 1).
-        clock_period_ns: the clock period; None takes the board's.
+        clock_period_ns: the clock period as given; None takes the board's (:attr:`clock_ns`).
         hls_tool: the HLS tool family whose scheduler the estimate models; None takes the one
-            that builds ``backend`` (Vitis -> ``vitis_hls``, Vivado -> ``vivado_hls``). Names such
-            as ``"Vivado HLS 2019.2"`` are accepted.
-        part: the FPGA part; None takes the board's.
+            that builds ``backend`` (:attr:`tool`: Vitis -> ``vitis_hls``, Vivado ->
+            ``vivado_hls``). Names such as ``"Vivado HLS 2019.2"`` are accepted.
+        part: the FPGA part as given; None takes the board's (:attr:`device_part`).
         board: a board profile (:class:`edgebnn.boards.Board`, a mapping with ``part`` and
             ``clock_period_ns``), or None.
     """
@@ -110,24 +110,39 @@ class Target:
             set_("reuse_factor", {str(k): int(v) for k, v in self.reuse_factor.items()})
         else:
             set_("reuse_factor", check_reuse_factor(self.reuse_factor))
-        clock = self.clock_period_ns
-        if clock is None and self.board is not None:
-            clock = _board_value(self.board, "clock_period_ns", required=False)
-        set_("clock_period_ns", None if clock is None else check_clock_period(clock))
-        set_("hls_tool", _TOOL_OF_BACKEND[self.backend] if self.hls_tool is None else hls_tool_family(self.hls_tool))
-        part = self.part
-        if part is None and self.board is not None:
-            part = _board_value(self.board, "part", required=False)
-        if part is not None and (not isinstance(part, str) or not part.strip()):
-            raise TargetError(f"FPGA part must be a non-empty string like 'xc7z020clg400-1', got {part!r}")
-        set_("part", part)
+        if self.clock_period_ns is not None:
+            set_("clock_period_ns", check_clock_period(self.clock_period_ns))
+        if self.hls_tool is not None:
+            set_("hls_tool", hls_tool_family(self.hls_tool))
+        if self.part is not None and (not isinstance(self.part, str) or not self.part.strip()):
+            raise TargetError(f"FPGA part must be a non-empty string like 'xc7z020clg400-1', got {self.part!r}")
+        # what the board must supply is checked now, not at first use
+        self.clock_ns  # noqa: B018
+        self.device_part  # noqa: B018
+
+    @property
+    def tool(self) -> str:
+        """The HLS tool family the design is scheduled by: the one given, else the one that
+        builds the backend (Vitis -> ``vitis_hls``, Vivado -> ``vivado_hls``)."""
+        return _TOOL_OF_BACKEND[self.backend] if self.hls_tool is None else self.hls_tool
+
+    @property
+    def clock_ns(self) -> float | int | None:
+        """The clock period the design is built for: the one given, else the board's, else None."""
+        if self.clock_period_ns is not None or self.board is None:
+            return self.clock_period_ns
+        return check_clock_period(_board_value(self.board, "clock_period_ns"))
+
+    @property
+    def device_part(self) -> str | None:
+        """The FPGA part: the one given, else the board's, else None (hls4ml's default)."""
+        if self.part is not None or self.board is None:
+            return self.part
+        return _board_value(self.board, "part")
 
     def replace(self, **changes) -> Target:
         """A copy with ``changes``, validated again (a new board brings its part and clock
-        unless they are given too)."""
-        if "board" in changes:
-            changes.setdefault("part", None)
-            changes.setdefault("clock_period_ns", None)
+        where the target gives none)."""
         return dataclasses.replace(self, **changes)
 
     def reuse_factor_of(self, node: str) -> int:
@@ -135,6 +150,18 @@ class Target:
         if isinstance(self.reuse_factor, Mapping):
             return self.reuse_factor.get(node, 1)
         return self.reuse_factor
+
+    def reuse_factors(self, weighted, graph_name: str) -> dict[str, int]:
+        """The reuse factor of each of the graph's ``weighted`` nodes (names); a per-node
+        reuse factor that names no weighted node of the graph is refused."""
+        weighted = list(weighted)
+        if isinstance(self.reuse_factor, Mapping):
+            unknown = sorted(set(self.reuse_factor) - set(weighted))
+            if unknown:
+                raise TargetError(
+                    f"reuse factor given for {', '.join(map(repr, unknown))}, which is not a dense node of graph "
+                    f"{graph_name!r}; its dense and conv2d nodes are {', '.join(weighted) or 'none'}")
+        return {name: self.reuse_factor_of(name) for name in weighted}
 
     @property
     def model_reuse_factor(self) -> int:
@@ -146,7 +173,7 @@ class Target:
         board = None if self.board is None else _board_value(self.board, "name", required=False)
         rf = dict(self.reuse_factor) if isinstance(self.reuse_factor, Mapping) else self.reuse_factor
         return {"backend": self.backend, "io_type": self.io_type, "strategy": self.strategy, "reuse_factor": rf,
-                "clock_period_ns": self.clock_period_ns, "hls_tool": self.hls_tool, "part": self.part, "board": board}
+                "clock_period_ns": self.clock_ns, "hls_tool": self.tool, "part": self.device_part, "board": board}
 
 
 def _board_value(board, key, required=True):

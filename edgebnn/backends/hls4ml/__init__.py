@@ -19,7 +19,8 @@ anything stops the export instead of producing a project that is silently not bi
 Importing this package imports neither hls4ml, TensorFlow nor Keras: the names below are
 imported from their submodules on first use (``exporter`` and ``model`` import hls4ml).
 
-- ``export``, ``check_output_path``, ``BACKENDS``, ``IO_TYPES``, ``STRATEGIES`` (``exporter``)
+- ``export``, ``check_output_path``, (``exporter``); ``BACKENDS``, ``IO_TYPES``, ``STRATEGIES``
+  (``edgebnn.backends.target``)
 - ``HLSProject``, ``HLSExportWarning``, ``check_compiler`` (``project``)
 """
 
@@ -27,23 +28,23 @@ from __future__ import annotations
 
 import importlib as _importlib
 
-# public name -> the submodule that defines it, imported on first use
+# public name -> the module that defines it (relative to this package), imported on first use
 _NAMES = {
-    "export": "exporter",
-    "check_output_path": "exporter",
-    "BACKENDS": "exporter",
-    "IO_TYPES": "exporter",
-    "STRATEGIES": "exporter",
-    "HLSProject": "project",
-    "HLSExportWarning": "project",
-    "check_compiler": "project",
+    "export": ".exporter",
+    "check_output_path": ".exporter",
+    "BACKENDS": "..target",
+    "IO_TYPES": "..target",
+    "STRATEGIES": "..target",
+    "HLSProject": ".project",
+    "HLSExportWarning": ".project",
+    "check_compiler": ".project",
 }
 
 
 def __getattr__(name):
     if name not in _NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+    value = getattr(_importlib.import_module(_NAMES[name], __name__), name)
     globals()[name] = value
     return value
 

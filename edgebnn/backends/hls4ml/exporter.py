@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import keyword
-import math
 import os
 import pathlib
 import re
@@ -30,14 +29,11 @@ from hls4ml.model import ModelGraph
 from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
+from ..target import BACKENDS, Target
 from . import threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering
 from .project import HLSExportWarning, HLSProject
-
-BACKENDS = ("Vitis", "Vivado")
-IO_TYPES = ("io_parallel", "io_stream")
-STRATEGIES = ("Latency", "Resource")
 
 # every code that reaches C++ goes through a decimal literal parsed as a double
 _MAX_EXACT_CODE = 2**53
@@ -49,15 +45,20 @@ def export(
     board: Mapping[str, Any] | None = None,
     part: str | None = None,
     clock_period: float | None = None,
-    backend: str = "Vitis",
-    io_type: str = "io_parallel",
-    strategy: str = "Latency",
-    reuse_factor: int = 1,
+    backend: str | None = None,
+    io_type: str | None = None,
+    strategy: str | None = None,
+    reuse_factor: int | Mapping[str, int] | None = None,
     project_name: str = "myproject",
     force: bool = False,
     trace: bool = False,
+    target: Target | None = None,
 ) -> HLSProject:
     """Write ``graph`` as an hls4ml project into ``output_dir``.
+
+    What the project is built for is one :class:`~edgebnn.backends.target.Target`: pass it as
+    ``target``, or give its options here (``board``, ``part``, ``clock_period``, ``backend``,
+    ``io_type``, ``strategy``, ``reuse_factor``; not both).
 
     Args:
         graph: the deployment graph.
@@ -67,46 +68,43 @@ def export(
             ``edgebnn.boards`` entry); ``part`` / ``clock_period`` given here override it.
         part: FPGA part string, e.g. ``xc7z020clg400-1``.
         clock_period: target clock period in ns.
-        backend: ``Vitis`` or ``Vivado``.
-        io_type: ``io_parallel`` (arrays) or ``io_stream`` (hls::stream of pixels; convolutions
-            compile much faster there).
-        strategy: ``Latency`` or ``Resource``.
-        reuse_factor: hls4ml reuse factor for every layer (hls4ml may snap it; see ``.warnings``).
+        backend: ``Vitis`` (default) or ``Vivado``.
+        io_type: ``io_parallel`` (arrays, default) or ``io_stream`` (hls::stream of pixels;
+            convolutions compile much faster there).
+        strategy: ``Latency`` (default) or ``Resource``.
+        reuse_factor: hls4ml reuse factor for every layer (default 1), or a mapping from dense and
+            conv2d node names to theirs (the others get 1); hls4ml may snap it (see ``.warnings``).
         project_name: the HLS top function / project name (a C identifier).
         force: replace an existing ``output_dir``, only after the new project is complete.
         trace: compile hls4ml's per-layer tracing into the C-simulation (``HLSProject.trace``
             does this on a temporary twin; the default keeps the project as plain as possible).
+        target: the whole target as one value, instead of the options above.
 
     Returns:
         an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
     """
-    backend_name = _check_choice("backend", backend, BACKENDS, "use Vitis or Vivado")
-    io_type = _check_choice("io_type", io_type, IO_TYPES, "use io_parallel or io_stream")
-    strategy = _check_choice("strategy", strategy, STRATEGIES, "use Latency or Resource")
-    if isinstance(reuse_factor, bool) or not isinstance(reuse_factor, (int, np.integer)) or reuse_factor < 1:
-        raise EdgebnnError(f"reuse_factor must be an integer >= 1, got {reuse_factor!r}")
-    reuse_factor = int(reuse_factor)
+    target = make_target(target, board=board, part=part, clock_period_ns=clock_period, backend=backend,
+                         io_type=io_type, strategy=strategy, reuse_factor=reuse_factor)
     if not isinstance(project_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name) \
             or keyword.iskeyword(project_name):
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
-    part, clock_period = _target(board, part, clock_period)
     final = check_output_path(output_dir)
-    check_graph(graph, io_type)
+    check_graph(graph, target.io_type)
+    target.reuse_factors([n.name for n in graph.nodes if "weight" in n.params], graph.name)
 
     threshold_layer.register(BACKENDS)
     names = hls_names(graph)
-    chain = hls_chain(graph, io_type)
+    chain = hls_chain(graph, target.io_type)
     layers = layer_list(chain, names)
     messages: list[str] = []
     with staged_dir(final, force=force, what="HLS project folder") as tmp:
-        config = hls_config(chain, names, str(tmp), project_name, backend_name, part, clock_period,
-                            io_type, strategy, reuse_factor, trace)
+        config = hls_config(chain, names, str(tmp), project_name, target, trace)
         out = io.StringIO()
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
             warnings.simplefilter("always")
             model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]],
                                                [names[chain.output.name]])
-            messages += check_model(model, chain, names, reuse_factor)
+            messages += check_model(model, chain, names, target)
             model.write()
         # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
         # and then restores the lower-case strategy its templates need: nothing the user must know
@@ -121,9 +119,7 @@ def export(
     model.config.config["OutputDir"] = str(final)
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
-    export_kwargs = dict(part=part, clock_period=clock_period, backend=backend_name, io_type=io_type,
-                         strategy=strategy, reuse_factor=reuse_factor, project_name=project_name)
-    return HLSProject(str(final), model, graph, messages, export_kwargs)
+    return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name))
 
 
 def check_output_path(output_dir) -> pathlib.Path:
@@ -168,39 +164,18 @@ def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
         previous = node
 
 
-def _check_choice(what: str, value, choices, advice: str) -> str:
-    for choice in choices:
-        if isinstance(value, str) and value.lower() == choice.lower():
-            return choice
-    raise EdgebnnError(f"{what} {value!r} is not supported by edgebnn export; {advice}")
-
-
-def _target(board, part, clock_period):
-    if board is not None:
-        if part is None:
-            part = _board_value(board, "part")
-        if clock_period is None:
-            clock_period = _board_value(board, "clock_period_ns")
-    if part is not None and (not isinstance(part, str) or not part.strip()):
-        raise EdgebnnError(f"FPGA part must be a non-empty string like 'xc7z020clg400-1', got {part!r}")
-    if clock_period is not None:
-        if isinstance(clock_period, bool) or not isinstance(clock_period, (int, float, np.number)) \
-                or not math.isfinite(clock_period) or clock_period <= 0:
-            raise EdgebnnError(f"clock period must be a positive number of ns, got {clock_period!r}")
-        clock_period = int(clock_period) if float(clock_period).is_integer() else float(clock_period)
-    return part, clock_period
-
-
-def _board_value(board, key, default=None, required=True):
-    """``board[key]`` for a dict, ``board.key`` for an ``edgebnn.boards.Board``."""
-    if isinstance(board, Mapping):
-        value = board.get(key, default)
-    else:
-        value = getattr(board, key, default)
-    if value is None and required:
-        name = _board_value(board, "name", repr(board), required=False)
-        raise EdgebnnError(f"board {name} has no {key!r}; add it to the board profile or pass it to export")
-    return value
+def make_target(target: Target | None, **options) -> Target:
+    """``target``, or the Target of the ``options`` given (those left None take its defaults);
+    both at once is refused."""
+    given = {key: value for key, value in options.items() if value is not None}
+    if target is None:
+        return Target(**given)
+    if not isinstance(target, Target):
+        raise EdgebnnError(f"target must be an edgebnn.backends.target.Target, got {type(target).__name__}")
+    if given:
+        raise EdgebnnError(f"give either target or its options ({', '.join(given)}), not both; "
+                           "use target.replace(...) to change an option")
+    return target
 
 
 def _printed_warnings(text: str) -> list[str]:

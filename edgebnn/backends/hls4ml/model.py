@@ -17,6 +17,7 @@ import re
 from hls4ml.backends import get_backend
 
 from ...graph import Graph, Node
+from ..target import Target
 from .ops import flatten, lowering
 from .ops.common import check_packing, expect_precision, precision
 
@@ -103,15 +104,15 @@ def hls_names(graph: Graph) -> dict[str, str]:
     return names
 
 
-def hls_config(chain: Chain, names, output_dir, project_name, backend, part, clock_period, io_type,
-               strategy, reuse_factor, trace=False) -> dict:
-    """hls4ml's configuration of the project: target, writer options, and per layer its
+def hls_config(chain: Chain, names, output_dir, project_name, target: Target, trace=False) -> dict:
+    """hls4ml's configuration of the project: the target, writer options, and per layer its
     precisions, reuse factor, strategy and tracing."""
-    kwargs = {"io_type": io_type}
-    if part is not None:
-        kwargs["part"] = part
-    if clock_period is not None:
-        kwargs["clock_period"] = clock_period
+    backend, strategy = target.backend, target.strategy
+    kwargs = {"io_type": target.io_type}
+    if target.device_part is not None:
+        kwargs["part"] = target.device_part
+    if target.clock_ns is not None:
+        kwargs["clock_period"] = target.clock_ns
     config = get_backend(backend).create_initial_config(**kwargs)
     config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend,
                   InputData=None, OutputPredictions=None)
@@ -125,7 +126,7 @@ def hls_config(chain: Chain, names, output_dir, project_name, backend, part, clo
         op = lowering(node)
         cfg = {
             "Precision": op.precisions(node, chain.source(node)),
-            "ReuseFactor": op.reuse_factor(node, get_backend(backend), strategy, reuse_factor),
+            "ReuseFactor": op.reuse_factor(node, get_backend(backend), strategy, target.reuse_factor_of(node.name)),
             "Strategy": strategy,
             "Trace": trace,
         }
@@ -133,7 +134,7 @@ def hls_config(chain: Chain, names, output_dir, project_name, backend, part, clo
             layer_cfg[name] = cfg
     config["HLSConfig"] = {
         # no model-wide default precision: a layer hls4ml might add without one fails loudly
-        "Model": {"ReuseFactor": reuse_factor, "Strategy": strategy, "BitExact": False},
+        "Model": {"ReuseFactor": target.model_reuse_factor, "Strategy": strategy, "BitExact": False},
         "LayerName": layer_cfg,
     }
     return config
@@ -152,7 +153,7 @@ def layer_list(chain: Chain, names: dict[str, str]) -> list[dict]:
     return layers
 
 
-def check_model(model, chain: Chain, names: dict[str, str], reuse_factor: int) -> list[str]:
+def check_model(model, chain: Chain, names: dict[str, str], target: Target) -> list[str]:
     """Compare the hls4ml model after its flows with the graph; returns warnings, raises on
     anything that would break bit-exactness."""
     backend = model.config.backend
@@ -175,5 +176,5 @@ def check_model(model, chain: Chain, names: dict[str, str], reuse_factor: int) -
         op = lowering(node)
         if io_type == "io_stream" and op.ELEMENTWISE:
             check_packing(layer)
-        messages += op.verify(layer, node, chain.source(node), backend, reuse_factor)
+        messages += op.verify(layer, node, chain.source(node), backend, target.reuse_factor_of(node.name))
     return messages

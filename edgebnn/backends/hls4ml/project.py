@@ -32,6 +32,7 @@ class HLSProject:
         graph: the deployment graph it was exported from.
         model: the underlying ``hls4ml.model.ModelGraph``.
         warnings: messages about the export the user should read (one sentence each).
+        target: the :class:`~edgebnn.backends.target.Target` it was built for.
     """
 
     def __init__(self, path: str, model, graph: Graph, warnings_: list[str], export_kwargs=None):
@@ -39,7 +40,8 @@ class HLSProject:
         self.model = model
         self.graph = graph
         self.warnings = list(warnings_)
-        self._export_kwargs = dict(export_kwargs or {})
+        self._export_kwargs = dict(export_kwargs or {})  # target and project_name, for trace's twin
+        self.target = self._export_kwargs.get("target")
         self._compiled = False
         # hls::stream warnings the C-simulation printed (a stream destroyed with data left in
         # it: the RTL would stall there), one per stream, from every predict so far
@@ -109,7 +111,7 @@ class HLSProject:
                 _, traces = twin.model.trace(np.ascontiguousarray(x.reshape(len(x), -1)))
         names = hls_names(self.graph)
         # a flatten moved behind requantizations (io_stream) holds their results, not its own
-        moved = hls_chain(self.graph, self._export_kwargs.get("io_type", "io_parallel")).moved
+        moved = hls_chain(self.graph, self.target.io_type).moved
         return {
             node.name: np.asarray(traces[names[node.name]], dtype=np.float64).reshape((len(x), *node.shape))
             for node in self.graph.nodes
