@@ -36,8 +36,9 @@ def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay)
     """Run the step's float ops and quantizer (or the part ``replay`` selects, see
     :func:`run_ops`) through Keras ``predict``, as the model does.
 
-    ``values`` is (n, channels); it is given the rank of the model's tensor there ((n, 1, 1, C)
-    after a convolution) so the same kernels (e.g. TensorFlow's fused 4-D batch norm) run."""
+    ``values`` is (n, channels); it is given the ``rank`` (batch axis not counted) of the
+    model's tensor there ((n, 1, 1, C) after a convolution) so the same kernels (e.g.
+    TensorFlow's fused 4-D batch norm) run."""
     shaped = values.reshape((len(values),) + (1,) * (rank - 1) + values.shape[1:])
     inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
     model = keras.Model(inp, _Replay(step, **replay)(inp))

@@ -42,7 +42,7 @@ def check(pool: Step, req, acc, jit: bool) -> None:
                               f"{t} overflows with {t.overflow} and is not monotone, {advice}")
         return
     codes, values = grid(acc)
-    before = replay.evaluate(step, values, jit, rank=4, stop=pool.ops_before, quantize=False)
+    before = replay.evaluate(step, values, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)
     g = levels_at(req, codes)
     bad = [c for c in range(codes.shape[1]) if np.any(np.diff(g[np.argsort(before[:, c], kind="stable"), c]) < 0)]
     if bad:
