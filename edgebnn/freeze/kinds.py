@@ -1,4 +1,6 @@
-"""What each step kind is: how Keras computes it (``Step.keras_eval``) and how it becomes a node."""
+"""What each step kind is: how Keras computes it (``Step.keras_eval``) and how it becomes a
+node. The kinds of the layer families come from their handler modules (``KIND``); the input
+and the requantizations are made by passes."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from . import replay
-from .lower import conv2d, dense, inputs, pooling, reshape
+from .lower import HANDLERS, inputs
 from .passes import cast_or_threshold, thresholds
 
 
@@ -17,10 +19,7 @@ class Kind(NamedTuple):
 
 KINDS = {
     "input": Kind(inputs.keras_eval, inputs.node),
-    "dense": Kind(dense.keras_eval, dense.node),
-    "conv2d": Kind(conv2d.keras_eval, conv2d.node),
-    "flatten": Kind(reshape.keras_eval, reshape.node),
-    "maxpool2d": Kind(pooling.keras_eval, pooling.node),
+    **{m.KIND: Kind(m.keras_eval, m.node) for m in HANDLERS.values() if hasattr(m, "KIND")},
     "requant": Kind(replay.run_ops, thresholds.node),
     "cast": Kind(replay.run_ops, cast_or_threshold.node),
 }

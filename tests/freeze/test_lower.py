@@ -16,7 +16,7 @@ def lowered(layer, logits=False):
 
 
 def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
-    assert handler_for(keras.layers.SpatialDropout2D(0.1)).lower is noop_module.lower
+    assert handler_for(keras.layers.SpatialDropout2D(0.1)) is noop_module
     assert handler_for(QuantConv1D(2, 3)) is None  # a Conv1D is not a QuantConv2D
     msg = str(unsupported(keras.layers.Dense(2, name="x")))
     assert msg == ("layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
@@ -41,3 +41,10 @@ def test_handlers_refuse_by_layer():
     with pytest.raises(FreezeError, match=r"layer 'p' \(Activation\) applies softmax"):
         lowered(keras.layers.Activation("softmax", name="p"))
     assert lowered(keras.layers.Activation("linear")) == [] and lowered(keras.layers.Dropout(0.5)) == []
+
+
+def test_every_handler_module_has_what_the_table_promises():
+    for cls, module in HANDLERS.items():
+        assert isinstance(module.LABEL, str) and callable(module.lower), cls
+        if hasattr(module, "KIND"):
+            assert callable(module.keras_eval) and callable(module.node), cls

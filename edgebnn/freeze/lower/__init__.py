@@ -1,47 +1,44 @@
-"""Lowering: one handler per Keras layer family turns a layer into raw items (see
+"""Lowering: one handler module per Keras layer family turns a layer into raw items (see
 ``freeze/items.py``); :data:`HANDLERS` is the table, looked up along the layer class's MRO.
 
-A handler is a generator ``lower(source: Layer) -> Iterator[item]`` that checks the layer
-(raising a FreezeError that names it) and yields its items in the layer's order: for a
-weighted layer its input :class:`Quantize` (quantizer or None), its accumulator
-:class:`Step`, then :class:`FloatOp` items. ``starts``: a layer of this family may start the
-model (it has an ``input_quantizer`` giving the input's type).
+A handler module has
+
+- ``lower(source: Layer) -> Iterator[item]``: a generator that checks the layer (raising a
+  FreezeError that names it) and yields its items in the layer's order (a weighted layer: its
+  input :class:`Quantize`, quantizer or None, its accumulator :class:`Step`, then
+  :class:`FloatOp` items);
+- ``LABEL``: how the supported-layers sentence names the family;
+- ``STARTS = True`` when a layer of the family may start the model (its ``input_quantizer``
+  sets the input's type);
+- for a family whose steps are its own (``Step.kind == KIND``): ``KIND``,
+  ``keras_eval(step, x)`` (how Keras computes the step) and ``node(step, freezing)`` (its
+  graph node); ``freeze/kinds.py`` collects them.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from types import ModuleType
 
 import keras
 
 from ...layers import QuantActivation, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
-from . import activation, batchnorm, conv2d, dense, noop, pooling, reshape
+from . import activation, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
 
-
-@dataclasses.dataclass(frozen=True)
-class Handler:
-    """How one Keras layer family is lowered; ``label`` names it in the supported-layers sentence."""
-
-    lower: Callable[[Layer], Iterator]
-    label: str
-    starts: bool = False
-
-
-HANDLERS: dict[type, Handler] = {
-    QuantDense: Handler(dense.lower, "QuantDense", starts=True),
-    QuantConv2D: Handler(conv2d.lower, "QuantConv2D", starts=True),
-    keras.layers.BatchNormalization: Handler(batchnorm.lower, "BatchNormalization"),
-    QuantActivation: Handler(activation.lower_quantizer, "QuantActivation"),
-    keras.layers.Activation: Handler(activation.lower, "elementwise Activation"),
-    keras.layers.MaxPooling2D: Handler(pooling.lower, "MaxPooling2D"),
-    keras.layers.Flatten: Handler(reshape.lower, "Flatten"),
-    keras.layers.Dropout: Handler(noop.lower, "Dropout"),
+HANDLERS: dict[type, ModuleType] = {
+    QuantDense: dense,
+    QuantConv2D: conv2d,
+    keras.layers.BatchNormalization: batchnorm,
+    QuantActivation: quant_activation,
+    keras.layers.Activation: activation,
+    keras.layers.MaxPooling2D: pooling,
+    keras.layers.Flatten: reshape,
+    keras.layers.Dropout: noop,
 }
 
 
-def handler_for(layer) -> Handler | None:
+def handler_for(layer) -> ModuleType | None:
     """The handler of the layer's class or of its nearest base class in the table."""
     for cls in type(layer).__mro__:
         if cls in HANDLERS:
@@ -49,9 +46,14 @@ def handler_for(layer) -> Handler | None:
     return None
 
 
+def starts(layer) -> bool:
+    """A layer of this family may start the model."""
+    return getattr(handler_for(layer), "STARTS", False)
+
+
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
-    labels = [h.label for h in HANDLERS.values()]
+    labels = [h.LABEL for h in HANDLERS.values()]
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} "
                        f"and {labels[-1]}")
 

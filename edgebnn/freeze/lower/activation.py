@@ -1,5 +1,4 @@
-"""``QuantActivation`` and ``Activation``: a quantizer that ends the float ops before it, and
-elementwise float activations (also a weighted layer's own ``activation``)."""
+"""``Activation``: an elementwise float activation (also a weighted layer's own ``activation``)."""
 
 from __future__ import annotations
 
@@ -7,7 +6,9 @@ from collections.abc import Iterator
 
 import keras
 
-from ..items import FloatOp, FreezeError, Layer, Quantize
+from ..items import FloatOp, FreezeError, Layer
+
+LABEL = "elementwise Activation"
 
 # elementwise activations whose float32 results TensorFlow computes identically at every tensor
 # position (checked against one-element tensors); any other may differ by a few ulps between the
@@ -41,8 +42,3 @@ def lower(source: Layer) -> Iterator:
     if layer.activation is not keras.activations.linear:
         yield float_op(layer, layer.name, lambda x, l=layer: l(x), layer.activation)
 
-
-def lower_quantizer(source: Layer) -> Iterator:
-    """A ``QuantActivation``: its quantizer ends the float ops before it."""
-    layer = source.layer
-    yield Quantize(layer, layer.quantizer, "quantizer", layer.name)

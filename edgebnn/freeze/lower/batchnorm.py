@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 from ..items import FloatOp, FreezeError, Layer, where
 
+LABEL = "BatchNormalization"
+
 
 def lower(source: Layer) -> Iterator:
     """Its float op (per channel: it does not commute with a Flatten)."""

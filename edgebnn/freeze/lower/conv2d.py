@@ -13,6 +13,10 @@ from ...layers import _conv_input, _same_padding
 from ..items import FreezeError, Layer, Step, where
 from . import weighted
 
+LABEL = "QuantConv2D"
+STARTS = True  # its input_quantizer may set the model's input type
+KIND = "conv2d"
+
 
 def check(layer) -> None:
     """Refuse the options the conv2d node does not have."""
@@ -31,7 +35,7 @@ def check(layer) -> None:
 def lower(source: Layer) -> Iterator:
     """Its input quantizer, the conv2d accumulator, a float bias and its activation."""
     check(source.layer)
-    yield from weighted.lower(source, "conv2d")
+    yield from weighted.lower(source, KIND)
 
 
 def keras_eval(step: Step, x):

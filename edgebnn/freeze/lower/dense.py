@@ -11,10 +11,14 @@ from ...graph import dense_node
 from ..items import Layer, Step
 from . import weighted
 
+LABEL = "QuantDense"
+STARTS = True  # its input_quantizer may set the model's input type
+KIND = "dense"
+
 
 def lower(source: Layer) -> Iterator:
     """Its input quantizer, the dense accumulator, a float bias and its activation."""
-    yield from weighted.lower(source, "dense")
+    yield from weighted.lower(source, KIND)
 
 
 def keras_eval(step: Step, x):

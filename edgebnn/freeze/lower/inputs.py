@@ -6,6 +6,8 @@ from ...graph import input_node
 from .. import forms
 from ..items import Step
 
+KIND = "input"
+
 
 def keras_eval(step: Step, x):
     """The quantized input as Keras computes it."""

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 from ..items import Layer
 
+LABEL = "Dropout"
+
 
 def lower(source: Layer) -> Iterator:
     """No items."""

@@ -9,6 +9,9 @@ from keras import ops
 from ...graph import maxpool2d_node
 from ..items import FreezeError, Layer, Step, where
 
+LABEL = "MaxPooling2D"
+KIND = "maxpool2d"
+
 
 def check(layer) -> None:
     """Refuse the options the maxpool2d node does not have."""
@@ -24,7 +27,7 @@ def lower(source: Layer) -> Iterator:
     """A maxpool2d step (passes/move_after_quantizer moves it after a quantizer that follows;
     passes/check_pool_move checks that move is exact)."""
     check(source.layer)
-    yield Step(source.layer.name, "maxpool2d", source.layer, sources=[source.layer.name])
+    yield Step(source.layer.name, KIND, source.layer, sources=[source.layer.name])
 
 
 def keras_eval(step: Step, x):

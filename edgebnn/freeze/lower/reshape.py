@@ -9,9 +9,13 @@ from keras import ops
 from ...graph import flatten_node
 from ..items import FreezeError, Layer, Step, where
 
+LABEL = "Flatten"
+KIND = "flatten"
+
 
 def lower(source: Layer) -> Iterator:
-    """A flatten step (passes/move_after_quantizer moves it after a quantizer that follows)."""
+    """A flatten step (passes/move_after_quantizer moves it after a quantizer that follows); a
+    Flatten of a flat tensor is nothing."""
     from . import unsupported
 
     layer = source.layer
@@ -22,7 +26,7 @@ def lower(source: Layer) -> Iterator:
         raise unsupported(layer)
     if getattr(layer, "data_format", "channels_last") != "channels_last":
         raise FreezeError(f"{where(layer)} flattens channels_first data; only channels_last is supported")
-    yield Step(layer.name, "flatten", layer, sources=[layer.name])
+    yield Step(layer.name, KIND, layer, sources=[layer.name])
 
 
 def keras_eval(step: Step, x):

@@ -6,16 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..items import FreezeError, Layer, Planning, where
-from ..lower import handler_for
+from ..lower import starts
 
 
 def run(items: Iterable[Layer], planning: Planning) -> Iterator[Layer]:
-    """The layers, checked to start with a layer whose handler ``starts``."""
+    """The layers, checked to start with a layer whose handler ``STARTS``."""
     started = False
     for item in items:
         if not started:
-            handler = handler_for(item.layer)
-            if handler is None or not handler.starts:
+            if not starts(item.layer):
                 raise FreezeError(
                     f"{where(item.layer)} comes before the first QuantDense or QuantConv2D; the model must start "
                     "with one whose input_quantizer sets the input's fixed-point type"
