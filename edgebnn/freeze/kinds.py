@@ -13,6 +13,8 @@ from .passes import cast_or_threshold, thresholds
 
 
 class Kind(NamedTuple):
+    """A step kind: its Keras evaluation and its node builder."""
+
     keras_eval: Callable  # (step, keras tensor) -> keras tensor
     node: Callable  # (step, freezing) -> Node reading the last node built
 

@@ -1,4 +1,4 @@
-"""The model's input: the first layer's ``input_quantizer`` (passes/check_start makes the step)."""
+"""The model's input: the first layer's ``input_quantizer`` (passes/input_quantizer makes the step)."""
 
 from __future__ import annotations
 
