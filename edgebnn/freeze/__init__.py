@@ -1,0 +1,126 @@
+"""Freeze a trained Keras model into a deployment graph of integers and fixed-point types.
+
+The model is read as a chain of layers. Each layer family has a lowering handler
+(``freeze/lower/<family>.py``, table ``lower.HANDLERS``) turning it into raw items; small
+passes (``freeze/passes/<rewrite>.py``, lists ``passes.PASSES`` and ``passes.NODE_PASSES``)
+rewrite those into steps and the steps into nodes:
+
+* the first layer's ``input_quantizer`` fixes the input's fixed-point type;
+* a ``QuantDense`` becomes an exact dense node (integer kernel codes, accumulator type from
+  interval analysis), a ``QuantConv2D`` an exact conv2d node (explicit padding amounts with
+  TensorFlow's "same" split, ``pad_values`` as a code of the quantized input's type, strides);
+* a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
+  quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
+  thresholds stay per channel instead of per flattened feature;
+* a ``MaxPooling2D`` (channels_last, "valid" padding; "same" is refused) becomes a maxpool2d
+  node. On a quantized tensor (after a requantization) or directly on an accumulator it is
+  exact as it stands. Between an accumulator and its quantizer (conv -> BN -> MaxPool ->
+  quantizer, larq's usual order) it is moved after the quantizer, which is exact only when
+  the requantization commutes with the maximum: freeze enumerates every accumulator value
+  per channel, evaluates in Keras the float ops *before* the pool, and requires the
+  quantized output (the derived threshold levels) to be non-decreasing in the order of
+  those pre-pool values. With nothing but a float bias before the pool that is exactly
+  "levels non-decreasing per channel" (a negative BatchNormalization gamma after the pool
+  is refused); with the BatchNormalization before the pool and a non-decreasing quantizer
+  after it, any gamma sign passes (max commutes with the quantizer alone). A cast
+  requantization must not wrap. Otherwise a FreezeError names the pooling layer and
+  suggests pooling after the activation;
+* the float operations after an accumulator (a float bias, ``BatchNormalization``, an
+  elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
+  or the next layer's ``input_quantizer``) become one threshold node (a cast node when the
+  quantizer is a plain conversion after relus only).
+
+Thresholds are not derived by algebra: freeze runs the model's *own* inference arithmetic
+(the same Keras ops through ``predict``, ``freeze/replay.py``) on every integer value the
+accumulator can take, per channel, and records where the quantized output changes. Ties,
+float32 rounding, negative or zero gamma therefore come out exactly as Keras computes them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from keras import ops
+
+from ..graph import Graph
+from .chain import layer_chain, model_jit
+from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
+from .logits import keras_logits
+from .passes import NODE_PASSES, PASSES
+from .passes.float32_exactness import inexact as _inexact
+
+__all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", "keras_logits", "plan", "trace"]
+
+
+def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
+    planning = Planning(strip_softmax=strip_softmax)
+    items = (Layer(layer) for layer in layer_chain(model))
+    for run in PASSES:
+        items = run(items, planning)
+    return list(items), planning
+
+
+def plan(model, strip_softmax: bool = False) -> list[Step]:
+    """The steps of ``model`` in order; raises FreezeError for anything not exportable.
+
+    With ``strip_softmax`` a softmax that ends the model (an ``Activation('softmax')``, a
+    ``Softmax`` layer or a last ``QuantDense`` with ``activation='softmax'``) is left out: the
+    steps compute the logits, whose argmax is the same.
+    """
+    return _plan(model, strip_softmax)[0]
+
+
+def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None,
+           strip_softmax: bool = False) -> Graph:
+    """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
+
+    ``strip_softmax=True`` drops a softmax that ends the model (hardware cannot compute it
+    exactly; argmax is unchanged): the graph computes the logits, ``graph.meta
+    ["stripped_softmax"]`` records ``{"n": classes}`` (the estimator can add hls4ml's softmax
+    cost from it) and a :class:`FreezeWarning` says so. Without it such a model is refused.
+    """
+    steps, planning = _plan(model, strip_softmax)
+    input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
+    freezing = Freezing(model, model_jit(model), input_shape)
+    for step in steps:
+        if progress:
+            progress(f"freezing {step.name}")
+        for run in NODE_PASSES:
+            run(step, freezing)
+    nodes, caveats = freezing.nodes, freezing.caveats
+    inexact = _inexact(nodes)
+    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact,
+            "keras_caveats": caveats}
+    for caveat in caveats:
+        warnings.warn(f"node {caveat['node']!r}: {caveat['reason']}", FreezeWarning, stacklevel=2)
+    if inexact:
+        warnings.warn(
+            f"the accumulators of {', '.join(inexact)} need more than 24 significant bits, so Keras's float32 "
+            "arithmetic cannot compute them exactly: Keras may differ from the deployed model, while the emulator "
+            "and the C-simulation still agree bit for bit; use narrower inputs or weights for a bit-exact Keras model",
+            FreezeWarning, stacklevel=2,
+        )
+    if planning.stripped is not None:
+        layer = planning.stripped
+        meta["stripped_softmax"] = {"n": int(nodes[-1].shape[-1]), "layer": layer.name}
+        warnings.warn(
+            f"the softmax of layer {layer.name!r} is not part of the graph: it computes the logits (argmax is "
+            "unchanged); apply softmax in software if probabilities are needed",
+            FreezeWarning, stacklevel=2,
+        )
+    return Graph(name or model.name, nodes, meta)
+
+
+def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
+    """Each step's output computed by Keras (eager, inference mode), by graph node name.
+
+    Used to find the first layer where Keras and the emulator part ways.
+    """
+    out = {}
+    h = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
+    for step in plan(model, strip_softmax=strip_softmax):
+        h = step.keras_eval(h)
+        out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
+    return out

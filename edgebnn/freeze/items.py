@@ -1,0 +1,119 @@
+"""The records freeze passes between its stages, and its error and warning classes.
+
+A Keras layer enters as a :class:`Layer`; its lowering handler (``freeze/lower``) turns it
+into raw items: :class:`Quantize` (a quantizer: a weighted layer's ``input_quantizer``, a
+``QuantActivation``), :class:`Step` (an accumulator, a reshape, a pool), :class:`FloatOp` (an
+elementwise float operation). The passes (``freeze/passes``) fold and move these until only
+steps remain: one :class:`Step` per node of the graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import EdgebnnError
+
+# accumulator values enumerated per threshold node (channels x values); above this a search
+# per level would be needed, which freeze does not do yet
+MAX_ENUMERATION = 1 << 24
+
+
+class FreezeError(EdgebnnError):
+    """The model cannot be frozen into an exact deployment graph."""
+
+
+class FreezeWarning(UserWarning):
+    """The frozen graph is exact but not what Keras computes: float32 cannot hold its accumulators
+    exactly, Keras's own result depends on the batch layout (``graph.meta["keras_caveats"]``), or
+    the model's trailing softmax was stripped (``strip_softmax=True``)."""
+
+
+def where(layer) -> str:
+    """How an error names a layer: ``layer 'name' (Class)``."""
+    return f"layer {layer.name!r} ({type(layer).__name__})"
+
+
+@dataclasses.dataclass
+class Layer:
+    """One Keras layer of the chain, before lowering. ``logits``: lower it without its
+    activation (the trailing softmax of a ``QuantDense`` that ``strip_softmax`` drops)."""
+
+    layer: Any
+    logits: bool = False
+
+
+@dataclasses.dataclass
+class FloatOp:
+    """An elementwise float operation between an accumulator and its quantizer."""
+
+    label: str
+    fn: Callable  # keras tensor -> keras tensor, exactly as the layer computes it at inference
+    relu: bool = False  # exactly max(x, 0): a cast node can do it in hardware
+    # the name of a parameter-free elementwise activation whose float32 result TensorFlow may
+    # compute differently at different tensor positions (see lower.activation), else None
+    layout_sensitive: str | None = None
+    bias: bool = False  # a float bias added to the accumulator
+    layer: Any = None  # the Keras layer it comes from
+    per_channel: bool = False  # its parameters follow the channel axis (it does not commute with a Flatten)
+
+
+@dataclasses.dataclass
+class Quantize:
+    """A quantizer that ends the float ops before it: ``which`` is the attribute of ``layer``
+    holding it ("input_quantizer" of a weighted layer, None when it has none; "quantizer" of a
+    ``QuantActivation``); ``name`` is the step it becomes."""
+
+    layer: Any
+    quantizer: Any
+    which: str
+    name: str
+
+
+@dataclasses.dataclass
+class Step:
+    """One node of the graph and how Keras computes the same values."""
+
+    name: str
+    # "input" | "dense" | "conv2d" | "maxpool2d" | "flatten" | "requant" (thresholds) | "cast"
+    kind: str
+    layer: Any
+    quantizer: Any = None
+    float_ops: list[FloatOp] = dataclasses.field(default_factory=list)
+    sources: list[str] = dataclasses.field(default_factory=list)
+    # a maxpool2d moved after a requantization: that step and how many of its float ops ran
+    # before the pool in Keras (freeze checks that the move is exact)
+    moved_from: Step | None = None
+    ops_before: int = 0
+
+    def keras_eval(self, x):
+        """This step's output in Keras (eager, inference mode) given the previous output."""
+        from .kinds import KINDS
+
+        return KINDS[self.kind].keras_eval(self, x)
+
+
+@dataclasses.dataclass
+class Planning:
+    """What the plan passes share: the options and what they record for ``freeze``."""
+
+    strip_softmax: bool = False
+    stripped: Any = None  # the layer whose trailing softmax was left out
+
+
+@dataclasses.dataclass
+class Freezing:
+    """What the node passes share while steps become nodes."""
+
+    model: Any
+    jit: bool  # the model runs under XLA: replay Keras the same way
+    input_shape: tuple | None
+    nodes: list = dataclasses.field(default_factory=list)
+    caveats: list[dict] = dataclasses.field(default_factory=list)  # where Keras's own result depends on the layout
+    # requant step name -> (accumulator values, Keras's quantized output codes) its thresholds came from
+    replayed: dict[str, tuple] = dataclasses.field(default_factory=dict)
+
+    def node(self, name: str):
+        """The node called ``name`` built so far."""
+        return next(n for n in self.nodes if n.name == name)

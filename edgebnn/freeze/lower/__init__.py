@@ -1,0 +1,70 @@
+"""Lowering: one handler module per Keras layer family turns a layer into raw items (see
+``freeze/items.py``); :data:`HANDLERS` is the table, looked up along the layer class's MRO.
+
+A handler module has
+
+- ``lower(source: Layer) -> Iterator[item]``: a generator that checks the layer (raising a
+  FreezeError that names it) and yields its items in the layer's order (a weighted layer: its
+  input :class:`Quantize`, quantizer or None, its accumulator :class:`Step`, then
+  :class:`FloatOp` items);
+- ``LABEL``: how the supported-layers sentence names the family;
+- ``STARTS = True`` when a layer of the family may start the model (its ``input_quantizer``
+  sets the input's type);
+- for a family whose steps are its own (``Step.kind == KIND``): ``KIND``,
+  ``keras_eval(step, x)`` (how Keras computes the step) and ``node(step, freezing)`` (its
+  graph node); ``freeze/kinds.py`` collects them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+
+import keras
+
+from ...layers import QuantActivation, QuantConv2D, QuantDense
+from ..items import FreezeError, Layer, where
+from . import activation, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+
+HANDLERS: dict[type, ModuleType] = {
+    QuantDense: dense,
+    QuantConv2D: conv2d,
+    keras.layers.BatchNormalization: batchnorm,
+    QuantActivation: quant_activation,
+    keras.layers.Activation: activation,
+    keras.layers.MaxPooling2D: pooling,
+    keras.layers.Flatten: reshape,
+    keras.layers.Dropout: noop,
+}
+
+
+def handler_for(layer) -> ModuleType | None:
+    """The handler of the layer's class or of its nearest base class in the table."""
+    for cls in type(layer).__mro__:
+        if cls in HANDLERS:
+            return HANDLERS[cls]
+    return None
+
+
+def starts(layer) -> bool:
+    """A layer of this family may start the model."""
+    return getattr(handler_for(layer), "STARTS", False)
+
+
+def unsupported(layer) -> FreezeError:
+    """The error for a layer no handler lowers."""
+    labels = [h.LABEL for h in HANDLERS.values()]
+    return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} "
+                       f"and {labels[-1]}")
+
+
+def run(items: Iterable, planning) -> Iterator:
+    """The lowering pass: each :class:`Layer` becomes its handler's items."""
+    for item in items:
+        if not isinstance(item, Layer):
+            yield item
+            continue
+        handler = handler_for(item.layer)
+        if handler is None:
+            raise unsupported(item.layer)
+        yield from handler.lower(item)

@@ -1,0 +1,53 @@
+"""A MaxPooling2D moved after a requantization (passes/move_after_quantizer) is refused unless
+the move is exact.
+
+Keras computes ``h(max_i f(x_i))`` with ``f`` the float ops before the pool and ``h`` the rest
+and the quantizer; the graph computes ``max_i g(x_i)`` with ``g = h(f)`` (the requant node).
+Both agree for every window exactly when ``g`` is non-decreasing in the order of ``f``'s
+values, which is checked on every accumulator value of every channel (Keras replayed on them).
+A cast must not wrap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...graph import _on_grid
+from .. import replay
+from ..items import FreezeError, Step, where
+from .thresholds import grid, levels_at
+
+
+def run(step: Step, freezing) -> None:
+    """Check a moved maxpool2d step against its requant node, before its own node is built."""
+    if step.kind != "maxpool2d" or step.moved_from is None:
+        return
+    req = freezing.node(step.moved_from.name)
+    check(step, req, freezing.node(req.inputs[0]), freezing.jit)
+
+
+def check(pool: Step, req, acc, jit: bool) -> None:
+    """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact."""
+    step = pool.moved_from
+    advice = (f"so the maximum cannot move after the quantizer exactly; pool after the activation "
+              f"(put {pool.name!r} after {step.name!r}) or directly on the accumulator before the normalization")
+    if req.op == "cast":  # float ops are relus (non-decreasing): the conversion must be non-decreasing
+        t = req.type
+        lo, hi = acc.lo, acc.hi
+        if req.attrs["relu"]:
+            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        wraps = not (t.contains(_on_grid(lo, t)) and t.contains(_on_grid(hi, t)))
+        if wraps and t.overflow not in ("SAT", "SAT_SYM"):
+            raise FreezeError(f"{where(pool.layer)} sits before the quantizer of {step.name!r}, whose conversion onto "
+                              f"{t} overflows with {t.overflow} and is not monotone, {advice}")
+        return
+    codes, values = grid(acc)
+    before = replay.evaluate(step, values, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)
+    g = levels_at(req, codes)
+    bad = [c for c in range(codes.shape[1]) if np.any(np.diff(g[np.argsort(before[:, c], kind="stable"), c]) < 0)]
+    if bad:
+        ops_before = ", ".join(op.label for op in step.float_ops[: pool.ops_before])
+        raise FreezeError(
+            f"{where(pool.layer)} sits between {ops_before} and the quantizer of {step.name!r}, whose requantization "
+            f"decreases in channel(s) {bad[:8]} (e.g. a negative BatchNormalization gamma after the pool), {advice}"
+        )

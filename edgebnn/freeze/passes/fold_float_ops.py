@@ -1,0 +1,44 @@
+"""The float ops after an accumulator (a float bias, ``BatchNormalization``, an elementwise
+activation) and the quantizer that ends them become one requant step; real-valued values
+entering a weighted layer without an input quantizer, or ending the model, are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
+
+
+def run(items: Iterable, planning: Planning) -> Iterator:
+    """Only steps: float ops and their quantizer folded into "requant" steps."""
+    pending: list[FloatOp] = []
+    became: dict[int, Step] = {}  # id of a Quantize item -> its requant step
+    for item in items:
+        if isinstance(item, FloatOp):
+            pending.append(item)
+        elif isinstance(item, Quantize):
+            if item.quantizer is None:  # a weighted layer without an input quantizer
+                if pending:
+                    raise FreezeError(
+                        f"{where(item.layer)} receives real-valued inputs from {_names(pending)}; "
+                        "give it an input_quantizer or insert a QuantActivation before it"
+                    )
+                continue
+            step = Step(item.name, "requant", item.layer, item.quantizer, list(pending),
+                        [op.layer.name for op in pending] + [item.layer.name])
+            became[id(item)] = step
+            pending.clear()
+            yield step
+        else:
+            if isinstance(item.moved_from, Quantize):
+                item.moved_from = became[id(item.moved_from)]
+            yield item
+    if pending:
+        raise FreezeError(
+            f"the model ends with real-valued outputs of {_names(pending)} that hardware cannot "
+            "reproduce exactly; end it with a QuantActivation (e.g. quantized_bits(8, 3)) or a QuantDense"
+        )
+
+
+def _names(pending: list[FloatOp]) -> str:
+    return ", ".join(op.layer.name for op in pending)

@@ -1,0 +1,91 @@
+"""Keras's own inference arithmetic on accumulator values: the one place freeze runs Keras on
+grids of accumulator values (thresholds, the pool-move check, the layout caveat)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from .items import FloatOp, Step
+
+
+def run_ops(step: Step, x, start: int = 0, stop: int | None = None, quantize: bool = True):
+    """The float ops ``start:stop`` of a requantization step on the Keras tensor ``x``, then
+    (with ``quantize``) its quantizer, as the model computes them at inference."""
+    for op in step.float_ops[start:stop]:
+        x = op.fn(x)
+    return step.quantizer(x, training=False) if quantize else x
+
+
+class _Replay(keras.layers.Layer):
+    """The float ops ``start:stop`` of one requantization step, then (with ``quantize``) its
+    quantizer, as one layer."""
+
+    def __init__(self, step: Step, start: int = 0, stop: int | None = None, quantize: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self._step = step
+        self._range = (start, stop)
+        self._quantize = quantize
+
+    def call(self, x):
+        start, stop = self._range
+        return run_ops(self._step, x, start, stop, self._quantize)
+
+
+def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay) -> np.ndarray:
+    """Run the step's float ops and quantizer (or the part ``replay`` selects, see
+    :func:`run_ops`) through Keras ``predict``, as the model does.
+
+    ``values`` is (n, channels); it is given the ``rank`` (batch axis not counted) of the
+    model's tensor there ((n, 1, 1, C) after a convolution) so the same kernels (e.g.
+    TensorFlow's fused 4-D batch norm) run."""
+    shaped = values.reshape((len(values),) + (1,) * (rank - 1) + values.shape[1:])
+    inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
+    model = keras.Model(inp, _Replay(step, **replay)(inp))
+    model.jit_compile = jit
+    out = model.predict(shaped, batch_size=min(len(values), 4096), verbose=0)
+    return np.asarray(out, dtype=np.float64).reshape(values.shape)
+
+
+class _Apply(keras.layers.Layer):
+    def __init__(self, op: FloatOp, **kwargs):
+        super().__init__(**kwargs)
+        self._op = op
+
+    def call(self, x):
+        return self._op.fn(x)
+
+
+# how far (in ulps) TensorFlow's scalar and vectorized float32 activations may differ; measured
+# up to 16 (elu near zero) over sigmoid, swish, softplus, mish, gelu, elu, selu, log_sigmoid, celu
+LAYOUT_ULPS = 64
+
+
+def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs change when the float op ``i`` of
+    ``step`` is computed alone in a one-element tensor (TensorFlow's scalar path) instead of in
+    one large tensor (its vectorized body, which ``values`` -> ``out_codes`` followed).
+
+    Only values whose quantized output changes when the op's result moves by
+    :data:`LAYOUT_ULPS` ulps are evaluated again alone."""
+    op = step.float_ops[i]
+    vector = evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
+    step_size = np.float32(LAYOUT_ULPS) * np.abs(np.spacing(vector))
+    risky = np.zeros(out_codes.shape, dtype=bool)
+    for moved in (vector + step_size, vector - step_size):
+        risky |= out_type.codes(evaluate(step, moved.astype(np.float32), jit, rank, start=i + 1)) != out_codes
+    if not risky.any():
+        return 0
+    rows, cols = np.nonzero(risky)
+    before = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
+    inp = keras.Input(shape=(1,), dtype="float32")
+    alone = keras.Model(inp, _Apply(op)(inp))
+    alone.jit_compile = jit
+    scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0),
+                        dtype=np.float32).reshape(-1)
+    differ = scalar != vector[rows, cols]
+    if not differ.any():
+        return 0
+    moved = vector.copy()
+    moved[rows[differ], cols[differ]] = scalar[differ]
+    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))

@@ -1,0 +1,36 @@
+"""freeze.forms: a quantizer's hardware form lowered to (type, codes), or refused by layer."""
+
+import numpy as np
+import pytest
+
+from edgebnn.freeze import FreezeError, forms
+from edgebnn.layers import QuantDense
+
+
+def _layer(kernel_quantizer):
+    layer = QuantDense(2, input_quantizer="quantized_bits(4, 2)", kernel_quantizer=kernel_quantizer, name="d")
+    layer.build((None, 3))
+    return layer
+
+
+def test_binary_weights_become_codes_on_their_grid():
+    layer = _layer("ste_sign")
+    layer.kernel.assign(np.array([[0.3, -0.2], [-1.0, 2.0], [0.0, 0.1]], np.float32))
+    t, codes = forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    assert np.array_equal(t.from_codes(codes), np.asarray(layer.quantized_kernel()))
+
+
+def test_scaled_weights_and_forms_without_hardware_are_refused():
+    with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer .* does not put the weights"):
+        layer = _layer("magnitude_aware_sign")
+        forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer cannot be deployed"):
+        forms.hardware(_layer("noop(8)").kernel_quantizer, _layer("noop(8)"), "kernel_quantizer")
+
+
+def test_input_type_is_the_conversion_of_the_first_input_quantizer():
+    assert str(forms.input_type(_layer("ste_sign"))) == "fixed<4,3,RND_CONV,SAT>"  # QKeras: sign bit not counted
+    layer = _layer("ste_sign")
+    layer.input_quantizer = layer.kernel_quantizer
+    with pytest.raises(FreezeError, match="gives binary values, not the plain ap_fixed conversion"):
+        forms.input_type(layer)

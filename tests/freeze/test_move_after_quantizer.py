@@ -1,0 +1,30 @@
+"""passes.move_after_quantizer: Flatten / MaxPooling2D among float ops move after their quantizer."""
+
+import pytest
+from freeze_models import op, quantize, run, step
+
+from edgebnn.freeze import FreezeError
+from edgebnn.freeze.passes import move_after_quantizer
+
+
+def test_moved_after_the_quantizer_in_order_and_the_pool_marked():
+    acc, bias, pool, bn, flat, q = step("conv2d"), op("c"), step("maxpool2d"), op("bn"), step("flatten"), quantize()
+    out, _ = run(move_after_quantizer.run, [acc, bias, pool, bn, flat, q])
+    assert out == [acc, bias, bn, q, pool, flat]
+    assert pool.ops_before == 1 and pool.moved_from is q and flat.moved_from is None
+
+
+def test_directly_on_an_accumulator_or_a_quantized_tensor_nothing_moves():
+    items = [step("conv2d"), step("maxpool2d"), op(), quantize(), step("maxpool2d"), step("flatten")]
+    out, _ = run(move_after_quantizer.run, list(items))
+    assert out == items and items[1].moved_from is None
+
+
+def test_a_per_channel_op_or_quantizer_after_a_moved_flatten_is_refused():
+    with pytest.raises(FreezeError, match=r"layer 'bn' \(Activation\) normalizes the flattened real-valued outputs "
+                                          r"of c; quantize before 'flatten' \(Flatten\)"):
+        run(move_after_quantizer.run, [step("conv2d"), op("c"), step("flatten"), op("bn", per_channel=True)])
+    with pytest.raises(FreezeError, match=r"treats the features of the flattened tensor differently, but the "
+                                          r"real-valued outputs of c before 'flatten'"):
+        run(move_after_quantizer.run, [step("conv2d"), op("c"), step("flatten"),
+                                       quantize("partial('ste_sign', [0], other='quantized_bits(4, 2)')")])
