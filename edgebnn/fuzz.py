@@ -503,6 +503,8 @@ def load_failure(folder) -> Case:
     """The case saved by :func:`save_failure` (loaded with Keras ``safe_mode``)."""
     import keras
 
+    from . import constraints, layers, quantizers  # noqa: F401 - registers edgebnn's objects with Keras
+
     folder = pathlib.Path(folder)
     info = json.loads((folder / "outcome.json").read_text())
     model = keras.saving.load_model(folder / "model.keras", safe_mode=True)

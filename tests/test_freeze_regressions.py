@@ -147,6 +147,47 @@ def test_layout_stable_activation_records_nothing():
     assert graph.meta["keras_caveats"] == []
 
 
+def test_activation_fused_into_the_matmul_near_a_step_is_recorded_and_warned():
+    """Fuzz seed 309: model.predict runs a convolution, its float bias and elu as one fused kernel
+    whose elu differs by an ulp from elu alone; a BatchNormalization mean exactly on elu's value
+    put a quantization step there. freeze says so by node; eager Keras equals the graph."""
+    model = keras.Sequential([
+        keras.Input((3,)),
+        QuantDense(2, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
+                   activation="elu", name="d"),
+        keras.layers.BatchNormalization(name="bn"),
+        QuantActivation("ste_heaviside", name="q"),
+    ])
+    d = model.get_layer("d")
+    d.set_weights([np.float32([[1, -1], [1, 1], [-1, 1]]), np.float32([0.1, -0.3])])
+    acc = np.float32(0.5 - 0.1875)  # one value the accumulator takes (inputs on the 1/16 grid)
+    mean = keras.ops.convert_to_numpy(keras.activations.elu(keras.ops.convert_to_tensor(np.float32([acc + 0.1]))))[0]
+    model.get_layer("bn").set_weights([np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([mean, 0.0]),
+                                       np.float32([0.3, 1.0])])
+    with pytest.warns(FreezeWarning, match=r"elu in 'd.activation' may run fused into the dense of 'd'"):
+        graph = freeze(model)
+    assert [(c["node"], c["kind"]) for c in graph.meta["keras_caveats"]] == [("q", "fused")]
+    x = np.random.default_rng(0).integers(0, 16, size=(64, 3)) / 16
+    assert np.array_equal(emulate(graph, x), keras.ops.convert_to_numpy(model(x.astype(np.float32), training=False)))
+
+
+def test_piecewise_linear_activation_after_the_matmul_records_nothing():
+    model = keras.Sequential([
+        keras.Input((3,)),
+        QuantDense(2, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
+                   activation="relu", name="d"),
+        keras.layers.BatchNormalization(name="bn"),
+        QuantActivation("ste_heaviside", name="q"),
+    ])
+    model.get_layer("d").set_weights([np.float32([[1, -1], [1, 1], [-1, 1]]), np.float32([0.1, -0.3])])
+    model.get_layer("bn").set_weights([np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([0.4125, 0.0]),
+                                       np.float32([0.3, 1.0])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FreezeWarning)
+        graph = freeze(model)
+    assert graph.meta["keras_caveats"] == []
+
+
 def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     """D6: XLA at batch size 1 folds a float bias into the dot product."""
     rng = np.random.default_rng(0)

@@ -46,6 +46,21 @@ def test_a_saved_failure_replays_to_the_same_outcome(tmp_path):
     assert (again.status, again.message) == (outcome.status, outcome.message)
 
 
+def test_bench_replays_a_saved_failure_in_a_fresh_interpreter(tmp_path):
+    """bench/fuzz.py --replay loads the model itself (edgebnn's Keras objects registered first)."""
+    import os
+    import subprocess
+    import sys
+
+    case = fuzz.random_model(3)
+    outcome = fuzz.check(case)
+    folder = fuzz.save_failure(case, outcome, tmp_path)
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench", "fuzz.py")
+    proc = subprocess.run([sys.executable, bench, "--replay", str(folder)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == (0 if outcome.status in ("ok", "refused", "warned") else 1), proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == outcome.line()
+
+
 def test_a_wrong_graph_is_reported_as_a_mismatch(monkeypatch):
     """The fuzzer's own check can fail: a freeze that flips the output levels is caught."""
     import importlib

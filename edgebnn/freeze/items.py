@@ -54,6 +54,9 @@ class FloatOp:
     # the name of a parameter-free elementwise activation whose float32 result TensorFlow may
     # compute differently at different tensor positions (see lower.activation), else None
     layout_sensitive: str | None = None
+    # the name of a transcendental activation TensorFlow's graph optimizer may fuse into the
+    # convolution or matmul before it (a different kernel, a few ulps apart), else None
+    fusable: str | None = None
     bias: bool = False  # a float bias added to the accumulator
     layer: Any = None  # the Keras layer it comes from
     per_channel: bool = False  # its parameters follow the channel axis (it does not commute with a Flatten)

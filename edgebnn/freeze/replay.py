@@ -61,6 +61,23 @@ class _Apply(keras.layers.Layer):
 LAYOUT_ULPS = 64
 
 
+def _near_steps(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int):
+    """The float op ``i``'s results on ``values`` (float32) and the mask of those whose quantized
+    output changes when that result moves by :data:`LAYOUT_ULPS` ulps."""
+    vector = evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
+    step_size = np.float32(LAYOUT_ULPS) * np.abs(np.spacing(vector))
+    risky = np.zeros(out_codes.shape, dtype=bool)
+    for moved in (vector + step_size, vector - step_size):
+        risky |= out_type.codes(evaluate(step, moved.astype(np.float32), jit, rank, start=i + 1)) != out_codes
+    return vector, risky
+
+
+def near_steps(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs change when the float op ``i`` of
+    ``step`` moves by :data:`LAYOUT_ULPS` ulps (``values`` -> ``out_codes`` as thresholds follow)."""
+    return int(_near_steps(step, i, values, out_codes, out_type, jit, rank)[1].sum())
+
+
 def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
     """How many accumulator values' quantized outputs change when the float op ``i`` of
     ``step`` is computed alone in a one-element tensor (TensorFlow's scalar path) instead of in
@@ -69,11 +86,7 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     Only values whose quantized output changes when the op's result moves by
     :data:`LAYOUT_ULPS` ulps are evaluated again alone."""
     op = step.float_ops[i]
-    vector = evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
-    step_size = np.float32(LAYOUT_ULPS) * np.abs(np.spacing(vector))
-    risky = np.zeros(out_codes.shape, dtype=bool)
-    for moved in (vector + step_size, vector - step_size):
-        risky |= out_type.codes(evaluate(step, moved.astype(np.float32), jit, rank, start=i + 1)) != out_codes
+    vector, risky = _near_steps(step, i, values, out_codes, out_type, jit, rank)
     if not risky.any():
         return 0
     rows, cols = np.nonzero(risky)

@@ -17,6 +17,11 @@ _LAYOUT_STABLE = {"linear", "relu", "relu6", "tanh", "softsign", "hard_sigmoid",
                   "leaky_relu", "sign"}
 
 
+# activations TensorFlow's grappler remapper fuses into a Conv2D or MatMul (with its bias) and
+# that round differently there (relu, relu6 and leaky_relu are exact either way)
+_FUSABLE = {"elu", "tanh", "sigmoid", "gelu", "silu", "swish"}
+
+
 def layout_sensitive(fn) -> str | None:
     """The activation's name when TensorFlow may compute it differently at different tensor
     positions, else None."""
@@ -33,7 +38,8 @@ def float_op(layer, label: str, fn, activation) -> FloatOp:
             "exact in hardware; remove it and train with from_logits=True (argmax is unchanged)"
         )
     return FloatOp(label, fn, relu=activation is keras.activations.relu,
-                   layout_sensitive=layout_sensitive(activation), layer=layer)
+                   layout_sensitive=layout_sensitive(activation), fusable=name if name in _FUSABLE else None,
+                   layer=layer)
 
 
 def lower(source: Layer) -> Iterator:
