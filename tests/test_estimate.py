@@ -14,7 +14,8 @@ from graphs import BINARY, binary_mlp
 
 from edgebnn.backends.hls4ml.cost.blocks import _closest_reuse_factor
 from edgebnn.boards import load_board
-from edgebnn.estimate import CONSTANTS, Estimate, EstimateError, estimate, valid_reuse_factors
+from edgebnn.errors import EdgebnnError
+from edgebnn.estimate import CONSTANTS, Estimate, EstimateError, estimate, fit, valid_reuse_factors
 from edgebnn.fixed import FixedType, dot_interval
 from edgebnn.graph import Graph, Node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
 
@@ -436,7 +437,7 @@ def test_graph_file_path_is_accepted(tmp_path):
     ({"utilization_limit": 1.5}, "utilization_limit"),
 ])
 def test_bad_options_are_refused_in_one_sentence(kwargs, words):
-    with pytest.raises(EstimateError) as err:
+    with pytest.raises(EdgebnnError) as err:  # a TargetError for the target's options, EstimateError for the rest
         estimate(binary_mlp(), "pynq-z2", **kwargs)
     assert words in str(err.value) and "\n" not in str(err.value)
 
@@ -471,7 +472,6 @@ def test_estimate_module_imports_no_tensorflow_or_hls4ml():
 
 def test_public_name_is_the_function_and_fit_is_importable():
     import edgebnn
-    from edgebnn.estimate import fit
 
     g = binary_mlp()
     assert edgebnn.estimate is estimate
@@ -583,7 +583,7 @@ def test_hls_tool_sets_the_timing():
     assert vitis.latency_cycles > vivado.latency_cycles
     assert estimate(g, "zcu104").hls_tool == "vitis_hls"  # the default
     assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
-    with pytest.raises(EstimateError, match="hls_tool"):
+    with pytest.raises(EdgebnnError, match="hls_tool"):
         estimate(g, "zcu104", hls_tool="catapult")
     with pytest.raises(EstimateError, match="softmax_implementation"):
         estimate(g, "zcu104", softmax_implementation="argmax")
@@ -591,10 +591,10 @@ def test_hls_tool_sets_the_timing():
 
 def test_unknown_future_op_is_a_clear_error():
     g = binary_mlp()
-    g.nodes[-1].op = "avgpool2d"  # as if a newer freeze wrote it
+    g.nodes[-1].op = "lstm"  # as if a newer freeze wrote it
     with pytest.raises(EstimateError) as err:
         estimate(g, "pynq-z2")
-    assert "'avgpool2d'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
+    assert "'lstm'" in str(err.value) and "dense" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_dsp_cap_moves_multipliers_to_luts():
@@ -606,7 +606,6 @@ def test_dsp_cap_moves_multipliers_to_luts():
 
 
 def test_fit_returns_the_smallest_fitting_reuse_factor():
-    from edgebnn.estimate import fit
 
     g = dense_graph(n_in=64, n_out=64, input_type="fixed<16,6>", weight_type=FixedType(16, 2))
     found = fit(g, "pynq-z2", limit=0.8)
@@ -620,7 +619,6 @@ def test_fit_returns_the_smallest_fitting_reuse_factor():
 
 
 def test_fit_says_when_nothing_fits():
-    from edgebnn.estimate import fit
 
     g = dense_graph(n_in=64, n_out=64, input_type="fixed<16,6>", weight_type=FixedType(16, 2))
     none = fit(g, "cora-z7-07s", limit=0.05)
@@ -737,3 +735,32 @@ def test_maxpool_costs_comparators_and_no_dsp(io_type):
     assert r.lut >= comparators * 8 * CONSTANTS.lut_per_compare_bit
     if io_type == "io_stream":
         assert r.detail["line_buffer_lut"] > 0 and r.ii == 36
+
+
+def test_a_target_is_the_same_as_its_options():
+    from edgebnn.backends.target import Target
+
+    g = dense_graph(n_in=32, n_out=16, input_type="fixed<8,3>", weight_type=FixedType(6, 2))
+    t = Target(board=load_board("zcu104"), strategy="Resource", reuse_factor=4, io_type="io_stream", clock_period_ns=4)
+    by_target = estimate(g, target=t)
+    by_options = estimate(g, "zcu104", strategy="Resource", reuse_factor=4, io_type="io_stream", clock_period=4)
+    assert by_target.to_dict() == by_options.to_dict()
+    # the Vivado backend is scheduled by Vivado HLS unless the target says otherwise
+    assert estimate(g, target=t.replace(backend="Vivado")).hls_tool == "vivado_hls"
+    assert estimate(g, target=t.replace(backend="Vivado", hls_tool="vitis")).hls_tool == "vitis_hls"
+    # another board: its clock where the target gives none, the target's where it does
+    assert estimate(g, "pynq-z2", target=t.replace(clock_period_ns=None)).clock_period_ns == 10
+    assert estimate(g, "pynq-z2", target=t).clock_period_ns == 4
+    with pytest.raises(EdgebnnError, match=r"give either target or its options \(strategy\), not both"):
+        estimate(g, target=t, strategy="Latency")
+    with pytest.raises(EstimateError, match="estimate needs a board"):
+        estimate(g, target=Target())
+
+
+def test_fit_takes_a_target_and_advises_only_what_it_was_not_given():
+    from edgebnn.backends.target import Target
+
+    g = dense_graph(n_in=256, n_out=256, input_type="fixed<16,6>", weight_type=FixedType(12, 2))
+    found = fit(g, target=Target(board=load_board("cora-z7-07s"), strategy="Resource"))
+    assert not found.fits and "try narrower weights or a larger board" in found.reason
+    assert "Resource strategy" in fit(g, "cora-z7-07s").reason

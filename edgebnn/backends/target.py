@@ -176,6 +176,20 @@ class Target:
                 "clock_period_ns": self.clock_ns, "hls_tool": self.tool, "part": self.device_part, "board": board}
 
 
+def make_target(target: Target | None, **options) -> Target:
+    """``target``, or the Target of the ``options`` given (those left None take its defaults);
+    both at once is refused. What ``export``, ``estimate`` and ``fit`` call on their arguments."""
+    given = {key: value for key, value in options.items() if value is not None}
+    if target is None:
+        return Target(**given)
+    if not isinstance(target, Target):
+        raise TargetError(f"target must be an edgebnn.backends.target.Target, got {type(target).__name__}")
+    if given:
+        raise TargetError(f"give either target or its options ({', '.join(given)}), not both; "
+                          "use target.replace(...) to change an option")
+    return target
+
+
 def _board_value(board, key, required=True):
     """``board[key]`` for a mapping, ``board.key`` for an :class:`edgebnn.boards.Board`."""
     value = board.get(key) if isinstance(board, Mapping) else getattr(board, key, None)

@@ -20,26 +20,21 @@ device's count and builds the rest from LUTs; the estimate then warns, keeps the
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
-
-import numpy as np
 
 from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, REFUSED, WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost import softmax as _softmax
 from edgebnn.backends.hls4ml.cost.blocks import _cap_dsp, _live_outputs, _stream, valid_reuse_factors
 from edgebnn.backends.hls4ml.cost.context import (
     CONSTANTS,
-    IO_TYPES,
     MULTIPLIERS,
     SOFTMAX_IMPLEMENTATIONS,
-    STRATEGIES,
     EstimateError,
     ModelConstants,
     _Context,
-    hls_tool_family,
 )
+from edgebnn.backends.target import IO_TYPES, STRATEGIES, Target, hls_tool_family, make_target
 from edgebnn.boards import load_board
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph
@@ -48,25 +43,30 @@ from .fit import Fit, fit
 from .report import Estimate, LayerEstimate
 
 __all__ = ["CONSTANTS", "IO_TYPES", "KNOWN_OPS", "STRATEGIES", "Estimate", "EstimateError", "Fit", "LayerEstimate",
-           "ModelConstants", "estimate", "fit", "hls_tool_family", "valid_reuse_factors"]
+           "ModelConstants", "Target", "estimate", "fit", "hls_tool_family", "valid_reuse_factors"]
 
 _TYPE_KEYS = ("accum", "result", "weight")
 
 
-def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: str = "io_parallel",
+def estimate(graph, board=None, strategy: str | None = None, reuse_factor=None, io_type: str | None = None,
              clock_period: float | None = None, utilization_limit: float = 0.8,
              constants: ModelConstants = CONSTANTS, types: Mapping | None = None,
-             multipliers: str = "auto", hls_tool: str = "vitis_hls", softmax=None,
-             softmax_implementation: str = "stable") -> Estimate:
+             multipliers: str = "auto", hls_tool: str | None = None, softmax=None,
+             softmax_implementation: str = "stable", target: Target | None = None) -> Estimate:
     """Estimate resources and latency of ``graph`` on ``board``.
+
+    What the design is built for is one :class:`~edgebnn.backends.target.Target`: pass it as
+    ``target``, or give its options here (``strategy``, ``reuse_factor``, ``io_type``,
+    ``clock_period``, ``hls_tool``; not both). ``board`` is the device estimated on (default:
+    the target's board); it supplies the clock where the target gives none.
 
     Args:
         graph: a :class:`~edgebnn.graph.Graph` or the path of a saved graph.
         board: a :class:`~edgebnn.boards.Board`, a board name (``"pynq-z2"``) or a ``.yaml`` path.
-        strategy: hls4ml's ``"Latency"`` or ``"Resource"`` (any letter case).
-        reuse_factor: an integer >= 1 for every dense node, or a mapping node name -> integer
-            (dense nodes not named get 1).
-        io_type: ``"io_parallel"`` or ``"io_stream"``.
+        strategy: hls4ml's ``"Latency"`` (default) or ``"Resource"`` (any letter case).
+        reuse_factor: an integer >= 1 for every dense node (default 1), or a mapping node name ->
+            integer (dense nodes not named get 1).
+        io_type: ``"io_parallel"`` (default) or ``"io_stream"``.
         clock_period: clock period in ns; the board's ``clock_period_ns`` when None.
         utilization_limit: ``fits`` requires every resource at or below this fraction (0, 1].
         constants: the model's constants (:data:`CONSTANTS`), replaceable for calibration.
@@ -81,32 +81,38 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
             or ``"lut"`` (the build forces every real multiplier into DSPs or into fabric, as
             ``config_op mul -impl dsp|fabric`` does).
         hls_tool: the HLS tool whose scheduler sets the latency: ``"vitis_hls"`` (Vitis HLS
-            2020.2 and later, the default) or ``"vivado_hls"`` (Vivado HLS up to 2020.1); names
-            such as ``"Vivado HLS 2019.2"`` are accepted (see ``ModelConstants.timing_ns``).
+            2020.2 and later) or ``"vivado_hls"`` (Vivado HLS up to 2020.1); names such as
+            ``"Vivado HLS 2019.2"`` are accepted (see ``ModelConstants.timing_ns``). Default: the
+            tool of the target's backend (Vitis, so ``"vitis_hls"``, unless the target says Vivado).
         softmax: add hls4ml's softmax after the graph's output: ``None`` (default) when the
             graph was frozen with ``strip_softmax=True`` (``graph.meta["stripped_softmax"]``),
             ``False`` never, ``True`` always (over the output's last axis).
         softmax_implementation: hls4ml's ``"stable"`` (its default) or ``"latency"``.
+        target: the whole target as one value, instead of the options above.
     """
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
     if not isinstance(graph, Graph):
         raise EstimateError(f"estimate needs a deployment graph or its file path, got {type(graph).__name__}")
+    target = make_target(target, strategy=strategy, reuse_factor=reuse_factor, io_type=io_type,
+                         clock_period_ns=clock_period, hls_tool=hls_tool)
+    if board is None:
+        board = target.board
+    if board is None:
+        raise EstimateError("estimate needs a board: give board= (a name such as 'pynq-z2', a .yaml path or an "
+                            "edgebnn.boards.Board) or a target with one")
     board = load_board(board)
-    strategy = _strategy(strategy)
-    if io_type not in IO_TYPES:
-        raise EstimateError(f"unknown io_type {io_type!r}; use one of {', '.join(IO_TYPES)}")
-    clock = board.clock_period_ns if clock_period is None else clock_period
-    if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not 0 < clock < math.inf:
-        raise EstimateError(f"clock_period must be a positive number of ns, got {clock_period!r}")
+    if target.board is not board:
+        target = target.replace(board=board)
+    strategy, io_type, tool = target.strategy, target.io_type, target.tool
+    clock = target.clock_ns
     if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) \
             or not 0 < utilization_limit <= 1:
         raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
-    rf_of = _reuse_factors(graph, reuse_factor)
+    rf_of = target.reuse_factors([n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS], graph.name)
     if multipliers not in MULTIPLIERS:
         raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
     widths = _resolve_types(graph, types)
-    tool = hls_tool_family(hls_tool)
     if softmax_implementation not in SOFTMAX_IMPLEMENTATIONS:
         raise EstimateError(f"unknown softmax_implementation {softmax_implementation!r}; use one of "
                             f"{', '.join(SOFTMAX_IMPLEMENTATIONS)}")
@@ -133,7 +139,7 @@ def estimate(graph, board, strategy: str = "Latency", reuse_factor=1, io_type: s
         rows.append(_stream(row, None, ctx, widths, bits=row.detail["n"] * row.detail["input_bits"]))
     dsp_needed = sum(r.dsp for r in rows)
     rows = _cap_dsp(rows, board, warnings)
-    rf_shown = dict(reuse_factor) if isinstance(reuse_factor, Mapping) else int(reuse_factor)
+    rf_shown = dict(target.reuse_factor) if isinstance(target.reuse_factor, Mapping) else target.reuse_factor
     est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit),
                    tuple(rows), tuple(warnings), dsp_needed, tool)
     return est
@@ -175,35 +181,3 @@ def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
             t.setdefault("result", t["accum"] if t["accum"] is not node.type else node.type)
         t.setdefault("result", node.type)
     return out
-
-
-
-def _strategy(strategy) -> str:
-    """hls4ml's spelling of ``strategy`` (any letter case)."""
-    if isinstance(strategy, str):
-        for s in STRATEGIES:
-            if strategy.lower() == s.lower():
-                return s
-    raise EstimateError(f"unknown strategy {strategy!r}; the estimator models {', '.join(STRATEGIES)}")
-
-
-def _check_rf(value, where: str) -> int:
-    """``value`` as a reuse factor: an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise EstimateError(f"reuse factor {where} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _reuse_factors(graph: Graph, reuse_factor) -> dict[str, int]:
-    """Node name -> reuse factor for every node with weights (dense, conv2d)."""
-    dense = [n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
-    if isinstance(reuse_factor, Mapping):
-        unknown = sorted(set(reuse_factor) - set(dense))
-        if unknown:
-            raise EstimateError(
-                f"reuse factor given for {', '.join(map(repr, unknown))}, which is not a dense node of graph "
-                f"{graph.name!r}; its dense and conv2d nodes are {', '.join(dense) or 'none'}"
-            )
-        return {name: _check_rf(reuse_factor.get(name, 1), f"of node {name!r}") for name in dense}
-    rf = _check_rf(reuse_factor, "")
-    return {name: rf for name in dense}

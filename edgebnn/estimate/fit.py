@@ -9,16 +9,20 @@ from collections.abc import Mapping
 from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
 from edgebnn.backends.hls4ml.cost.context import CONSTANTS, ModelConstants
+from edgebnn.backends.target import Target, make_target
 from edgebnn.graph import Graph
 
 from .report import Estimate
 
 
-def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: str = "io_parallel",
+def fit(graph, board=None, strategy: str | None = None, limit: float = 0.8, io_type: str | None = None,
         clock_period: float | None = None, types: Mapping | None = None, multipliers: str = "auto",
-        constants: ModelConstants = CONSTANTS, hls_tool: str = "vitis_hls", softmax=None) -> Fit:
+        constants: ModelConstants = CONSTANTS, hls_tool: str | None = None, softmax=None,
+        target: Target | None = None) -> Fit:
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
+    The other options are one :class:`~edgebnn.backends.target.Target` (``target``, whose reuse
+    factor is the one searched, or its options here), as for :func:`~edgebnn.estimate.estimate`.
     Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
     (:func:`valid_reuse_factors`; others would be snapped to one of these), tried in
     ascending order with one model-wide reuse factor; a design fits when every resource is
@@ -32,12 +36,12 @@ def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: st
         graph = Graph.load(graph)
     dense = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
     candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*_matrix_shape(n))}) or [1]
-    kwargs = dict(strategy=strategy, io_type=io_type, clock_period=clock_period, utilization_limit=limit,
-                  types=types, multipliers=multipliers, constants=constants, hls_tool=hls_tool, softmax=softmax)
+    target = make_target(target, strategy=strategy, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool)
+    kwargs = dict(utilization_limit=limit, types=types, multipliers=multipliers, constants=constants, softmax=softmax)
     tried = []
     last = None
     for rf in candidates:
-        est = estimate(graph, board, reuse_factor=rf, **kwargs)
+        est = estimate(graph, board, target=target.replace(reuse_factor=rf), **kwargs)
         tried.append((rf, est.fits))
         if est.fits:
             return Fit(rf, est, tuple(tried), "")
@@ -45,7 +49,8 @@ def fit(graph, board, strategy: str = "Latency", limit: float = 0.8, io_type: st
     over = {k: f"{v:.0f}%" for k, v in last.utilization.items() if v > 100 * limit}
     reason = (f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
               f"reuse factor {candidates[-1]} needs " + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
-              + " of the board; try the Resource strategy, narrower weights or a larger board")
+              + " of the board; try " + ("" if target.strategy == "Resource" else "the Resource strategy, ")
+              + "narrower weights or a larger board")
     return Fit(None, None, tuple(tried), reason)
 
 

@@ -29,7 +29,7 @@ from hls4ml.model import ModelGraph
 from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
-from ..target import BACKENDS, Target
+from ..target import BACKENDS, Target, make_target
 from . import threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering
@@ -162,20 +162,6 @@ def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
                 raise EdgebnnError(f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write "
                                    "exactly; use narrower types")
         previous = node
-
-
-def make_target(target: Target | None, **options) -> Target:
-    """``target``, or the Target of the ``options`` given (those left None take its defaults);
-    both at once is refused."""
-    given = {key: value for key, value in options.items() if value is not None}
-    if target is None:
-        return Target(**given)
-    if not isinstance(target, Target):
-        raise EdgebnnError(f"target must be an edgebnn.backends.target.Target, got {type(target).__name__}")
-    if given:
-        raise EdgebnnError(f"give either target or its options ({', '.join(given)}), not both; "
-                           "use target.replace(...) to change an option")
-    return target
 
 
 def _printed_warnings(text: str) -> list[str]:

@@ -35,8 +35,6 @@ from collections.abc import Mapping
 from edgebnn.boards import Board
 from edgebnn.errors import EdgebnnError
 
-STRATEGIES = ("Latency", "Resource")
-IO_TYPES = ("io_parallel", "io_stream")
 MULTIPLIERS = ("auto", "dsp", "lut")
 SOFTMAX_IMPLEMENTATIONS = ("stable", "latency")
 
@@ -168,13 +166,3 @@ class _Context:
         return max(0, self.cycles(ns) - 1)
 
 
-def hls_tool_family(tool: str) -> str:
-    """``"vivado_hls"`` or ``"vitis_hls"`` from names like ``"Vivado HLS 2020.1"``, ``"vitis"``."""
-    if isinstance(tool, str):
-        t = tool.lower().replace("_", " ").replace("-", " ")
-        if "vivado" in t:
-            return "vivado_hls"
-        if "vitis" in t:
-            return "vitis_hls"
-    raise EstimateError(f"unknown hls_tool {tool!r}; use 'vitis_hls' (Vitis HLS 2020.2 and later) or 'vivado_hls' "
-                        "(Vivado HLS up to 2020.1)")
