@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from .backends.target import BACKENDS, HLS_TOOLS, IO_TYPES, STRATEGIES
 from .errors import (
     EXIT_CODES,
     EXIT_DOES_NOT_FIT,
@@ -61,30 +62,37 @@ def cmd_boards(args) -> int:
 
 
 def cmd_estimate(args) -> int:
+    from .backends.target import Target
     from .boards import list_boards, load_board
     from .estimate import estimate, fit
     from .graph import Graph
 
     path = args.graph
-    if os.path.isdir(path):
+    options, board_name = {}, args.board
+    if os.path.isdir(path):  # a run folder: its own board and export options, unless given here
+        options, run_board = _run_export_options(path)
+        board_name = board_name or run_board
         path = os.path.join(path, "graph.npz")
+    board_name = board_name or "pynq-z2"
+    given = {"backend": args.backend, "strategy": args.strategy, "reuse_factor": args.reuse_factor,
+             "io_type": args.io_type, "clock_period_ns": args.clock, "hls_tool": args.hls_tool}
+    options.update({k: v for k, v in given.items() if v is not None})
+    target = Target(**options)  # checked before the graph is read
     if args.plot:
         _check_plot_path(args.plot)  # before the work, not after it
     graph = Graph.load(path)
-    boards = list_boards() if args.board == "all" else [load_board(args.board)]
+    boards = list_boards() if board_name == "all" else [load_board(board_name)]
     results = []
     for board in boards:
         if args.fit:
-            found = fit(graph, board, strategy=args.strategy, limit=args.limit, io_type=args.io_type,
-                        clock_period=args.clock)
+            found = fit(graph, board, limit=args.limit, target=target)
             print(f"{board.name}: {found}")
             est = found.estimate
             if est is None:
-                est = estimate(graph, board, strategy=args.strategy, reuse_factor=found.tried[-1][0],
-                               io_type=args.io_type, clock_period=args.clock, utilization_limit=args.limit)
+                est = estimate(graph, board, utilization_limit=args.limit,
+                               target=target.replace(reuse_factor=found.tried[-1][0]))
         else:
-            est = estimate(graph, board, strategy=args.strategy, reuse_factor=args.reuse_factor,
-                           io_type=args.io_type, clock_period=args.clock, utilization_limit=args.limit)
+            est = estimate(graph, board, utilization_limit=args.limit, target=target)
         print(est.table())
         print()
         results.append(est)
@@ -93,6 +101,24 @@ def cmd_estimate(args) -> int:
         _write_text(args.plot, _utilization_svg(results), "plot file")
         print(f"wrote {args.plot}")
     return EXIT_OK  # a report, also when nothing fits: its table says "fits: no"
+
+
+def _run_export_options(folder: str) -> tuple[dict, str | None]:
+    """The export options (as Target keywords) and the board a run folder was built with (its
+    summary.json); none when the folder has no readable summary."""
+    import json
+
+    try:
+        with open(os.path.join(folder, "summary.json"), encoding="utf-8") as fh:
+            summary = json.load(fh)
+    except (OSError, ValueError):
+        return {}, None
+    export = summary.get("export") if isinstance(summary, dict) else None
+    board = summary.get("board") if isinstance(summary, dict) and isinstance(summary.get("board"), str) else None
+    if not isinstance(export, dict):
+        return {}, board
+    keys = ("backend", "io_type", "strategy", "reuse_factor", "clock_period_ns", "hls_tool")
+    return {k: export[k] for k in keys if export.get(k) is not None}, board
 
 
 def _check_plot_path(path: str) -> None:
@@ -194,13 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("boards", help="list the board profiles")
     b.set_defaults(func=cmd_boards)
 
-    e = sub.add_parser("estimate", help="estimate resources and latency of a frozen graph")
+    e = sub.add_parser("estimate", help="estimate resources and latency of a frozen graph",
+                       description="Estimate resources and latency of a frozen graph on a board. For a run folder "
+                                   "the run's own export options are the defaults.")
     e.add_argument("graph", help="a graph file (graph.npz) or a run folder")
-    e.add_argument("--board", default="pynq-z2", help="board name, or 'all'")
-    e.add_argument("--strategy", default="Latency", choices=["Latency", "Resource"])
-    e.add_argument("--reuse-factor", type=int, default=1)
-    e.add_argument("--io-type", default="io_parallel", choices=["io_parallel", "io_stream"])
+    e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
+    e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default Vitis)")
+    e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default Latency")
+    e.add_argument("--reuse-factor", type=int, default=None, help="default 1")
+    e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default io_parallel")
     e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
+    e.add_argument("--hls-tool", default=None, choices=HLS_TOOLS,
+                   help="HLS tool whose scheduling sets the latency (default: the backend's)")
     e.add_argument("--limit", type=float, default=0.8, help="utilization limit for 'fits' (default 0.8)")
     e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")

@@ -42,6 +42,7 @@ SCHEMA: dict[str, Any] = {
         "strategy": str,
         "reuse_factor": int,
         "clock_period_ns": float,
+        "hls_tool": str,
     },
 }
 
@@ -65,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
         "strategy": "Latency",
         "reuse_factor": 1,
         "clock_period_ns": None,
+        "hls_tool": None,  # the tool of the backend (Vitis -> vitis_hls, Vivado -> vivado_hls)
     },
 }
 
@@ -158,6 +160,7 @@ def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
         else:
             config[key] = value
     _check_values(config, where)
+    check_export(config["export"], where)
     for i, spec in enumerate(config["model"]):
         _check_layer(spec, f"{where}: model[{i}]")
     return config
@@ -230,13 +233,16 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: key {name!r} must be a mapping")
             _check(value, expected, where, name + ".")
-        elif value is None and name == "export.clock_period_ns":
+        elif value is None and name in _NULLABLE:
             continue
         elif not _is_type(value, expected):
             raise ConfigError(
                 f"{where}: key {name!r} must be {_TYPE_NAMES[expected]}, got {type(value).__name__} {value!r}"
             )
 
+
+# keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
+_NULLABLE = {"export.clock_period_ns", "export.hls_tool"}
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", bool: "true or false"}
 
@@ -331,14 +337,33 @@ def _quantizer(value, where):
 
 
 def check_export(export: dict[str, Any], where: str = "config") -> None:
-    """Refuse export options that ``edgebnn.backends.hls4ml.export`` does not support, before training, and
-    spell the accepted ones as export and estimate do (letter case is free in a config)."""
-    # imports hls4ml: called by the pipeline only
-    from .backends.hls4ml import BACKENDS, IO_TYPES, STRATEGIES
+    """Refuse export options the target (:class:`edgebnn.backends.target.Target`) does not
+    accept, when the configuration is loaded (before any training), and spell the accepted ones
+    as export and estimate do (letter case is free in a config). Imports no hls4ml."""
+    from .backends.target import BACKENDS, IO_TYPES, STRATEGIES, Target, TargetError, choice, hls_tool_family
 
     for key, choices in (("backend", BACKENDS), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
-        value = export[key]
-        canonical = {c.lower(): c for c in choices}.get(value.lower())
-        if canonical is None:
-            raise ConfigError(f"{where}: key 'export.{key}' is {value!r}; use one of {', '.join(choices)}")
-        export[key] = canonical
+        if key in export:
+            try:
+                export[key] = choice(key, export[key], choices)
+            except TargetError:
+                raise ConfigError(f"{where}: key 'export.{key}' is {export[key]!r}; use one of {', '.join(choices)}") \
+                    from None
+    if export.get("hls_tool") is not None:
+        try:
+            export["hls_tool"] = hls_tool_family(export["hls_tool"])
+        except TargetError:
+            raise ConfigError(f"{where}: key 'export.hls_tool' is {export['hls_tool']!r}; use vitis_hls (Vitis HLS "
+                              "2020.2 and later) or vivado_hls (Vivado HLS up to 2020.1), or null for the backend's") \
+                from None
+    try:
+        Target(**export)
+    except TargetError as err:
+        raise ConfigError(f"{where}: export: {err}") from None
+
+
+def target_of(config: dict[str, Any], board):
+    """The :class:`~edgebnn.backends.target.Target` a loaded configuration builds for ``board``."""
+    from .backends.target import Target
+
+    return Target(board=board, **config["export"])

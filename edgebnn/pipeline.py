@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import ConfigError, build_model, load_config
+from .config import ConfigError, build_model, load_config, target_of
 
 
 def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False,
@@ -28,7 +28,6 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
     """
     from .backends.hls4ml import HLSExportWarning, check_compiler, check_output_path, export
     from .boards import load_board
-    from .config import check_export
     from .data import DataError, load_dataset
     from .estimate import estimate
     from .freeze import FreezeWarning, freeze, plan
@@ -38,8 +37,8 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
 
     config = load_config(config_path)
     board = load_board(config["board"])
-    exp = config["export"]
-    check_export(exp, os.fspath(config_path))
+    exp = config["export"]  # checked when the configuration was loaded
+    target = target_of(config, board)
     check_compiler()
     final = check_output(output_dir, force=force, what="run folder", marked_only=True)
     check_output_path(final / "hls_project")  # characters hls4ml's C-simulation build cannot take
@@ -68,10 +67,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
         log(f"exporting the HLS project for {board.name} ({board.part})")
         with warnings.catch_warnings():  # shown once, below, as log lines
             warnings.simplefilter("ignore", HLSExportWarning)
-            project = export(
-                graph, work / "hls_project", board=board, backend=exp["backend"], io_type=exp["io_type"],
-                strategy=exp["strategy"], reuse_factor=exp["reuse_factor"], clock_period=exp["clock_period_ns"],
-            )
+            project = export(graph, work / "hls_project", target=target)
         for warning in project.warnings:
             log(f"  warning: {warning}")
         log("compiling the C-simulation (g++)")
@@ -82,8 +78,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
         report = verify(model, graph, x_te, project=project, keras_output=keras_out)
 
         log(f"estimating resources on {board.name}")
-        est = estimate(graph, board, strategy=exp["strategy"], reuse_factor=exp["reuse_factor"],
-                       io_type=exp["io_type"], clock_period=exp["clock_period_ns"])
+        est = estimate(graph, target=target)
 
         acc = {k: float(np.mean(np.argmax(v.reshape(len(v), -1), axis=1) == y_te)) for k, v in report.outputs.items()}
         summary = {
@@ -106,6 +101,7 @@ def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bo
             "model": str(final / "model.keras"),
             "resources": est.to_dict(),
             "export": exp,
+            "target": target.to_dict(),
             "seconds": round(time.time() - t0, 1),
         }
         (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

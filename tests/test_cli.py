@@ -119,3 +119,24 @@ def test_mismatch_exits_nonzero_and_keeps_the_evidence(tmp_path, monkeypatch):
     from edgebnn.graph import Graph
 
     assert summary["first_mismatches"][0]["layer"] == Graph.load(out / "graph.npz").output.name
+
+
+def test_estimate_of_a_run_folder_uses_the_runs_own_board_and_export_options(tmp_path, capsys):
+    import json
+
+    from graphs import binary_mlp
+
+    from edgebnn.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    binary_mlp().save(run / "graph.npz")
+    (run / "summary.json").write_text(json.dumps({"board": "zcu104", "export": {
+        "backend": "Vitis", "io_type": "io_stream", "strategy": "Resource", "reuse_factor": 4, "clock_period_ns": None,
+        "hls_tool": None}}))
+    assert main(["estimate", str(run)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "on zcu104" in head and "Resource, reuse factor 4, io_stream" in head
+    assert main(["estimate", str(run), "--strategy", "Latency", "--board", "pynq-z2"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "on pynq-z2" in head and "Latency, reuse factor 4, io_stream" in head

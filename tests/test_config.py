@@ -64,3 +64,19 @@ def test_duplicate_keys_are_refused(tmp_path, text, pattern):
 def test_same_key_in_different_mappings_is_fine(tmp_path):
     text = "model:\n  - QuantDense: {units: 3, use_bias: false}\n  - QuantDense: {units: 2, use_bias: false}\n"
     assert [layer["QuantDense"]["units"] for layer in load_config(write(tmp_path, text))["model"]] == [3, 2]
+
+
+def test_export_section_is_checked_at_load_and_becomes_a_target(tmp_path):
+    from edgebnn.boards import load_board
+    from edgebnn.config import target_of
+
+    base = "model:\n  - QuantDense: {units: 4}\n"
+    with pytest.raises(ConfigError, match=r"key 'export.io_type' is 'io_serial'; use one of io_parallel, io_stream"):
+        load_config(write(tmp_path, base + "export: {io_type: io_serial}\n"))
+    with pytest.raises(ConfigError, match=r"key 'export.hls_tool' is 'quartus'; use vitis_hls"):
+        load_config(write(tmp_path, base + "export: {hls_tool: quartus}\n"))
+    config = load_config(write(tmp_path, base + "export: {backend: vivado, hls_tool: Vivado HLS 2019.2, "
+                                                "strategy: resource, reuse_factor: 4}\n"))
+    assert config["export"]["hls_tool"] == "vivado_hls" and config["export"]["strategy"] == "Resource"
+    target = target_of(config, load_board("pynq-z2"))
+    assert (target.backend, target.tool, target.reuse_factor, target.clock_ns) == ("Vivado", "vivado_hls", 4, 10)
