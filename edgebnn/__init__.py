@@ -13,7 +13,7 @@ Names at the package root:
 - verbs, always the functions: ``edgebnn.freeze``, ``edgebnn.emulate``, ``edgebnn.estimate``,
   ``edgebnn.verify``, ``edgebnn.summary`` (each defined in the submodule of the same name) and
   ``edgebnn.export`` (from ``edgebnn.backends.hls4ml``);
-- classes: ``edgebnn.Graph``, ``edgebnn.FixedType``;
+- classes: ``edgebnn.Graph``, ``edgebnn.FixedType``, ``edgebnn.Target``;
 - every submodule by its name (``edgebnn.boards``, ``edgebnn.layers``, ``edgebnn.backends``, ...),
   except the five that share a verb's name.
 
@@ -91,6 +91,7 @@ _NAMES = {
     "export": ("backends.hls4ml", "export"),
     "Graph": ("graph", "Graph"),
     "FixedType": ("fixed", "FixedType"),
+    "Target": ("backends.target", "Target"),
 }
 _VERB_MODULES = frozenset(name for name, (module, _) in _NAMES.items() if module == name)
 
