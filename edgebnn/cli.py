@@ -132,18 +132,10 @@ def _check_plot_path(path: str) -> None:
 
 
 def _write_text(path: str, text: str, what: str) -> None:
-    """Write ``text`` to ``path`` completely or not at all (a temporary file moved into place)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except OSError as err:
-        raise EdgebnnError(f"cannot write {what} {path!r}: {err.strerror or err}; choose another path "
-                           "(and check the free space)") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """Write ``text`` to ``path`` completely or not at all."""
+    from .outputs import write_file
+
+    write_file(path, lambda fh: fh.write(text), what=what)
 
 
 _BAR_KEYS = ("lut", "ff", "dsp", "bram18")

@@ -215,47 +215,51 @@ class QuantDense(_Quantized, keras.layers.Dense):
 
 
 class _QuantConv(_Quantized):
-    """Shared ``call`` of QuantConv1D/2D: ``conv(pad(q_in(x)), q_k(W)) + q_b(b)``."""
+    """Shared ``call`` of the quantized convolutions: ``conv(pad(q_in(x)), q(W)) + q_b(b)``, the
+    convolution itself (its kernels and Keras op) in each layer's ``_convolve``."""
+
+    def call(self, inputs, training=None):
+        x = _quantize_input(self, inputs, training)
+        x, padding, strides = _conv_input(self, x)
+        return _bias_and_activation(self, self._convolve(x, strides, padding, training), training)
+
+    def _options(self, strides, padding) -> dict:
+        return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate,
+                "data_format": self.data_format}
+
+
+class _QuantFilters(_QuantConv):
+    """QuantConv1D/2D: one kernel of ``filters`` filters, quantized by ``kernel_quantizer``."""
 
     _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
 
     _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
+    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
+                 pad_values=0.0, **kwargs):
+        super().__init__(filters, kernel_size, **kwargs)
+        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
+                             bias_quantizer=bias_quantizer)
+
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
 
-    def call(self, inputs, training=None):
-        x = _quantize_input(self, inputs, training)
-        x, padding, strides = _conv_input(self, x)
-        x = ops.conv(x, self.quantized_kernel(training), strides=strides, padding=padding,
-                     dilation_rate=self.dilation_rate, data_format=self.data_format)
-        return _bias_and_activation(self, x, training)
+    def _convolve(self, x, strides, padding, training):
+        return ops.conv(x, self.quantized_kernel(training), **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantConv1D(_QuantConv, keras.layers.Conv1D):
+class QuantConv1D(_QuantFilters, keras.layers.Conv1D):
     """``Conv1D`` on quantized inputs and weights, with larq's ``pad_values``."""
 
-    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
-                 pad_values=0.0, **kwargs):
-        super().__init__(filters, kernel_size, **kwargs)
-        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
-                             bias_quantizer=bias_quantizer)
-
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantConv2D(_QuantConv, keras.layers.Conv2D):
+class QuantConv2D(_QuantFilters, keras.layers.Conv2D):
     """``Conv2D`` on quantized inputs and weights, with larq's ``pad_values``."""
 
-    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
-                 pad_values=0.0, **kwargs):
-        super().__init__(filters, kernel_size, **kwargs)
-        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
-                             bias_quantizer=bias_quantizer)
-
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantDepthwiseConv2D(_Quantized, keras.layers.DepthwiseConv2D):
+class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
     """``DepthwiseConv2D`` on quantized inputs and weights:
     ``depthwise_conv(pad(q_in(x)), q_d(W)) + q_b(b)``, with larq's ``pad_values``."""
 
@@ -273,16 +277,12 @@ class QuantDepthwiseConv2D(_Quantized, keras.layers.DepthwiseConv2D):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
         return _apply(self.depthwise_quantizer, self.kernel, training)
 
-    def call(self, inputs, training=None):
-        x = _quantize_input(self, inputs, training)
-        x, padding, strides = _conv_input(self, x)
-        x = ops.depthwise_conv(x, self.quantized_kernel(training), strides=strides, padding=padding,
-                               dilation_rate=self.dilation_rate, data_format=self.data_format)
-        return _bias_and_activation(self, x, training)
+    def _convolve(self, x, strides, padding, training):
+        return ops.depthwise_conv(x, self.quantized_kernel(training), **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
-class QuantSeparableConv2D(_Quantized, keras.layers.SeparableConv2D):
+class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
     """``SeparableConv2D`` on quantized inputs and weights:
     ``pointwise(depthwise(pad(q_in(x)), q_d(Wd)), q_p(Wp)) + q_b(b)``, with larq's
     ``pad_values``. The depthwise result is not quantized before the pointwise step."""
@@ -303,13 +303,9 @@ class QuantSeparableConv2D(_Quantized, keras.layers.SeparableConv2D):
     def quantized_pointwise_kernel(self, training=None):
         return _apply(self.pointwise_quantizer, self.pointwise_kernel, training)
 
-    def call(self, inputs, training=None):
-        x = _quantize_input(self, inputs, training)
-        x, padding, strides = _conv_input(self, x)
-        x = ops.separable_conv(x, self.quantized_depthwise_kernel(training), self.quantized_pointwise_kernel(training),
-                               strides=strides, padding=padding, dilation_rate=self.dilation_rate,
-                               data_format=self.data_format)
-        return _bias_and_activation(self, x, training)
+    def _convolve(self, x, strides, padding, training):
+        return ops.separable_conv(x, self.quantized_depthwise_kernel(training), self.quantized_pointwise_kernel(training),
+                                  **self._options(strides, padding))
 
 
 # --------------------------------------------------------------------------- activation

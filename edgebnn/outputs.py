@@ -1,4 +1,4 @@
-"""Output folders that appear complete or not at all, and never at a user's expense.
+"""Output folders and files that appear complete or not at all, and never at a user's expense.
 
 Every folder :func:`staged_dir` creates holds a marker file, :data:`MARKER`. With
 ``marked_only`` (what ``edgebnn run --force`` uses), an existing folder is replaced only if it
@@ -131,6 +131,24 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
 
 
 @contextlib.contextmanager
+def write_file(path, write, mode: str = "w", what: str = "file") -> None:
+    """Write ``path`` completely or not at all: ``write(fh)`` fills a temporary file beside it,
+    which then replaces ``path``. A failure is one :class:`OutputError` naming ``what`` and the
+    path (the temporary file removed)."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise OutputError(f"cannot write {what} {path!r}: {err.strerror or err}; choose a path you can write to "
+                          "(and check the free space)") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def _signals_held():
     """Hold SIGINT and SIGTERM back (delivered on exit) while the folders are swapped."""
     held = {signal.SIGINT, signal.SIGTERM}

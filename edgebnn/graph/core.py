@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OutputError
 from ..fixed import FixedType
-from .node import GraphError, Node
+from ..outputs import write_file
+from .node import GraphError, Node, Nodes
 from .ops import BOUNDS, REGISTRY, spec
 
 FORMAT = "edgebnn-graph"
@@ -23,7 +25,7 @@ FORMAT_VERSION = 2  # 2: a SHA-256 checksum and each array's dtype and shape
 
 
 @dataclasses.dataclass
-class Graph:
+class Graph(Nodes):
     """A deployment graph: ``nodes`` in execution order (the input first, each node after its
     inputs), validated on construction; ``meta`` holds what freeze records beside the nodes."""
 
@@ -34,24 +36,7 @@ class Graph:
     def __post_init__(self):
         self.validate()
 
-    # ---------------------------------------------------------------- access
-    def __getitem__(self, name: str) -> Node:
-        """The node called ``name`` (KeyError if none is)."""
-        for node in self.nodes:
-            if node.name == name:
-                return node
-        raise KeyError(name)
-
-    @property
-    def input(self) -> Node:
-        """The input node (the first)."""
-        return self.nodes[0]
-
-    @property
-    def output(self) -> Node:
-        """The output node (the last)."""
-        return self.nodes[-1]
-
+    # ---------------------------------------------------------------- access (and Nodes')
     def compute_nodes(self) -> list[Node]:
         """Every node but the input, in execution order."""
         return [n for n in self.nodes if n.op != "input"]
@@ -121,18 +106,10 @@ class Graph:
         header_bytes = json.dumps(header).encode()
         arrays["__checksum__"] = np.frombuffer(_graph_checksum(header_bytes, arrays).encode(), dtype=np.uint8)
         arrays["__header__"] = np.frombuffer(header_bytes, dtype=np.uint8)
-        path = os.fspath(path)
-        tmp = f"{path}.tmp-{os.getpid()}"
         try:
-            with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, **arrays)
-            os.replace(tmp, path)
-        except OSError as err:
-            raise GraphError(f"cannot write graph file {path!r}: {err.strerror or err}; "
-                             "choose a path you can write to (and check the free space)") from None
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            write_file(path, lambda fh: np.savez_compressed(fh, **arrays), mode="wb", what="graph file")
+        except OutputError as err:
+            raise GraphError(str(err)) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Graph:

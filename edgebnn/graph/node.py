@@ -1,4 +1,5 @@
-"""One node of a deployment graph (:class:`Node`) and the error a malformed graph raises."""
+"""One node of a deployment graph (:class:`Node`), access to a sequence of them (:class:`Nodes`) and
+the error a malformed graph raises."""
 
 from __future__ import annotations
 
@@ -43,3 +44,27 @@ class Node:
         """``attrs[key]`` read as a :class:`FixedType` (None when absent)."""
         value = self.attrs.get(key)
         return None if value is None else FixedType.from_string(value)
+
+
+class Nodes:
+    """Access shared by node sequences in execution order (:class:`~edgebnn.graph.Graph`, a
+    backend's chain): ``self.nodes``, a node by name, the first and the last."""
+
+    nodes: list[Node]
+
+    def __getitem__(self, name: str) -> Node:
+        """The node called ``name`` (KeyError if none is)."""
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    @property
+    def input(self) -> Node:
+        """The input node (the first)."""
+        return self.nodes[0]
+
+    @property
+    def output(self) -> Node:
+        """The output node (the last)."""
+        return self.nodes[-1]

@@ -17,28 +17,18 @@ import re
 from hls4ml.backends import get_backend
 
 from ...graph import Graph, Node
+from ...graph.node import Nodes
 from ..target import Target
 from .ops import flatten, lowering
 from .ops.common import check_packing, expect_precision, precision
 
 
 @dataclasses.dataclass
-class Chain:
+class Chain(Nodes):
     """The graph's nodes in the order and shapes hls4ml is given them (see :func:`hls_chain`)."""
 
     nodes: list[Node]
     moved: frozenset[str] = frozenset()  # flatten nodes moved behind the requantizations after them
-
-    def __getitem__(self, name: str) -> Node:
-        return next(node for node in self.nodes if node.name == name)
-
-    @property
-    def input(self) -> Node:
-        return self.nodes[0]
-
-    @property
-    def output(self) -> Node:
-        return self.nodes[-1]
 
     def source(self, node: Node) -> Node | None:
         """The node ``node`` reads, None for the input."""

@@ -25,24 +25,13 @@ def _layout(step: Step, freezing) -> dict | None:
     """The thresholds follow the vectorized result (the accumulator values were evaluated in
     one large tensor); where a value's quantized output differs when evaluated alone, Keras
     itself is not deterministic across batch layouts."""
-    node = freezing.nodes[-1]
-    src = freezing.node(node.inputs[0])
-    values, out_codes = freezing.replayed[step.name]
-    for i, op in enumerate(step.float_ops):
-        if op.layout_sensitive is None:
-            continue
-        flipped = replay.layout_flips(step, i, values, out_codes, forms.output_type(step.quantizer), freezing.jit,
-                                      rank=len(src.shape))
-        if flipped:
-            return {
-                "node": step.name, "layer": op.label, "kind": "layout",
-                "reason": (f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on "
-                           f"the element's position in the tensor, and {flipped} accumulator value(s) of {src.name!r} lie "
-                           "within those few ulps of a quantization step, so Keras's own output there depends on the "
-                           "batch layout (e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A "
-                           "layout-stable activation (relu, tanh, hard_sigmoid, softsign) avoids this"),
-            }
-    return None
+    return _first(step, freezing, "layout", lambda i, op, src: op.layout_sensitive is not None, replay.layout_flips,
+                  lambda op, n, src: (
+                      f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on the "
+                      f"element's position in the tensor, and {n} accumulator value(s) of {src.name!r} lie within "
+                      "those few ulps of a quantization step, so Keras's own output there depends on the batch layout "
+                      "(e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A layout-stable "
+                      "activation (relu, tanh, hard_sigmoid, softsign) avoids this"))
 
 
 def _fused(step: Step, freezing) -> dict | None:
@@ -51,29 +40,36 @@ def _fused(step: Step, freezing) -> dict | None:
     whose float32 activation may differ by a few ulps from the same activation computed alone
     (as eager Keras and freeze's replay compute it). Where an accumulator value lies within
     those ulps of a quantization step, Keras's own output depends on how TensorFlow runs it."""
-    node = freezing.nodes[-1]
-    src = freezing.node(node.inputs[0])
-    if src.op not in ("dense", "conv2d"):
-        return None
-    values, out_codes = freezing.replayed[step.name]
+
+    def fused(i, op, src):  # only what directly follows the accumulator (and its bias) is fused
+        return op.fusable is not None and src.op in ("dense", "conv2d") and all(o.bias for o in step.float_ops[:i])
+
+    return _first(step, freezing, "fused", fused, replay.near_steps, lambda op, n, src: (
+        f"{op.fusable} in {op.label!r} may run fused into the {src.op} of {src.name!r} in model.predict "
+        f"(TensorFlow's graph optimizer), where its float32 results differ by a few ulps from the same activation "
+        f"alone, and {n} accumulator value(s) lie within those ulps of a quantization step, so Keras's own output "
+        "there depends on how TensorFlow runs the model; the deployed model follows the activation computed alone "
+        "(as eager Keras does). A piecewise-linear activation (relu, relu6, leaky_relu, hard_sigmoid) avoids this"))
+
+
+def _first(step: Step, freezing, kind: str, applies, count, reason) -> dict | None:
+    """The caveat ``kind`` of the first float op ``i`` of ``step`` that ``applies(i, op, src)``
+    and for which ``count(step, i, *replay arguments)`` accumulator values are affected."""
+    src, replayed = _replayed(step, freezing)
     for i, op in enumerate(step.float_ops):
-        if not all(before.bias for before in step.float_ops[:i]):
-            return None  # only what directly follows the accumulator (and its bias) is fused
-        if op.fusable is None:
-            continue
-        near = replay.near_steps(step, i, values, out_codes, forms.output_type(step.quantizer), freezing.jit,
-                                 rank=len(src.shape))
-        if near:
-            return {
-                "node": step.name, "layer": op.label, "kind": "fused",
-                "reason": (f"{op.fusable} in {op.label!r} may run fused into the {src.op} of {src.name!r} in "
-                           f"model.predict (TensorFlow's graph optimizer), where its float32 results differ by a few "
-                           f"ulps from the same activation alone, and {near} accumulator value(s) lie within those ulps "
-                           "of a quantization step, so Keras's own output there depends on how TensorFlow runs the "
-                           "model; the deployed model follows the activation computed alone (as eager Keras does). A "
-                           "piecewise-linear activation (relu, relu6, leaky_relu, hard_sigmoid) avoids this"),
-            }
+        if applies(i, op, src):
+            n = count(step, i, *replayed)
+            if n:
+                return {"node": step.name, "layer": op.label, "kind": kind, "reason": reason(op, n, src)}
     return None
+
+
+def _replayed(step: Step, freezing):
+    """The accumulator node of the step's threshold and the replay arguments of its thresholds:
+    (values, output codes, output type, jit, rank)."""
+    src = freezing.node(freezing.nodes[-1].inputs[0])
+    values, out_codes = freezing.replayed[step.name]
+    return src, (values, out_codes, forms.output_type(step.quantizer), freezing.jit, len(src.shape))
 
 
 def _xla_bias(step: Step, op) -> dict:

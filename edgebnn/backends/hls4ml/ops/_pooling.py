@@ -1,10 +1,11 @@
 """What the pooling ops' hls4ml lowerings share: the ``Pooling2D`` layer entry (valid padding,
-no pad amounts) and io_stream's refusal of strides other than the pool size."""
+no pad amounts), io_stream's refusal of strides other than the pool size, and the post-flow check."""
 
 from __future__ import annotations
 
 from ....errors import EdgebnnError
 from ....graph import Node
+from .common import expect_precision
 
 
 def check_stream_windows(node: Node, io_type: str, where: str) -> None:
@@ -26,3 +27,13 @@ def pooling_layer(node: Node, src: Node, class_name: str) -> dict:
                 n_chan=int(src.shape[2]), out_height=int(node.shape[0]), out_width=int(node.shape[1]),
                 pool_height=int(ph), pool_width=int(pw), stride_height=int(sh), stride_width=int(sw),
                 padding="valid", pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, count_pad=False)
+
+
+def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
+    """Post-flow check of a ``Pooling2D``: its accumulator type is ``accum`` and it still pools
+    with ``pool_op`` (Max or Average)."""
+    expect_precision(backend, layer, "accumulator", layer.get_attr("accum_t").precision, accum)
+    if layer.get_attr("pool_op") != pool_op:
+        raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
+                           "please report this to edgebnn")
+    return []

@@ -6,9 +6,9 @@ non-overlapping windows (stride = pool size); other strides are refused there.""
 from __future__ import annotations
 
 from ....graph import Node
-from ._pooling import check_stream_windows, pooling_layer
-from .common import expect_precision, own_hls_layer, precision
+from ._pooling import check_stream_windows, pooling_layer, verify_pooling
 from .common import own_config_names as config_names
+from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
 
 __all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
@@ -39,11 +39,7 @@ def precisions(node: Node, src: Node) -> dict[str, str]:
 
 def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str]:
     """Post-flow check: the accumulator type, and that the layer still takes the maximum."""
-    expect_precision(backend, layer, "accumulator", layer.get_attr("accum_t").precision, precisions(node, src)["accum"])
-    if layer.get_attr("pool_op") != "Max":
-        raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
-                           "please report this to edgebnn")
-    return []
+    return verify_pooling(layer, backend, precisions(node, src)["accum"], "Max")
 
 
 hls_layers = own_hls_layer(hls_class)
