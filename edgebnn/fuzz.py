@@ -109,9 +109,11 @@ def _activation_quantizer(rng, channels: int) -> str:
     return str(kind if kind != "partial" else "ste_sign")
 
 
-# kernel quantizers freeze cannot deploy yet: each must be a one-sentence refusal, not a crash
-UNDEPLOYED_KERNELS = ("ternary", "ste_tern", "quantized_po2(4)", "xnor_sign", "dorefa(2, 'weights')",
-                      "magnitude_aware_sign", "quantized_bits(4, 1, alpha='auto')")
+# kernel quantizers freeze cannot deploy yet (scaled forms): each must be a one-sentence refusal, not a crash
+UNDEPLOYED_KERNELS = ("xnor_sign", "dorefa(2, 'weights')", "magnitude_aware_sign", "quantized_bits(4, 1, alpha='auto')")
+# kernel forms on a grid other than binary and plain fixed point, deployed as codes of their type
+GRID_KERNELS = ("ternary", "ste_tern", "ste_tern(ternary_weight_networks=True)", "quantized_po2(4)", "ste_heaviside",
+                "quantized_tanh(3)", "partial('ste_sign', [0], other='quantized_bits(3, 0)')")
 
 
 def _kernel_quantizer(rng) -> str:
@@ -120,8 +122,10 @@ def _kernel_quantizer(rng) -> str:
         return "ste_sign"
     if r < 0.6:
         return str(rng.choice(["ste_sign(0.5)", "approx_sign", "swish_sign", "binary"]))
-    if r < 0.67:
+    if r < 0.63:
         return str(rng.choice(UNDEPLOYED_KERNELS))
+    if r < 0.72:
+        return str(rng.choice(GRID_KERNELS))
     bits = int(rng.integers(2, 6))
     if r < 0.85:
         return f"quantized_bits({bits}, {int(rng.integers(0, 2))})"

@@ -130,7 +130,6 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
                     parent.rmdir()  # only if still empty
 
 
-@contextlib.contextmanager
 def write_file(path, write, mode: str = "w", what: str = "file") -> None:
     """Write ``path`` completely or not at all: ``write(fh)`` fills a temporary file beside it,
     which then replaces ``path``. A failure is one :class:`OutputError` naming ``what`` and the
@@ -149,6 +148,7 @@ def write_file(path, write, mode: str = "w", what: str = "file") -> None:
             os.remove(tmp)
 
 
+@contextlib.contextmanager
 def _signals_held():
     """Hold SIGINT and SIGTERM back (delivered on exit) while the folders are swapped."""
     held = {signal.SIGINT, signal.SIGTERM}

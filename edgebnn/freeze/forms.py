@@ -1,8 +1,10 @@
 """Quantizers' hardware forms as freeze reads them: the one place that lowers a form to a
 fixed-point type and integer codes, or refuses it with a sentence naming the layer.
 
-Only the attributes ``kind``, ``type``, ``channels`` and ``parts`` of ``quantizer.hardware()``
-are read here.
+The forms are the typed records of :mod:`edgebnn.forms`. Weights are constants, so any form
+whose values lie on its fixed-point type (binary, unipolar, ternary, fixed, grid, po2, and a
+partial form whose parts do) is deployed as integer codes of that type; a scaled form is refused
+until its scale can be folded into the requantization after it.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ from __future__ import annotations
 import numpy as np
 from keras import ops
 
+from .. import forms
 from .. import quantizers as qz
 from .items import FreezeError, where
+
+# forms whose values are codes of their type: a weight tensor of one is integers on that grid
+_ON_A_GRID = (forms.Binary, forms.Unipolar, forms.Ternary, forms.Fixed, forms.Grid, forms.Po2, forms.Partial)
 
 
 def hardware(quantizer, layer, which: str):
@@ -24,14 +30,31 @@ def hardware(quantizer, layer, which: str):
 
 def on_declared_grid(layer, which: str, tensor):
     """(type, integer codes) of a quantized weight tensor, checked against the quantizer's grid."""
-    hw = hardware(getattr(layer, which), layer, which)
+    quantizer = getattr(layer, which)
+    hw = hardware(quantizer, layer, which)
     values = np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
-    if hw.kind not in ("binary", "fixed") or hw.type is None or not hw.type.contains(values):
+    if isinstance(hw, forms.Scaled):
         raise FreezeError(
-            f"{where(layer)}: its {which} {getattr(layer, which)!r} does not put the "
-            f"weights on one fixed-point grid; freeze supports binary and fixed-point weight quantizers for now"
-        )
+            f"{where(layer)}: its {which} {quantizer!r} multiplies the weights by a scale{_scale_text(hw)}, which "
+            f"freeze cannot deploy yet; use a {which} without a scale (e.g. ste_sign, ste_tern, or quantized_bits "
+            "without alpha)")
+    if isinstance(hw, forms.Partial) and hw.type is None:
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} leaves the channels outside {list(hw.channels)} off a "
+            f"fixed-point grid (real-valued or scaled), which freeze cannot deploy yet; give it other= a quantizer "
+            "without a scale, such as quantized_bits(4, 0)")
+    if not isinstance(hw, _ON_A_GRID) or not hw.type.contains(values):
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} gave weights off its grid {hw.type}; please report this "
+            "to edgebnn with the model")
     return hw.type, hw.type.codes(values)
+
+
+def _scale_text(hw) -> str:
+    """`` (per channel)``, `` (one per tensor)`` or `` (0.333)``: how a scaled form scales."""
+    if hw.scale is None or isinstance(hw.scale, tuple):
+        return " per channel" if hw.axis is not None else " computed from the tensor"
+    return f" ({hw.scale:g})"
 
 
 def input_type(layer):
@@ -43,7 +66,7 @@ def input_type(layer):
             "(e.g. quantized_bits(8, 0, keep_negative=False)) so inputs lie on a grid"
         )
     hw = hardware(layer.input_quantizer, layer, "input_quantizer")
-    if hw.kind != "fixed":
+    if not isinstance(hw, forms.Fixed):
         raise FreezeError(
             f"{where(layer)} is the first layer, but its input_quantizer {layer.input_quantizer!r} "
             f"gives {hw.kind} values, not the plain ap_fixed conversion the hardware input makes; use "
@@ -62,7 +85,12 @@ def check_requantizer(quantizer, layer, which: str) -> None:
             "for activations (ternary_weight_networks is meant for weights)"
         )
     hw = hardware(quantizer, layer, which)
-    if hw.kind == "partial" and (hw.parts[1] is None or hw.type is None):
+    if isinstance(hw, forms.Scaled):
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale{_scale_text(hw)}, so they "
+            "lie on no fixed-point grid and freeze cannot derive exact thresholds for them yet; use an unscaled "
+            "quantizer (e.g. quantized_relu(2) instead of DoReFa, or quantized_bits without alpha)")
+    if isinstance(hw, forms.Partial) and (hw.rest is None or hw.type is None):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} leaves the channels outside {list(hw.channels)} real-valued (or "
             "off a fixed grid), which hardware cannot reproduce exactly; give it other= a fixed-point quantizer such "
@@ -78,12 +106,12 @@ def check_requantizer(quantizer, layer, which: str) -> None:
 
 def per_channel(quantizer) -> bool:
     """The quantizer treats channels differently (a partial form)."""
-    return quantizer.hardware().kind == "partial"
+    return isinstance(quantizer.hardware(), forms.Partial)
 
 
 def is_conversion(quantizer) -> bool:
     """The quantizer is exactly the conversion to its fixed-point type (hardware may cast)."""
-    return quantizer.hardware().kind == "fixed"
+    return isinstance(quantizer.hardware(), forms.Fixed)
 
 
 def output_type(quantizer):

@@ -42,7 +42,7 @@ def node(step: Step, freezing):
         raise FreezeError(
             f"{step.name!r} ({', '.join(step.sources)}): quantizer {step.quantizer!r} produced values off its "
             f"declared grid {out_type}, which thresholds cannot reproduce; use a quantizer whose outputs lie on one "
-            "fixed-point grid (scaled forms such as alpha='auto' or DoReFa k-bit activations are not deployable yet)"
+            "fixed-point grid"
         )
     out_codes = out_type.codes(out)
     freezing.replayed[step.name] = (values, out_codes)
