@@ -10,8 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from graphs import BINARY, chain
-from test_hls import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
+from graphs import BINARY, PYNQ, assert_csim_equals_emulator, chain, edge_inputs, export_quietly
 
 from edgebnn.backends import hls4ml as hls
 from edgebnn.backends.hls4ml import exporter

@@ -12,3 +12,13 @@ def test_every_subpackage_is_installed():
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "edgebnn").rglob("__init__.py")}
     assert found - listed == set(), f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
     assert {"edgebnn._boards", "edgebnn._hls_templates"} <= listed
+
+
+def test_tests_share_helpers_through_conftest_and_helper_modules_only():
+    """A test module imports no other test module (shared fixtures live in conftest.py, shared
+    helpers in tests/graphs.py and tests/bn.py)."""
+    import re
+
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py")
+                 if re.search(r"^\s*(from|import) test_\w+", p.read_text(), flags=re.M)]
+    assert offenders == []
