@@ -218,7 +218,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             """The pools at position ``at``; ``pending``: float ops run since the accumulator, where
             an average is refused (made only sometimes, for the refusal)."""
             nonlocal cur
-            if pool_at == at:
+            if pool_at == at and min(cur[:2]) >= 2:  # (an average before it may have shrunk the tensor)
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
                 if rng.random() < 0.04:  # on the grid or refused, as the rules say
