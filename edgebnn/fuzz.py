@@ -229,7 +229,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 else:
                     add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
-            if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.25):
+            if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
                 cur = _average_pool(rng, cur, add)
 
         maybe_pool(0, float_acc)
@@ -283,12 +283,12 @@ def _average_pool(rng, cur, add) -> tuple:
     h, w = cur[0], cur[1]
     r = rng.random()
     padding = "valid"
-    if r < 0.08 and max(h, w) >= 3:  # divides by 3 or 9: refused
+    if r < 0.05 and max(h, w) >= 3:  # divides by 3 or 9: refused
         p = (3 if h >= 3 else 1, 3 if w >= 3 else 1)
     else:
         fits = [q for q in ((2, 1), (1, 2), (1, 1), (4, 4), (2, 4), (4, 2), (4, 1)) if q[0] <= h and q[1] <= w]
         p = (2, 2) if rng.random() < 0.55 or not fits else fits[rng.integers(len(fits))]
-        if r > 0.92:  # border windows divide by fewer values: refused
+        if r > 0.95:  # border windows divide by fewer values: refused
             padding = "same"
     t = rng.random()
     s = p if t < 0.6 else (1, 1) if t < 0.85 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
