@@ -2,15 +2,18 @@
 
 Hand-picked examples miss what users build; this generator builds what they might: chains of
 ``QuantDense`` / ``QuantConv2D`` (valid or same padding, strides, ``pad_values``, 1x1 kernels),
-``MaxPooling2D``, ``Flatten``, ``Dropout``, float or quantized biases, ``BatchNormalization``
-with adversarial statistics (means exactly on accumulator values the inputs reach, gamma of
-both signs and zero, tiny variance, betas that cancel after float32 rounding), elementwise
-activations (as layers and as the layers' own ``activation``), every activation, input and
-kernel quantizer and rounding/overflow mode freeze accepts (and the forms it cannot deploy yet,
-which must be refused in one sentence: ternary, power-of-two, XNOR and DoReFa kernels, dilation,
-average or "same" pooling), a trailing softmax frozen with ``strip_softmax=True``, Sequential
-and functional models, with Keras compiled with or without XLA. Inputs sit on grid points, between them, exactly on ties,
-one float32 ulp around ties and far out of range.
+``MaxPooling2D``, ``AveragePooling2D`` (windows of a power of two of values, strides equal to
+them or overlapping, after a quantizer or directly on an accumulator), ``Flatten``, ``Dropout``,
+float or quantized biases, ``BatchNormalization`` with adversarial statistics (means exactly on
+accumulator values the inputs reach, gamma of both signs and zero, tiny variance, betas that
+cancel after float32 rounding), elementwise activations (as layers and as the layers' own
+``activation``), every activation, input and kernel quantizer and rounding/overflow mode freeze
+accepts (and the forms it cannot deploy yet, which must be refused in one sentence: ternary,
+power-of-two, XNOR and DoReFa kernels, dilation, "same" pooling, average windows of 3 or 9
+values, an average between a BatchNormalization and its quantizer), a trailing softmax frozen
+with ``strip_softmax=True``, Sequential and functional models, with Keras compiled with or
+without XLA. Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
+ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -210,14 +213,19 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         # float ops after the accumulator, then the requantization (or none at the end)
         pool = len(cur) == 3 and min(cur[:2]) >= 2 and rng.random() < 0.35
         pool_at = int(rng.integers(0, 3)) if pool else -1
+        # an average pool too: after the accumulator, before its quantizer (mostly refused) or after it
+        avg_at = int(rng.choice([0, 0, 1, 2, 2])) if len(cur) == 3 and rng.random() < 0.6 else -1
         ops_done = 0
+        float_acc = act is not None or (bias and bias_q is None)  # float ops right after the accumulator
 
-        def maybe_pool(at, pool_at=pool_at):
+        def maybe_pool(at, pending, pool_at=pool_at, avg_at=avg_at):
+            """The pools at position ``at``; ``pending``: float ops run since the accumulator, where
+            an average is refused (made only sometimes, for the refusal)."""
             nonlocal cur
-            if pool_at == at:
+            if pool_at == at and min(cur[:2]) >= 2:  # (an average before it may have shrunk the tensor)
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
-                if rng.random() < 0.04:  # not deployable: a clean refusal
+                if rng.random() < 0.04:  # on the grid or refused, as the rules say
                     add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
                 elif rng.random() < 0.04:
                     add(keras.layers.MaxPooling2D(p, strides=s, padding="same"),
@@ -225,8 +233,10 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 else:
                     add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
+            if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
+                cur = _average_pool(rng, cur, add)
 
-        maybe_pool(0)
+        maybe_pool(0, float_acc)
         if dense_softmax or (last and rng.random() < 0.15 and act is None):
             break  # the model ends with the accumulator
         if rng.random() < 0.7:
@@ -236,7 +246,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                       "epsilon": float(rng.choice([1e-5, 1e-3, 0.1]))}
             add(keras.layers.BatchNormalization(**bn), f"BatchNormalization({_args(bn)})")
             ops_done += 1
-        maybe_pool(1)
+        maybe_pool(1, float_acc or ops_done > 0)
         if rng.random() < 0.35:
             a = str(rng.choice(ACTIVATIONS))
             add(keras.layers.Activation(a), f"Activation({a!r})")
@@ -246,7 +256,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         if last or rng.random() < 0.5:
             add(QuantActivation(q), f"QuantActivation({q!r})")
             next_input_q = None
-            maybe_pool(2)
+            maybe_pool(2, False)
         else:
             next_input_q = q
     strip = dense_softmax
@@ -266,6 +276,30 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
     return Case(seed, model, x, text, bool(model.jit_compile), strip)  # Keras may have declined XLA
+
+
+def _average_pool(rng, cur, add) -> tuple:
+    """Add an ``AveragePooling2D`` to an (H, W, C) tensor ``cur`` and return its output shape:
+    mostly a window of a power of two of values (2x2 most often) at strides equal to it or
+    overlapping; sometimes a form freeze refuses (a 3-value window, padding="same")."""
+    import keras
+
+    h, w = cur[0], cur[1]
+    r = rng.random()
+    padding = "valid"
+    if r < 0.05 and max(h, w) >= 3:  # divides by 3 or 9: refused
+        p = (3 if h >= 3 else 1, 3 if w >= 3 else 1)
+    else:
+        fits = [q for q in ((2, 1), (1, 2), (1, 1), (4, 4), (2, 4), (4, 2), (4, 1)) if q[0] <= h and q[1] <= w]
+        p = (2, 2) if rng.random() < 0.55 or not fits else fits[rng.integers(len(fits))]
+        if r > 0.95:  # border windows divide by fewer values: refused
+            padding = "same"
+    t = rng.random()
+    s = p if t < 0.6 else (1, 1) if t < 0.85 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    line = f"AveragePooling2D({p}, strides={s}" + (", padding='same')" if padding == "same" else ")")
+    add(keras.layers.AveragePooling2D(p, strides=s, padding=padding), line)
+    # "same" pads to a larger output: the "valid" shape keeps the next kernels within it
+    return ((h - p[0]) // s[0] + 1, (w - p[1]) // s[1] + 1, cur[2])
 
 
 @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """AveragePooling2D end to end: the graph op (exact means on a finer grid), its cost, its hls4ml
 export (C-simulation = emulator in io_parallel and io_stream) and its freeze from Keras."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,168 @@ def test_overlapping_windows_are_refused_in_io_stream(tmp_path):
                                            r"\[1, 1\].*io_parallel or strides=pool_size"):
         export_quietly(pooled_graph((2, 1), (1, 1)), tmp_path / "p", board=PYNQ, io_type="io_stream")
     assert not (tmp_path / "p").exists()
+
+
+# --------------------------------------------------------------- frozen from Keras
+IN_Q = "quantized_bits(4, 0, keep_negative=False)"
+
+
+def keras_pooled(where, out_q, strides=1):
+    """conv -> [BN -> 3-bit QuantActivation] -> 2x2 average -> BN -> ``out_q`` -> a second average
+    (overlapping with ``strides=1``) -> Flatten -> QuantDense (its input quantizer requantizes the
+    means) -> BN -> 6-bit output. ``where``: the first average after the quantizer or directly on
+    the conv2d accumulator."""
+    import keras
+
+    from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+
+    first = [keras.layers.BatchNormalization(name="bn0"), QuantActivation("quantized_bits(3, 1)", name="q0")]
+    return keras.Sequential([
+        keras.Input((8, 8, 2)),
+        QuantConv2D(6, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False,
+                    name="c1"),
+        *(first if where == "after_quantizer" else []),
+        keras.layers.AveragePooling2D(2, name="a1"),
+        keras.layers.BatchNormalization(name="bn1"),
+        QuantActivation(out_q, name="q1"),
+        keras.layers.AveragePooling2D((2, 1), strides=strides, name="a2"),
+        keras.layers.Flatten(name="flat"),
+        QuantDense(4, input_quantizer="quantized_bits(3, 0)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+        keras.layers.BatchNormalization(name="bn2"),
+        QuantActivation("quantized_bits(6, 2)", name="out"),
+    ])
+
+
+def keras_inputs(n, seed, shape=(8, 8, 2)):
+    """On the input grid, exact ties, one float32 ulp around ties, out of range both ways."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-4, 20, size=(n, *shape))
+    tie = ((codes + 0.5) / 16).astype(np.float32)
+    kind = rng.integers(0, 5, size=codes.shape)
+    x = np.where(kind == 0, codes / 16, tie).astype(np.float32)
+    x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
+    x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
+    return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)
+
+
+def adversarial(model, x, seed):
+    """The BatchNormalizations around the averages adversarial (``bn.adversarial_bn``, channel by
+    channel) on the values the inputs reach there; the last one plain (the inputs' own
+    statistics), so the outputs vary."""
+    import keras
+    from bn import adversarial_bn
+
+    rng = np.random.default_rng(seed)
+    for layer in [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]:
+        probe = keras.Model(model.inputs, layer.input)
+        seen = np.asarray(probe.predict(x, verbose=0), np.float64).reshape(-1, layer.gamma.shape[0])
+        if layer.name == "bn2":
+            weights = [np.ones(seen.shape[1]), np.zeros(seen.shape[1]), seen.mean(0), seen.var(0) + 0.1]
+        else:
+            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])],
+                                     axis=1)
+        layer.set_weights([np.asarray(w, np.float32) for w in weights])
+
+
+@pytest.mark.parametrize("where", ["after_quantizer", "on_accumulator"])
+@pytest.mark.parametrize("out_q", ["ste_sign", "quantized_bits(4, 1)"])
+def test_keras_average_pooling_freezes_exactly(where, out_q):
+    from edgebnn.freeze import freeze, trace
+
+    model = keras_pooled(where, out_q)
+    x = keras_inputs(200, 1)
+    adversarial(model, x, 2)
+    graph = freeze(model)
+    ops = [(n.name, n.op) for n in graph.nodes]
+    head = [("c1", "conv2d"), ("q0", "threshold"), ("a1", "avgpool2d")] if where == "after_quantizer" else \
+        [("c1", "conv2d"), ("a1", "avgpool2d")]
+    assert ops == [("input", "input"), *head, ("q1", "threshold"), ("a2", "avgpool2d"), ("flat", "flatten"),
+                   ("d_input", "cast"), ("d", "dense"), ("out", "threshold")]
+    assert graph.meta["keras_float32_exact"] and not graph.meta["keras_caveats"]
+    emu = emulate(graph, x, return_all=True)
+    for batch in (1, 32):
+        ker = np.asarray(model.predict(x, batch_size=batch, verbose=0), np.float64)
+        assert np.array_equal(ker, emu["out"]), batch
+    k_nodes = trace(model, x)  # Keras node by node: verify can locate a mismatch at an average
+    for node in graph.nodes:
+        assert np.array_equal(k_nodes[node.name], emu[node.name]), node.name
+    assert len(np.unique(emu["a1"])) > 8 and len(np.unique(emu["a2"])) > 2  # the means vary
+    assert len(np.unique(emu["out"], axis=0)) > 10  # and so do the outputs
+
+
+def test_a_mean_whose_window_sum_float32_cannot_hold_is_recorded():
+    from edgebnn.freeze.passes.float32_exactness import inexact
+
+    for bits, exact in ((20, True), (23, False)):
+        inp = input_node("x", (4, 4, 1), FixedType.from_string(f"fixed<{bits},2>"))
+        nodes = [inp, avgpool2d_node("avg", inp, (4, 4))]  # 16 values: sums of up to 2**(bits - 1 + 4) codes
+        assert inexact(nodes) == ([] if exact else ["avg"])
+
+
+def refused(layers):
+    import keras
+
+    from edgebnn.freeze import FreezeError, freeze
+    from edgebnn.layers import QuantActivation, QuantConv2D
+
+    model = keras.Sequential([keras.Input((6, 6, 1)), *layers(QuantConv2D), QuantActivation("ste_sign", name="s")])
+    with pytest.raises(FreezeError) as err:
+        freeze(model)
+    return str(err.value)
+
+
+def test_refusals_name_the_layer_and_the_fix():
+    import keras
+
+    def conv(cls, **kw):
+        return cls(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c", **({"use_bias": False} | kw))
+
+    assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap")]) == (
+        "layer 'ap' (AveragePooling2D) averages 3x3 windows: a 3x3 window divides by 9, which no fixed-point type "
+        "holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D")
+    assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(2, padding="same", name="ap")]) == (
+        "layer 'ap' (AveragePooling2D) has padding='same'; only padding='valid' can be frozen: Keras divides its "
+        "border windows by the fewer values they hold")
+    assert refused(lambda c: [conv(c), keras.layers.BatchNormalization(name="bn"),
+                              keras.layers.AveragePooling2D(2, name="ap")]) == (
+        "layer 'ap' (AveragePooling2D) averages the real-valued outputs of bn, whose float32 mean cannot be moved "
+        "past them exactly; pool after the activation (after the QuantActivation that quantizes them) or directly "
+        "on the accumulator of 'c', before the normalization")
+    assert refused(lambda c: [conv(c, use_bias=True), keras.layers.AveragePooling2D(2, name="ap")]) == (
+        "layer 'ap' (AveragePooling2D) averages the real-valued outputs of c.bias, whose float32 mean cannot be "
+        "moved past them exactly; pool after the activation (after the QuantActivation that quantizes them) or "
+        "directly on the accumulator of 'c' (with a quantized bias or none), before the normalization")
+    # behind a MaxPooling2D that would move after the quantizer, the average is still among the float ops
+    assert refused(lambda c: [conv(c), keras.layers.BatchNormalization(name="bn"), keras.layers.MaxPooling2D(1, name="mp"),
+                              keras.layers.AveragePooling2D(2, name="ap")]).startswith(
+        "layer 'ap' (AveragePooling2D) averages the real-valued outputs of bn,")
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_verify_end_to_end(io_type, tmp_path):
+    from graphs import PYNQ
+
+    from edgebnn.backends.hls4ml import export
+    from edgebnn.freeze import freeze
+    from edgebnn.verify import verify
+
+    model = keras_pooled("on_accumulator", "ste_sign", strides=(2, 1))  # io_stream: strides = pool
+    x = keras_inputs(100, 3)
+    adversarial(model, x, 4)
+    graph = freeze(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
+    project.compile()
+    report = verify(model, graph, x, project=project)
+    assert (report.samples, report.keras_vs_emulator, report.emulator_vs_csim) == (100, 0, 0), report.describe()
+
+
+def test_fuzzed_models_hold_average_pools_that_freeze():
+    from edgebnn import fuzz
+
+    outcomes = [o for seed in (7, 22, 32) for o in fuzz.run(models=2, seed=seed).outcomes]
+    assert not [o for o in outcomes if o.status in ("mismatch", "crash")], [o.line() for o in outcomes]
+    pooled = [o for o in outcomes if any(line.startswith("AveragePooling2D") for line in o.layers)]
+    assert [o.status for o in pooled].count("ok") >= 3, [o.line() for o in pooled]

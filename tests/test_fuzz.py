@@ -31,7 +31,7 @@ def test_generator_is_reproducible_and_inputs_hit_ties_and_range_ends():
     assert [w.tolist() for w in a.model.get_weights()] == [w.tolist() for w in b.model.get_weights()]
     from edgebnn import quantizers
 
-    first = a.model.layers[0]
+    first = next(layer for layer in a.model.layers if hasattr(layer, "input_quantizer"))  # functional: an InputLayer first
     t = quantizers.get(first.input_quantizer).hardware().type
     scaled = a.x.astype(np.float64) / 2.0 ** t.lsb_exp
     assert np.any(scaled % 1 == 0.5)  # exact ties

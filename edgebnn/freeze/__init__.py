@@ -25,6 +25,12 @@ rewrite those into steps and the steps into nodes:
   after it, any gamma sign passes (max commutes with the quantizer alone). A cast
   requantization must not wrap. Otherwise a FreezeError names the pooling layer and
   suggests pooling after the activation;
+* an ``AveragePooling2D`` (channels_last, "valid" padding, a window of a power of two of values
+  ``N = 2**k``) becomes an avgpool2d node: the mean of ``N`` values on one grid is their sum on
+  a grid ``N`` times finer, exact, and Keras's float32 mean equals it while the window sums stay
+  below 2**24 codes (``keras_float32_exact``). It must read a tensor on a grid: a quantized one
+  or an accumulator before any float op; among float ops (conv -> BatchNormalization ->
+  AveragePooling2D -> quantizer) it is refused, never moved;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the

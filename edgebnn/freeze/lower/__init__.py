@@ -24,7 +24,7 @@ import keras
 
 from ...layers import QuantActivation, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
-from . import activation, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -33,6 +33,7 @@ HANDLERS: dict[type, ModuleType] = {
     QuantActivation: quant_activation,
     keras.layers.Activation: activation,
     keras.layers.MaxPooling2D: pooling,
+    keras.layers.AveragePooling2D: avgpool,
     keras.layers.Flatten: reshape,
     keras.layers.Dropout: noop,
 }

@@ -16,6 +16,7 @@ from . import (
     build_node,
     cast_or_threshold,
     caveats,
+    check_on_grid,
     check_pool_move,
     check_requantizers,
     check_start,
@@ -32,6 +33,7 @@ PASSES = [
     input_quantizer.run,  # the first layer's input_quantizer -> the input step
     check_requantizers.run,  # every other quantizer is deployable
     move_after_quantizer.run,  # Flatten / MaxPooling2D among float ops -> after their quantizer
+    check_on_grid.run,  # an AveragePooling2D reads a quantized tensor or an accumulator
     fold_float_ops.run,  # float ops + their quantizer -> one requant step
     cast_or_threshold.run,  # a plain conversion after relus -> a cast step
 ]

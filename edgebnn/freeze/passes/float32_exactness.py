@@ -1,4 +1,4 @@
-"""Whether Keras's float32 arithmetic computes every accumulator exactly
+"""Whether Keras's float32 arithmetic computes every accumulator and every mean exactly
 (``graph.meta["keras_float32_exact"]``)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 
 
 def inexact(nodes: list) -> list[str]:
-    """The dense and conv2d nodes whose accumulators float32 may round."""
-    return [n.name for n in nodes if n.op in ("dense", "conv2d") and not float32_exact(n, nodes)]
+    """The dense and conv2d nodes whose accumulators, and the avgpool2d nodes whose window
+    sums, float32 may round."""
+    return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
 def float32_exact(node, nodes: list) -> bool:
@@ -32,3 +33,15 @@ def float32_exact(node, nodes: list) -> bool:
     if "bias" in node.params:
         bound += float(np.abs(node.fixed_attr("bias_type").from_codes(node.params["bias"])).max(initial=0.0))
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
+
+
+def mean_exact(node, nodes: list) -> bool:
+    """Every partial window sum of the avgpool2d node is an integer multiple of its input's grid
+    below 2**24 in magnitude (at most the window size times the largest input, which on the
+    node's finer grid is its largest code), so float32 sums without rounding and the division
+    by the power-of-two window size is exact."""
+    bound = float(np.maximum(np.abs(node.lo), np.abs(node.hi)).max(initial=0.0))
+    return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
+
+
+CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact}
