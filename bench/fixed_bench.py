@@ -58,9 +58,11 @@ def main(n: int = 10**7, repeat: int = 5) -> int:
     ref = _best(np.round, x, repeat)
     print(f"np.round itself: {ref * 1e3:.1f} ms for {n:,} values")
     t = fixed.FixedType(8, 3, True, "RND_CONV", "SAT")
-    print(f"codes() of {t}: {_best(t.codes, x, repeat) / ref:.2f}x; "
-          f"quantize of in-range data (no overflow work): "
-          f"{_best(t.quantize, np.clip(x, -3.9, 3.9), repeat) / ref:.2f}x")
+    print(
+        f"codes() of {t}: {_best(t.codes, x, repeat) / ref:.2f}x; "
+        f"quantize of in-range data (no overflow work): "
+        f"{_best(t.quantize, np.clip(x, -3.9, 3.9), repeat) / ref:.2f}x"
+    )
     print(f"worst quantize ratio: {worst:.2f}x (target <= 5x): {'OK' if worst <= 5 else 'TOO SLOW'}")
     return 0 if worst <= 5 else 1
 

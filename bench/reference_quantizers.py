@@ -70,7 +70,7 @@ def _vector(points, scale, rng):
 def _weights(shape, rng, scale=0.5):
     w = (rng.standard_normal(shape) * scale).astype(f32)
     flat = w.reshape(-1)
-    flat[:: 7] = 0.0  # exact zeros (sign(0))
+    flat[::7] = 0.0  # exact zeros (sign(0))
     flat[3] = -0.0
     return w
 
@@ -101,9 +101,16 @@ def case(name, lib, ref, kwargs=None, edge=None, inp=("vec", [1.0], 1.0), tol=0.
     CASES.append({"name": name, "lib": lib, "ref": ref, "kwargs": kwargs, "edge": edge, "input": inp, "tol": tol})
 
 
-LARQ_ALIAS = {"SteSign": "ste_sign", "ApproxSign": "approx_sign", "SwishSign": "swish_sign",
-              "MagnitudeAwareSign": "magnitude_aware_sign", "SteHeaviside": "ste_heaviside",
-              "SteTern": "ste_tern", "DoReFa": "dorefa_quantizer", "NoOp": "noop"}
+LARQ_ALIAS = {
+    "SteSign": "ste_sign",
+    "ApproxSign": "approx_sign",
+    "SwishSign": "swish_sign",
+    "MagnitudeAwareSign": "magnitude_aware_sign",
+    "SteHeaviside": "ste_heaviside",
+    "SteTern": "ste_tern",
+    "DoReFa": "dorefa_quantizer",
+    "NoOp": "noop",
+}
 
 W1, W2, W4 = ("w", (24,)), ("w", (24, 4)), ("w", (3, 3, 6, 4))
 
@@ -119,8 +126,7 @@ for tag, shape in (("1d", W1), ("2d", W2), ("4d", W4)):
 case("ste_heaviside", "larq", "SteHeaviside", inp=("vec", [1.0, 0.5], 1.0))
 case("ste_heaviside_clip0.5", "larq", "SteHeaviside", {"clip_value": 0.5}, inp=("vec", [1.0, 0.5], 1.0))
 case("ste_tern_t0.05", "larq", "SteTern", inp=("vec", [0.05, 1.0], 0.3))
-case("ste_tern_t0.3_clip0.5", "larq", "SteTern", {"threshold_value": 0.3, "clip_value": 0.5},
-     inp=("vec", [0.3, 0.5, 1.0], 1.0))
+case("ste_tern_t0.3_clip0.5", "larq", "SteTern", {"threshold_value": 0.3, "clip_value": 0.5}, inp=("vec", [0.3, 0.5, 1.0], 1.0))
 case("ste_tern_t0", "larq", "SteTern", {"threshold_value": 0.0}, inp=("vec", [1.0], 1.0))
 case("ste_tern_twn_vec", "larq", "SteTern", {"ternary_weight_networks": True}, inp=("vec", [1.0], 1.0))
 case("ste_tern_twn_2d", "larq", "SteTern", {"ternary_weight_networks": True}, inp=W2)
@@ -130,8 +136,7 @@ for k in (1, 2, 4):
     pts = [0.0, 1.0] + [(c + 0.5) / n for c in range(n)] + [c / n for c in range(n + 1)]
     case(f"dorefa_act_k{k}", "larq", "DoReFa", {"k_bit": k, "mode": "activations"}, inp=("vec", pts, 1.0))
     case(f"dorefa_w_k{k}_2d", "larq", "DoReFa", {"k_bit": k, "mode": "weights"}, inp=W2, tol=1e-6)
-    case(f"dorefa_w_k{k}_vec", "larq", "DoReFa", {"k_bit": k, "mode": "weights"}, inp=("vec", [1.0], 1.0),
-         tol=1e-6)
+    case(f"dorefa_w_k{k}_vec", "larq", "DoReFa", {"k_bit": k, "mode": "weights"}, inp=("vec", [1.0], 1.0), tol=1e-6)
 case("noop", "larq", "NoOp", {"precision": 1})
 
 # QKeras quantized_bits
@@ -145,33 +150,71 @@ def _qb_points(bits, integer, keep_negative=True, symmetric=False):
     return _grid_ties(step, lo, hi), max(1.0, 2.0**integer)
 
 
-for bits, integer, kw in [(4, 0, {}), (4, 2, {}), (8, 3, {}), (4, 0, {"symmetric": 1}),
-                          (6, 2, {"symmetric": 1}), (4, 0, {"keep_negative": False}),
-                          (6, 2, {"keep_negative": False}), (1, 0, {}), (1, 2, {}), (2, 0, {}),
-                          (2, 1, {"keep_negative": False}),
-                          (4, 0, {"alpha": 1.0}), (4, 1, {"alpha": 0.5}), (4, 0, {"symmetric": 1, "alpha": 2.0})]:
+for bits, integer, kw in [
+    (4, 0, {}),
+    (4, 2, {}),
+    (8, 3, {}),
+    (4, 0, {"symmetric": 1}),
+    (6, 2, {"symmetric": 1}),
+    (4, 0, {"keep_negative": False}),
+    (6, 2, {"keep_negative": False}),
+    (1, 0, {}),
+    (1, 2, {}),
+    (2, 0, {}),
+    (2, 1, {"keep_negative": False}),
+    (4, 0, {"alpha": 1.0}),
+    (4, 1, {"alpha": 0.5}),
+    (4, 0, {"symmetric": 1, "alpha": 2.0}),
+]:
     pts, sc = _qb_points(bits, integer, kw.get("keep_negative", True), bool(kw.get("symmetric", 0)))
     tag = "_".join(f"{k}{v}" for k, v in kw.items())
-    case(f"qbits_{bits}_{integer}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_bits",
-         {"bits": bits, "integer": integer, **kw}, inp=("vec", pts, sc))
+    case(
+        f"qbits_{bits}_{integer}" + (f"_{tag}" if tag else ""),
+        "qkeras",
+        "quantized_bits",
+        {"bits": bits, "integer": integer, **kw},
+        inp=("vec", pts, sc),
+    )
 for alpha in ("auto", "auto_po2"):
     for bits, integer in ((4, 0), (8, 0), (4, 2), (2, 0)):
         for tag, shape in (("1d", W1), ("2d", W2), ("4d", W4)):
-            case(f"qbits_{bits}_{integer}_{alpha}_{tag}", "qkeras", "quantized_bits",
-                 {"bits": bits, "integer": integer, "alpha": alpha}, inp=shape)
-    case(f"qbits_4_0_{alpha}_scaleaxis0_2d", "qkeras", "quantized_bits",
-         {"bits": 4, "integer": 0, "alpha": alpha, "scale_axis": 0}, inp=W2)
-    case(f"qbits_4_0_{alpha}_symmetric_2d", "qkeras", "quantized_bits",
-         {"bits": 4, "integer": 0, "alpha": alpha, "symmetric": 1}, inp=W2)
+            case(
+                f"qbits_{bits}_{integer}_{alpha}_{tag}",
+                "qkeras",
+                "quantized_bits",
+                {"bits": bits, "integer": integer, "alpha": alpha},
+                inp=shape,
+            )
+    case(
+        f"qbits_4_0_{alpha}_scaleaxis0_2d",
+        "qkeras",
+        "quantized_bits",
+        {"bits": 4, "integer": 0, "alpha": alpha, "scale_axis": 0},
+        inp=W2,
+    )
+    case(
+        f"qbits_4_0_{alpha}_symmetric_2d",
+        "qkeras",
+        "quantized_bits",
+        {"bits": 4, "integer": 0, "alpha": alpha, "symmetric": 1},
+        inp=W2,
+    )
 
 # quantized_relu
-for bits, integer, kw in [(4, 0, {}), (4, 2, {}), (8, 0, {}), (4, 0, {"use_sigmoid": 1}),
-                          (6, 1, {"use_sigmoid": 1}), (4, 1, {"negative_slope": 0.25}),
-                          (6, 0, {"negative_slope": 0.5}), (6, 1, {"use_sigmoid": 1, "negative_slope": 0.5}),
-                          (4, 1, {"relu_upper_bound": 1.0, "is_quantized_clip": False}),
-                          (4, 0, {"is_quantized_clip": False}),
-                          (4, 1, {"relu_upper_bound": 1.5, "is_quantized_clip": False, "negative_slope": 0.5}),
-                          (4, 1, {"relu_upper_bound": 1.0})]:
+for bits, integer, kw in [
+    (4, 0, {}),
+    (4, 2, {}),
+    (8, 0, {}),
+    (4, 0, {"use_sigmoid": 1}),
+    (6, 1, {"use_sigmoid": 1}),
+    (4, 1, {"negative_slope": 0.25}),
+    (6, 0, {"negative_slope": 0.5}),
+    (6, 1, {"use_sigmoid": 1, "negative_slope": 0.5}),
+    (4, 1, {"relu_upper_bound": 1.0, "is_quantized_clip": False}),
+    (4, 0, {"is_quantized_clip": False}),
+    (4, 1, {"relu_upper_bound": 1.5, "is_quantized_clip": False, "negative_slope": 0.5}),
+    (4, 1, {"relu_upper_bound": 1.0}),
+]:
     b = bits - (kw.get("negative_slope", 0) != 0)
     m, m_i = 2.0**b, 2.0**integer
     pts = _grid_ties(m_i / m, -int(m), int(m) - 1)
@@ -181,20 +224,37 @@ for bits, integer, kw in [(4, 0, {}), (4, 2, {}), (8, 0, {}), (4, 0, {"use_sigmo
     if kw.get("relu_upper_bound"):
         pts += [kw["relu_upper_bound"]]
     tag = "_".join(f"{k}{v}" for k, v in kw.items())
-    case(f"qrelu_{bits}_{integer}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_relu",
-         {"bits": bits, "integer": integer, **kw}, inp=("vec", pts, 2 * m_i))
+    case(
+        f"qrelu_{bits}_{integer}" + (f"_{tag}" if tag else ""),
+        "qkeras",
+        "quantized_relu",
+        {"bits": bits, "integer": integer, **kw},
+        inp=("vec", pts, 2 * m_i),
+    )
 
 # quantized_tanh
-for bits, kw, tol in [(4, {}, 0.0), (8, {}, 0.0), (2, {}, 0.0), (4, {"use_real_tanh": True}, 1e-6),
-                      (8, {"use_real_tanh": True}, 1e-6), (4, {"symmetric": True}, 0.0)]:
+for bits, kw, tol in [
+    (4, {}, 0.0),
+    (8, {}, 0.0),
+    (2, {}, 0.0),
+    (4, {"use_real_tanh": True}, 1e-6),
+    (8, {"use_real_tanh": True}, 1e-6),
+    (4, {"symmetric": True}, 0.0),
+]:
     m = 2.0 ** (bits - 1)
     pts = [(c + 0.5) / m for c in range(-int(m) - 1, int(m) + 1)] + [c / m for c in range(-int(m), int(m) + 1)]
     if kw.get("use_real_tanh"):
         pts += list(np.arctanh(np.clip(pts, -0.999999, 0.999999)))
     pts += [1.0, 2.0, -1.0, -2.0]
     tag = "_".join(f"{k}{v}" for k, v in kw.items())
-    case(f"qtanh_{bits}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_tanh", {"bits": bits, **kw},
-         inp=("vec", pts, 1.5), tol=tol)
+    case(
+        f"qtanh_{bits}" + (f"_{tag}" if tag else ""),
+        "qkeras",
+        "quantized_tanh",
+        {"bits": bits, **kw},
+        inp=("vec", pts, 1.5),
+        tol=tol,
+    )
 
 # binary / ternary
 for kw in ({}, {"use_01": True}, {"alpha": 0.5}, {"use_01": True, "alpha": 2.0}):
@@ -223,20 +283,39 @@ def _po2_range(bits, max_value, relu):
     return -(2**eff), 2**eff - 1
 
 
-for bits, kw in [(4, {}), (8, {}), (3, {}), (4, {"max_value": 1.0}), (5, {"max_value": 4.0}),
-                 (4, {"max_value": 0.5}), (4, {"quadratic_approximation": True}), (4, {"log2_rounding": "floor"})]:
+for bits, kw in [
+    (4, {}),
+    (8, {}),
+    (3, {}),
+    (4, {"max_value": 1.0}),
+    (5, {"max_value": 4.0}),
+    (4, {"max_value": 0.5}),
+    (4, {"quadratic_approximation": True}),
+    (4, {"log2_rounding": "floor"}),
+]:
     lo, hi = _po2_range(bits, kw.get("max_value"), relu=False)
     pts = _po2_points(max(lo, -40), min(hi, 40)) + ([kw["max_value"]] if "max_value" in kw else [])
     tag = "_".join(f"{k}{v}" for k, v in kw.items())
-    case(f"po2_{bits}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_po2", {"bits": bits, **kw},
-         inp=("vec", pts, 4.0))
-for bits, kw in [(4, {}), (3, {}), (6, {"max_value": 2.0}), (4, {"max_value": 1.0}), (4, {"negative_slope": 0.5}),
-                 (4, {"negative_slope": 0.25, "max_value": 4.0}), (4, {"quadratic_approximation": True})]:
+    case(f"po2_{bits}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_po2", {"bits": bits, **kw}, inp=("vec", pts, 4.0))
+for bits, kw in [
+    (4, {}),
+    (3, {}),
+    (6, {"max_value": 2.0}),
+    (4, {"max_value": 1.0}),
+    (4, {"negative_slope": 0.5}),
+    (4, {"negative_slope": 0.25, "max_value": 4.0}),
+    (4, {"quadratic_approximation": True}),
+]:
     lo, hi = _po2_range(bits, kw.get("max_value"), relu=True)
     pts = _po2_points(max(lo, -40), min(hi, 40)) + ([kw["max_value"]] if "max_value" in kw else [])
     tag = "_".join(f"{k}{v}" for k, v in kw.items())
-    case(f"relu_po2_{bits}" + (f"_{tag}" if tag else ""), "qkeras", "quantized_relu_po2", {"bits": bits, **kw},
-         inp=("vec", pts, 4.0))
+    case(
+        f"relu_po2_{bits}" + (f"_{tag}" if tag else ""),
+        "qkeras",
+        "quantized_relu_po2",
+        {"bits": bits, **kw},
+        inp=("vec", pts, 4.0),
+    )
 
 # Documented deliberate differences: case name -> why (edgebnn refuses the option, or the
 # numbers differ on purpose). Empty: every case above agrees. edgebnn's refusals (e.g.
@@ -284,8 +363,11 @@ def dump(path):
     from qkeras import quantizers as qq
 
     rng = np.random.default_rng(SEED)
-    out = {"__meta__": np.array(json.dumps({"tensorflow": tf.__version__, "larq": lq.__version__,
-                                             "qkeras": getattr(qkeras, "__version__", "?")}))}
+    out = {
+        "__meta__": np.array(
+            json.dumps({"tensorflow": tf.__version__, "larq": lq.__version__, "qkeras": getattr(qkeras, "__version__", "?")})
+        )
+    }
 
     run = forward_and_gradient
 
@@ -320,8 +402,15 @@ def dump(path):
             own = fwd
         if c["kwargs"].get("use_real_tanh"):
             out[f"{c['name']}/tanh"] = tf.tanh(tf.constant(x)).numpy().astype(f32)
-        out.update({f"{c['name']}/x": x, f"{c['name']}/g": g, f"{c['name']}/fwd": fwd,
-                    f"{c['name']}/grad": grad, f"{c['name']}/own": np.broadcast_to(own, x.shape).astype(f32)})
+        out.update(
+            {
+                f"{c['name']}/x": x,
+                f"{c['name']}/g": g,
+                f"{c['name']}/fwd": fwd,
+                f"{c['name']}/grad": grad,
+                f"{c['name']}/own": np.broadcast_to(own, x.shape).astype(f32),
+            }
+        )
     np.savez(path, **out)
     print(f"wrote {len(CASES)} cases to {path} ({json.loads(str(out['__meta__']))})")
 
@@ -345,8 +434,10 @@ def compare(path, verbose=False):
     ref = np.load(path)
     meta = json.loads(str(ref["__meta__"]))
     print(f"reference: {meta}")
-    header = (f"{'case':42s} {'n':>5s} {'fwd!=ref':>8s} {'fwd!=q':>7s} {'ref art':>7s} {'+-0':>4s} "
-              f"{'grad!=':>6s} {'max|dg|':>9s} {'tanh!=':>6s}  status")
+    header = (
+        f"{'case':42s} {'n':>5s} {'fwd!=ref':>8s} {'fwd!=q':>7s} {'ref art':>7s} {'+-0':>4s} "
+        f"{'grad!=':>6s} {'max|dg|':>9s} {'tanh!=':>6s}  status"
+    )
     print(header)
     print("-" * len(header))
     bad = []
@@ -391,14 +482,15 @@ def compare(path, verbose=False):
             status = "ok (QKeras fwd off its own q)"
         if not ok and name not in DELIBERATE:
             bad.append(name)
-        print(f"{name:42s} {x.size:5d} {n_ref:8d} {n_own:7d} {n_art:7d} {sz:4d} {n_grad:6d} {dg:9.2e} {n_tanh:6d}  "
-              f"{status}")
+        print(f"{name:42s} {x.size:5d} {n_ref:8d} {n_own:7d} {n_art:7d} {sz:4d} {n_grad:6d} {dg:9.2e} {n_tanh:6d}  {status}")
         if (verbose or not ok) and (n_own or n_grad):
             y, grad = y_all, grad_all
             idx = np.flatnonzero(same & same_g & ~((y == own_r) & ((grad == grad_r) | (np.abs(grad - grad_r) <= c["tol"]))))[:8]
             for i in idx:
-                print(f"    x={x.flat[i]!r:>14} edgebnn q={y.flat[i]!r} ref q={own_r.flat[i]!r} (fwd {fwd_r.flat[i]!r})"
-                      f"  grad {grad.flat[i]!r} vs {grad_r.flat[i]!r}")
+                print(
+                    f"    x={x.flat[i]!r:>14} edgebnn q={y.flat[i]!r} ref q={own_r.flat[i]!r} (fwd {fwd_r.flat[i]!r})"
+                    f"  grad {grad.flat[i]!r} vs {grad_r.flat[i]!r}"
+                )
     print()
     print("columns: fwd!=ref edgebnn forward vs the reference forward (exact); fwd!=q vs QKeras's own q;")
     print("ref art: QKeras's x + stop_gradient(q - x) != its own q (float32 rounding, a QKeras artifact);")

@@ -74,8 +74,10 @@ def parse_architecture(text: str) -> list[tuple[str, int, int]]:
     if re.search(r"DWConv|PWConv|SeparableConv|DepthwiseConv", text):
         raise NotCovered("depthwise / separable convolution has no graph node yet (only Conv2D)")
     if re.search(r"Conv", text):
-        raise NotCovered("convolution row: Conv2D, MaxPool2D and Flatten are modelled, but this script's Keras "
-                         "rebuild of convolution rows is not written yet")
+        raise NotCovered(
+            "convolution row: Conv2D, MaxPool2D and Flatten are modelled, but this script's Keras "
+            "rebuild of convolution rows is not written yet"
+        )
     for token in re.split(r"\s*->\s*(?![^()]*\))", text.split(" (")[0] if text.startswith("Input(") else text):
         token = token.strip()
         m = re.fullmatch(r"Dense\((\d+)->(\d+)\)(\+ReLU)?", token)
@@ -112,8 +114,8 @@ def design_of(row: dict) -> dict:
     signed_acts = [t for t in acts if t[0]]
     unsigned_acts = [t for t in acts if not t[0]]
     default = (True, 16, 6)
-    data = default if default in acts else signed_acts[0]       # inputs and dense results
-    relu = unsigned_acts[0] if unsigned_acts else data          # relu outputs
+    data = default if default in acts else signed_acts[0]  # inputs and dense results
+    relu = unsigned_acts[0] if unsigned_acts else data  # relu outputs
     rfs = [int(v) for v in row["reuse_factor"].split(";")]
     strategies = row["strategy"].split(";")
     if len(set(rfs)) > 1 or len(set(strategies)) > 1:
@@ -129,10 +131,22 @@ def design_of(row: dict) -> dict:
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
     if any(kind == "softmax" for kind, _, _ in steps[:-1]):
         raise NotCovered("a softmax before the last layer")
-    return {"steps": steps, "weight": weights[0], "data": data, "relu": relu, "accum": accum[0],
-            "reuse_factor": rfs[0], "strategy": strategies[0].capitalize(), "io_type": row["io_type"],
-            "clock": float(row["clock_ns"]), "part": row["part"], "zeros": zeros, "multipliers": multipliers,
-            "hls_tool": f"{row['hls_tool']} {row['hls_version']}", "source": row["source_repo"]}
+    return {
+        "steps": steps,
+        "weight": weights[0],
+        "data": data,
+        "relu": relu,
+        "accum": accum[0],
+        "reuse_factor": rfs[0],
+        "strategy": strategies[0].capitalize(),
+        "io_type": row["io_type"],
+        "clock": float(row["clock_ns"]),
+        "part": row["part"],
+        "zeros": zeros,
+        "multipliers": multipliers,
+        "hls_tool": f"{row['hls_tool']} {row['hls_version']}",
+        "source": row["source_repo"],
+    }
 
 
 def board_for_part(part: str):
@@ -141,7 +155,7 @@ def board_for_part(part: str):
     device = part.lower().split("-")[0]
     for board in list_boards():
         norm = board.part.lower().replace("-", "")
-        if norm.startswith(device) and not norm[len(device):len(device) + 1].isdigit():
+        if norm.startswith(device) and not norm[len(device) : len(device) + 1].isdigit():
             return board
     raise NotCovered(f"no board profile has the device of part {part}")
 
@@ -176,7 +190,7 @@ def draw_weights(design: dict, seed: int = SEED) -> list[np.ndarray]:
     flat[rng.choice(flat.size, size=min(design["zeros"], flat.size), replace=False)] = 0
     out, start = [], 0
     for c in layers:
-        out.append(flat[start:start + c.size].reshape(c.shape))
+        out.append(flat[start : start + c.size].reshape(c.shape))
         start += c.size
     return out
 
@@ -202,14 +216,19 @@ def build_graph(design: dict, weights: list[np.ndarray]):
     first = True
     for i, (kind, _, b) in enumerate(steps):
         if kind == "dense":
-            layer = QuantDense(b, input_quantizer=qbits(design["data"]) if first else None,
-                               kernel_quantizer=qbits(design["weight"]), use_bias=False, name=f"dense{wi}")
+            layer = QuantDense(
+                b,
+                input_quantizer=qbits(design["data"]) if first else None,
+                kernel_quantizer=qbits(design["weight"]),
+                use_bias=False,
+                name=f"dense{wi}",
+            )
             layers.append(layer)
             dense_layers.append((layer, weights[wi]))
             wi += 1
             first = False
             relu_next = i + 1 < len(steps) and steps[i + 1][0] == "relu"
-            last = all(k != "dense" for k, _, _ in steps[i + 1:])
+            last = all(k != "dense" for k, _, _ in steps[i + 1 :])
             # between layers hls4ml casts the dense result to its result type; the last dense
             # writes its result type itself (types= below), no activation layer follows it
             if not relu_next and not last:
@@ -233,12 +252,19 @@ def estimate_row(design: dict, graph):
     from edgebnn.estimate import estimate
 
     accum = fixed_string(design["accum"])
-    types = {n.name: {"accum": accum, "result": fixed_string(design["data"])}
-             for n in graph.compute_nodes() if n.op == "dense"}
-    return estimate(graph, board_for_part(design["part"]), strategy=design["strategy"],
-                    reuse_factor=design["reuse_factor"], io_type=design["io_type"], clock_period=design["clock"],
-                    utilization_limit=1.0, types=types, multipliers=design["multipliers"],
-                    hls_tool=design["hls_tool"])
+    types = {n.name: {"accum": accum, "result": fixed_string(design["data"])} for n in graph.compute_nodes() if n.op == "dense"}
+    return estimate(
+        graph,
+        board_for_part(design["part"]),
+        strategy=design["strategy"],
+        reuse_factor=design["reuse_factor"],
+        io_type=design["io_type"],
+        clock_period=design["clock"],
+        utilization_limit=1.0,
+        types=types,
+        multipliers=design["multipliers"],
+        hls_tool=design["hls_tool"],
+    )
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -265,20 +291,42 @@ def cycles_ok(est, true):
 
 def compare(row: dict, est) -> dict:
     tot = est.totals
-    mine = {"LUT": tot["lut"], "FF": tot["ff"], "DSP": tot["dsp"], "BRAM18": tot["bram18"],
-            "latency": est.latency_cycles, "II": est.ii}
-    vs = {"LUT": _num(row["vsynth_LUT"]), "FF": _num(row["vsynth_FF"]), "DSP": _num(row["vsynth_DSP"]),
-          "BRAM18": None if _num(row["vsynth_BRAM_tiles"]) is None else 2 * _num(row["vsynth_BRAM_tiles"])}
-    cs = {"LUT": _num(row["csynth_LUT"]), "FF": _num(row["csynth_FF"]), "DSP": _num(row["csynth_DSP"]),
-          "BRAM18": _num(row["csynth_BRAM_18K"])}
+    mine = {
+        "LUT": tot["lut"],
+        "FF": tot["ff"],
+        "DSP": tot["dsp"],
+        "BRAM18": tot["bram18"],
+        "latency": est.latency_cycles,
+        "II": est.ii,
+    }
+    vs = {
+        "LUT": _num(row["vsynth_LUT"]),
+        "FF": _num(row["vsynth_FF"]),
+        "DSP": _num(row["vsynth_DSP"]),
+        "BRAM18": None if _num(row["vsynth_BRAM_tiles"]) is None else 2 * _num(row["vsynth_BRAM_tiles"]),
+    }
+    cs = {
+        "LUT": _num(row["csynth_LUT"]),
+        "FF": _num(row["csynth_FF"]),
+        "DSP": _num(row["csynth_DSP"]),
+        "BRAM18": _num(row["csynth_BRAM_18K"]),
+    }
     hls = {"latency": _num(row["latency_max"]), "II": _num(row["II_max"])}
-    return {"id": row["id"], "name": row["short_name"], "group": row["replicate_group"] or row["short_name"],
-            "source": row["source_repo"], "tool": f"{row['hls_tool']} {row['hls_version']}",
-            "est": mine, "vsynth": vs, "csynth": cs, "hls": hls,
-            "err_v": {k: rel_error(mine[k], v) for k, v in vs.items()},
-            "err_c": {k: rel_error(mine[k], v) for k, v in cs.items()},
-            "err_t": {k: rel_error(mine[k], v) for k, v in hls.items()},
-            "ok_t": {k: v is not None and cycles_ok(mine[k], v) for k, v in hls.items()}}
+    return {
+        "id": row["id"],
+        "name": row["short_name"],
+        "group": row["replicate_group"] or row["short_name"],
+        "source": row["source_repo"],
+        "tool": f"{row['hls_tool']} {row['hls_version']}",
+        "est": mine,
+        "vsynth": vs,
+        "csynth": cs,
+        "hls": hls,
+        "err_v": {k: rel_error(mine[k], v) for k, v in vs.items()},
+        "err_c": {k: rel_error(mine[k], v) for k, v in cs.items()},
+        "err_t": {k: rel_error(mine[k], v) for k, v in hls.items()},
+        "ok_t": {k: v is not None and cycles_ok(mine[k], v) for k, v in hls.items()},
+    }
 
 
 def _fmt(v):
@@ -296,22 +344,30 @@ def _median(values):
 
 def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=sys.stdout):
     p = lambda *a: print(*a, file=out)
-    p(f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
-      "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
-      "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool")
-    p("resources vs post-synthesis (vsynth; '-' where the row has none) and vs the HLS estimate (csynth); "
-      "latency and II vs the HLS report")
+    p(
+        f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
+        "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
+        "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool"
+    )
+    p(
+        "resources vs post-synthesis (vsynth; '-' where the row has none) and vs the HLS estimate (csynth); "
+        "latency and II vs the HLS report"
+    )
     head = f"{'id':>3} {'name':<30} {'what':<8} {'estimate':>9} {'vsynth':>9} {'err':>6} {'csynth':>9} {'err':>6}"
     p(head)
     p("-" * len(head))
     for r in results:
         for k in ("LUT", "FF", "DSP", "BRAM18"):
-            p(f"{r['id']:>3} {r['name'][:30]:<30} {k:<8} {_fmt(r['est'][k]):>9} {_fmt(r['vsynth'][k]):>9} "
-              f"{_pct(r['err_v'][k]):>6} {_fmt(r['csynth'][k]):>9} {_pct(r['err_c'][k]):>6}")
+            p(
+                f"{r['id']:>3} {r['name'][:30]:<30} {k:<8} {_fmt(r['est'][k]):>9} {_fmt(r['vsynth'][k]):>9} "
+                f"{_pct(r['err_v'][k]):>6} {_fmt(r['csynth'][k]):>9} {_pct(r['err_c'][k]):>6}"
+            )
         for k in ("latency", "II"):
             ok = "ok" if r["ok_t"][k] else "off"
-            p(f"{r['id']:>3} {r['name'][:30]:<30} {k:<8} {_fmt(r['est'][k]):>9} {_fmt(r['hls'][k]):>9} "
-              f"{_pct(r['err_t'][k]):>6} {'':>9} {ok:>6}")
+            p(
+                f"{r['id']:>3} {r['name'][:30]:<30} {k:<8} {_fmt(r['est'][k]):>9} {_fmt(r['hls'][k]):>9} "
+                f"{_pct(r['err_t'][k]):>6} {'':>9} {ok:>6}"
+            )
     if skipped:
         p("")
         p(f"{len(skipped)} rows not covered:")
@@ -321,10 +377,14 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
     n_v = sum(r["vsynth"]["LUT"] is not None for r in results)
     lat_ok = sum(r["ok_t"]["latency"] for r in results)
     ii_ok = sum(r["ok_t"]["II"] for r in results)
-    p(f"latency within 20% or 3 cycles: {lat_ok}/{len(results)} rows; II: {ii_ok}/{len(results)} rows; "
-      f"median abs error II {_median(r['err_t']['II'] for r in results):.1f}%")
-    p("median abs error vs csynth (all rows): " + " ".join(
-        f"{k} {_median(r['err_c'][k] for r in results):.1f}%" for k in ("LUT", "FF", "DSP")))
+    p(
+        f"latency within 20% or 3 cycles: {lat_ok}/{len(results)} rows; II: {ii_ok}/{len(results)} rows; "
+        f"median abs error II {_median(r['err_t']['II'] for r in results):.1f}%"
+    )
+    p(
+        "median abs error vs csynth (all rows): "
+        + " ".join(f"{k} {_median(r['err_c'][k] for r in results):.1f}%" for k in ("LUT", "FF", "DSP"))
+    )
     # held-out view: the constants are fixed (nothing is fitted), so the error of each source
     # repository's rows is what a new repository's rows would see if they behave alike
     p("per source repository (constants fixed; latency ok = within 20% or 3 cycles):")
@@ -334,9 +394,11 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         has_v = any(r["vsynth"]["LUT"] is not None for r in rs)
         which, key = ("vsynth", "err_v") if has_v else ("csynth", "err_c")
         res = which + " " + " ".join(f"{k} {_median(r[key][k] for r in rs):.1f}%" for k in ("LUT", "FF", "DSP"))
-        p(f"  {src} ({len(rs)} rows; {tools}): latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
-          f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}; "
-          f"{res}")
+        p(
+            f"  {src} ({len(rs)} rows; {tools}): latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
+            f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}; "
+            f"{res}"
+        )
     # leave-one-source-out: the medians without each repository's rows (nothing is fitted, so
     # this shows how much one repository's designs move the headline figures)
     sources = sorted({r["source"] for r in results})
@@ -344,14 +406,17 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         p("leave-one-source-out median abs error (vsynth resources, latency):")
         for src in sources:
             rest = [r for r in results if r["source"] != src]
-            p(f"  without {src}: " + " ".join(f"{k} {_median(r['err_v'][k] for r in rest):.1f}%"
-                                              for k in ("LUT", "FF", "DSP"))
-              + f" latency {_median(r['err_t']['latency'] for r in rest):.1f}%")
-    p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all "
-      f"{len(results)} rows")
-    p("median abs error: " + " ".join(f"{k} {_median(r['err_v'][k] for r in results):.1f}%"
-                                      for k in ("LUT", "FF", "DSP"))
-      + f" latency {_median(r['err_t']['latency'] for r in results):.1f}%")
+            p(
+                f"  without {src}: "
+                + " ".join(f"{k} {_median(r['err_v'][k] for r in rest):.1f}%" for k in ("LUT", "FF", "DSP"))
+                + f" latency {_median(r['err_t']['latency'] for r in rest):.1f}%"
+            )
+    p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all {len(results)} rows")
+    p(
+        "median abs error: "
+        + " ".join(f"{k} {_median(r['err_v'][k] for r in results):.1f}%" for k in ("LUT", "FF", "DSP"))
+        + f" latency {_median(r['err_t']['latency'] for r in results):.1f}%"
+    )
 
 
 def run(csv_path: str, out=sys.stdout, builder=None):

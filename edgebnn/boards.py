@@ -44,8 +44,7 @@ RESOURCES = ("lut", "ff", "dsp", "bram18", "uram")
 
 _STR_FIELDS = ("name", "part", "family", "dsp_type", "source")
 _COUNT_FIELDS = RESOURCES
-_FIELDS = ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram",
-           "clock_period_ns", "source")
+_FIELDS = ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source")
 _ENV_PATH = "EDGEBNN_BOARD_PATH"
 
 
@@ -94,10 +93,7 @@ def load_board(name_or_path) -> Board:
     files = _board_files()
     if name_or_path not in files:
         known = ", ".join(sorted(files)) or "none"
-        raise BoardError(
-            f"unknown board '{name_or_path}'; known boards are {known} "
-            f"(or pass the path of a .yaml profile)"
-        )
+        raise BoardError(f"unknown board '{name_or_path}'; known boards are {known} (or pass the path of a .yaml profile)")
     return _read(files[name_or_path], expect_name=name_or_path)
 
 
@@ -152,9 +148,7 @@ def _read(path: pathlib.Path, expect_name: str | None = None) -> Board:
     if not isinstance(clock, (int, float)) or isinstance(clock, bool) or not clock > 0 or clock == float("inf"):
         raise BoardError(f"{where}: field 'clock_period_ns' must be a positive number, got {clock!r}")
     if data["dsp_type"] not in DSP_TYPES:
-        raise BoardError(
-            f"{where}: field 'dsp_type' is {data['dsp_type']!r}; this edgebnn knows {', '.join(DSP_TYPES)}"
-        )
+        raise BoardError(f"{where}: field 'dsp_type' is {data['dsp_type']!r}; this edgebnn knows {', '.join(DSP_TYPES)}")
     if expect_name is not None and data["name"] != expect_name:
         raise BoardError(
             f"{where}: field 'name' is {data['name']!r} but the file is named '{path.name}'; "

@@ -56,8 +56,9 @@ def cmd_boards(args) -> int:
     boards = list_boards()
     print(f"{'name':<14} {'part':<26} {'LUT':>9} {'FF':>10} {'DSP':>6} {'BRAM18':>7} {'URAM':>5} {'clock':>7}")
     for b in boards:
-        print(f"{b.name:<14} {b.part:<26} {b.lut:>9,} {b.ff:>10,} {b.dsp:>6,} {b.bram18:>7,} {b.uram:>5,} "
-              f"{b.clock_period_ns:>5g}ns")
+        print(
+            f"{b.name:<14} {b.part:<26} {b.lut:>9,} {b.ff:>10,} {b.dsp:>6,} {b.bram18:>7,} {b.uram:>5,} {b.clock_period_ns:>5g}ns"
+        )
     return 0
 
 
@@ -74,8 +75,14 @@ def cmd_estimate(args) -> int:
         board_name = board_name or run_board
         path = os.path.join(path, "graph.npz")
     board_name = board_name or "pynq-z2"
-    given = {"backend": args.backend, "strategy": args.strategy, "reuse_factor": args.reuse_factor,
-             "io_type": args.io_type, "clock_period_ns": args.clock, "hls_tool": args.hls_tool}
+    given = {
+        "backend": args.backend,
+        "strategy": args.strategy,
+        "reuse_factor": args.reuse_factor,
+        "io_type": args.io_type,
+        "clock_period_ns": args.clock,
+        "hls_tool": args.hls_tool,
+    }
     options.update({k: v for k, v in given.items() if v is not None})
     target = Target(**options)  # checked before the graph is read
     if args.plot:
@@ -89,8 +96,7 @@ def cmd_estimate(args) -> int:
             print(f"{board.name}: {found}")
             est = found.estimate
             if est is None:
-                est = estimate(graph, board, utilization_limit=args.limit,
-                               target=target.replace(reuse_factor=found.tried[-1][0]))
+                est = estimate(graph, board, utilization_limit=args.limit, target=target.replace(reuse_factor=found.tried[-1][0]))
         else:
             est = estimate(graph, board, utilization_limit=args.limit, target=target)
         print(est.table())
@@ -164,9 +170,13 @@ def _utilization_svg(results) -> str:
     bar_h, gap, left, plot_w = 10, 8, 120, 400
     group_h = len(_BAR_KEYS) * bar_h + gap
     height = 40 + group_h * len(results)
-    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
-              f'font-family="sans-serif" font-size="10">'),
-             '<text x="4" y="14" font-size="12">utilization per board (% of the device)</text>']
+    parts = [
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
+            f'font-family="sans-serif" font-size="10">'
+        ),
+        '<text x="4" y="14" font-size="12">utilization per board (% of the device)</text>',
+    ]
     for i, est in enumerate(results):
         y0 = 28 + i * group_h
         parts.append(f'<text x="4" y="{y0 + 2 * bar_h}">{est.board.name}</text>')
@@ -174,12 +184,16 @@ def _utilization_svg(results) -> str:
             pct = est.utilization[key]
             w = plot_w if pct == float("inf") else min(plot_w, plot_w * pct / 100)
             y = y0 + j * bar_h
-            parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colors[key]}">'
-                         f'<title>{key.upper()} {pct:.1f}%</title></rect>')
+            parts.append(
+                f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colors[key]}">'
+                f"<title>{key.upper()} {pct:.1f}%</title></rect>"
+            )
             parts.append(f'<text x="{left + w + 3:.1f}" y="{y + bar_h - 3}">{key.upper()} {pct:.1f}%</text>')
         lim = left + plot_w * est.utilization_limit
-        parts.append(f'<line x1="{lim:.1f}" y1="{y0}" x2="{lim:.1f}" y2="{y0 + len(_BAR_KEYS) * bar_h}" '
-                     'stroke="black" stroke-dasharray="2,2"/>')
+        parts.append(
+            f'<line x1="{lim:.1f}" y1="{y0}" x2="{lim:.1f}" y2="{y0 + len(_BAR_KEYS) * bar_h}" '
+            'stroke="black" stroke-dasharray="2,2"/>'
+        )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
@@ -196,25 +210,38 @@ def _exit_codes_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="edgebnn", description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.",
-                epilog=_exit_codes_text() + "\n\nSet EDGEBNN_DEBUG=1 to see the traceback of an internal error.",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="edgebnn",
+        description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.",
+        epilog=_exit_codes_text() + "\n\nSet EDGEBNN_DEBUG=1 to see the traceback of an internal error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="train, freeze, export, C-simulate, verify and estimate one configuration",
-                       epilog=_exit_codes_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = sub.add_parser(
+        "run",
+        help="train, freeze, export, C-simulate, verify and estimate one configuration",
+        epilog=_exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("config", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
     r.add_argument("-o", "--output", required=True, help="output folder (must not exist unless --force)")
-    r.add_argument("--force", action="store_true",
-                   help="replace an existing output folder, only if edgebnn wrote it (it holds .edgebnn-output)")
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output folder, only if edgebnn wrote it (it holds .edgebnn-output)",
+    )
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("boards", help="list the board profiles")
     b.set_defaults(func=cmd_boards)
 
-    e = sub.add_parser("estimate", help="estimate resources and latency of a frozen graph",
-                       description="Estimate resources and latency of a frozen graph on a board. For a run folder "
-                                   "the run's own export options are the defaults.")
+    e = sub.add_parser(
+        "estimate",
+        help="estimate resources and latency of a frozen graph",
+        description="Estimate resources and latency of a frozen graph on a board. For a run folder "
+        "the run's own export options are the defaults.",
+    )
     e.add_argument("graph", help="a graph file (graph.npz) or a run folder")
     e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
     e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default Vitis)")
@@ -222,8 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--reuse-factor", type=int, default=None, help="default 1")
     e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default io_parallel")
     e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
-    e.add_argument("--hls-tool", default=None, choices=HLS_TOOLS,
-                   help="HLS tool whose scheduling sets the latency (default: the backend's)")
+    e.add_argument(
+        "--hls-tool", default=None, choices=HLS_TOOLS, help="HLS tool whose scheduling sets the latency (default: the backend's)"
+    )
     e.add_argument("--limit", type=float, default=0.8, help="utilization limit for 'fits' (default 0.8)")
     e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
@@ -261,8 +289,10 @@ def main(argv=None) -> int:
         return EXIT_USER_ERROR
     except BrokenPipeError:  # e.g. `edgebnn boards | head -1`: not a bug
         _silence_stdout()
-        print("edgebnn: error: the output pipe was closed before edgebnn finished writing; nothing was left "
-              "half-written", file=sys.stderr)
+        print(
+            "edgebnn: error: the output pipe was closed before edgebnn finished writing; nothing was left half-written",
+            file=sys.stderr,
+        )
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("edgebnn: interrupted; nothing was left half-written", file=sys.stderr)
@@ -272,8 +302,11 @@ def main(argv=None) -> int:
         return EXIT_TERMINATED
     except Exception as err:  # noqa: BLE001 - the boundary: any other failure is a bug, said in one line
         _debug_traceback()
-        print(f"edgebnn: internal error: {type(err).__name__}: {_one_line(err)} "
-              "(please report it; set EDGEBNN_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(
+            f"edgebnn: internal error: {type(err).__name__}: {_one_line(err)} "
+            "(please report it; set EDGEBNN_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL_ERROR
     finally:
         for sig, handler in previous.items():

@@ -94,9 +94,12 @@ class StrictLoader(yaml.SafeLoader):
                 key = self.construct_object(key_node, deep=True)
                 try:
                     if key in seen:
-                        raise _DuplicateKey(f"key {key!r} first given on line {seen[key].start_mark.line + 1}",
-                                            seen[key].start_mark, f"key {key!r} is given twice",
-                                            key_node.start_mark)
+                        raise _DuplicateKey(
+                            f"key {key!r} first given on line {seen[key].start_mark.line + 1}",
+                            seen[key].start_mark,
+                            f"key {key!r} is given twice",
+                            key_node.start_mark,
+                        )
                 except TypeError:  # an unhashable key; the base class reports it
                     continue
                 seen[key] = key_node
@@ -109,8 +112,10 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except UnicodeDecodeError as err:
-        raise ConfigError(f"config {path!r} is not a UTF-8 text file (byte {err.start} cannot be decoded); "
-                          "pass a YAML file such as examples/digits_bnn.yaml") from None
+        raise ConfigError(
+            f"config {path!r} is not a UTF-8 text file (byte {err.start} cannot be decoded); "
+            "pass a YAML file such as examples/digits_bnn.yaml"
+        ) from None
     except OSError as err:
         hint = "pass a YAML file, not a folder" if os.path.isdir(path) else "check the path"
         raise ConfigError(f"cannot read config {path!r}: {err.strerror or err}; {hint}") from None
@@ -137,8 +142,7 @@ def _yaml_message(path: str, text: str, err: yaml.YAMLError) -> str:
     if isinstance(err, yaml.constructor.ConstructorError) and tag:
         name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
         if name.startswith("!!python/"):
-            return (f"{where}: refused Python tag {name}; configs are plain data and cannot run code, "
-                    "so write the value itself")
+            return f"{where}: refused Python tag {name}; configs are plain data and cannot run code, so write the value itself"
         return f"{where}: unknown YAML tag {name}; configs hold plain values, lists and mappings only"
     if isinstance(err, yaml.reader.ReaderError):
         code = err.character if isinstance(err.character, int) else ord(err.character)
@@ -196,15 +200,18 @@ def _check_values(config: dict[str, Any], where: str) -> None:
     if not NAME_PATTERN.fullmatch(name):
         raise ConfigError(
             f"{where}: key 'name' must be an identifier of at most 64 ASCII letters, digits and underscores "
-            f"(not starting with a digit), since it names files and the HLS project; got {name!r}")
+            f"(not starting with a digit), since it names files and the HLS project; got {name!r}"
+        )
     from .data import DATASETS
 
     if config["data"]["dataset"] not in DATASETS:
-        raise ConfigError(f"{where}: key 'data.dataset' is {config['data']['dataset']!r}; "
-                          f"available data sets: {', '.join(DATASETS)}")
+        raise ConfigError(
+            f"{where}: key 'data.dataset' is {config['data']['dataset']!r}; available data sets: {', '.join(DATASETS)}"
+        )
     if config["train"]["optimizer"] not in OPTIMIZERS:
-        raise ConfigError(f"{where}: key 'train.optimizer' must be one of {', '.join(OPTIMIZERS)}, "
-                          f"got {config['train']['optimizer']!r}")
+        raise ConfigError(
+            f"{where}: key 'train.optimizer' must be one of {', '.join(OPTIMIZERS)}, got {config['train']['optimizer']!r}"
+        )
     for dotted, (ok, good) in RANGES.items():
         section, key = dotted.split(".")
         value = config[section][key]
@@ -236,9 +243,7 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
         elif value is None and name in _NULLABLE:
             continue
         elif not _is_type(value, expected):
-            raise ConfigError(
-                f"{where}: key {name!r} must be {_TYPE_NAMES[expected]}, got {type(value).__name__} {value!r}"
-            )
+            raise ConfigError(f"{where}: key {name!r} must be {_TYPE_NAMES[expected]}, got {type(value).__name__} {value!r}")
 
 
 # keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
@@ -274,15 +279,22 @@ def _layer_classes() -> dict[str, type]:
 
 
 _KERAS_DENSE_KWARGS = {
-    "activation", "use_bias", "kernel_initializer", "bias_initializer", "kernel_regularizer",
-    "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
+    "activation",
+    "use_bias",
+    "kernel_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "bias_regularizer",
+    "activity_regularizer",
+    "kernel_constraint",
+    "bias_constraint",
 }
 
 
 def _check_layer(spec, where: str) -> None:
     if not (isinstance(spec, dict) and len(spec) == 1):
         raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}")
-    (cls_name, kwargs), = spec.items()
+    ((cls_name, kwargs),) = spec.items()
     classes = _layer_classes()
     if cls_name not in classes:
         raise ConfigError(f"{where}: unknown layer {cls_name!r}; available: {', '.join(classes)}")
@@ -310,7 +322,7 @@ def build_model(config: dict[str, Any], input_shape):
     classes = _layer_classes()
     layers = [keras.Input(shape=tuple(input_shape), dtype="float32")]
     for i, spec in enumerate(config["model"]):
-        (cls_name, kwargs), = spec.items()
+        ((cls_name, kwargs),) = spec.items()
         kwargs = dict(kwargs or {})
         for key in ("input_quantizer", "kernel_quantizer", "quantizer"):
             if key in kwargs:
@@ -347,15 +359,15 @@ def check_export(export: dict[str, Any], where: str = "config") -> None:
             try:
                 export[key] = choice(key, export[key], choices)
             except TargetError:
-                raise ConfigError(f"{where}: key 'export.{key}' is {export[key]!r}; use one of {', '.join(choices)}") \
-                    from None
+                raise ConfigError(f"{where}: key 'export.{key}' is {export[key]!r}; use one of {', '.join(choices)}") from None
     if export.get("hls_tool") is not None:
         try:
             export["hls_tool"] = hls_tool_family(export["hls_tool"])
         except TargetError:
-            raise ConfigError(f"{where}: key 'export.hls_tool' is {export['hls_tool']!r}; use vitis_hls (Vitis HLS "
-                              "2020.2 and later) or vivado_hls (Vivado HLS up to 2020.1), or null for the backend's") \
-                from None
+            raise ConfigError(
+                f"{where}: key 'export.hls_tool' is {export['hls_tool']!r}; use vitis_hls (Vitis HLS "
+                "2020.2 and later) or vivado_hls (Vivado HLS up to 2020.1), or null for the backend's"
+            ) from None
     try:
         Target(**export)
     except TargetError as err:

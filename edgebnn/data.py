@@ -37,8 +37,10 @@ def load_dataset(dataset: str, test_fraction: float = 0.2, seed: int = 0):
     n_test = math.ceil(test_fraction * n)  # as scikit-learn rounds the test share
     if min(n_test, n - n_test) < classes:
         lo, hi = math.ceil(1e4 * classes / n) / 1e4, math.floor(1e4 * (n - classes) / n) / 1e4
-        raise DataError(f"test_fraction {test_fraction} splits the {n} {dataset} samples into {n - n_test} for "
-                        f"training and {n_test} for testing; a stratified split needs at least {classes} (one per "
-                        f"class) on each side, so use a fraction from {lo:.4f} to {hi:.4f}")
+        raise DataError(
+            f"test_fraction {test_fraction} splits the {n} {dataset} samples into {n - n_test} for "
+            f"training and {n_test} for testing; a stratified split needs at least {classes} (one per "
+            f"class) on each side, so use a fraction from {lo:.4f} to {hi:.4f}"
+        )
     x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_fraction, stratify=y, random_state=seed)
     return x_tr, y_tr, x_te, y_te

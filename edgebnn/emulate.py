@@ -21,9 +21,7 @@ def emulate(graph: Graph, x, return_all: bool = False):
     x = np.asarray(x, dtype=np.float64)
     inp = graph.input
     if x.shape[1:] != tuple(inp.shape):
-        raise ValueError(
-            f"input has shape {x.shape[1:]} per sample but graph {graph.name!r} expects {tuple(inp.shape)}"
-        )
+        raise ValueError(f"input has shape {x.shape[1:]} per sample but graph {graph.name!r} expects {tuple(inp.shape)}")
     # the input node's one value is the float batch itself; every other node's are its sources' codes
     codes: dict[str, np.ndarray] = {inp.name: REGISTRY[inp.op].execute(inp, [], [x])}
     for node in graph.compute_nodes():

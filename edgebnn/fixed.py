@@ -65,9 +65,7 @@ import numpy as np
 ROUNDING_MODES = ("TRN", "TRN_ZERO", "RND", "RND_ZERO", "RND_INF", "RND_MIN_INF", "RND_CONV")
 OVERFLOW_MODES = ("WRAP", "SAT", "SAT_ZERO", "SAT_SYM")
 
-_TYPE_RE = re.compile(
-    r"^\s*(?:ap_)?(?P<u>u?)(?P<kind>fixed|int)\s*<\s*(?P<args>[^<>]*)>\s*$", re.IGNORECASE
-)
+_TYPE_RE = re.compile(r"^\s*(?:ap_)?(?P<u>u?)(?P<kind>fixed|int)\s*<\s*(?P<args>[^<>]*)>\s*$", re.IGNORECASE)
 
 # Widths up to this take the all-float64 path: every code, every intermediate (2 * code) is an
 # integer below 2**52, so float64 arithmetic on them is exact.
@@ -177,9 +175,7 @@ class FixedType:
     def cpp(self) -> str:
         """The C++ spelling, e.g. ``ap_fixed<8,3,AP_RND_CONV,AP_SAT,0>``."""
         u = "u" if not self.signed else ""
-        return (
-            f"ap_{u}fixed<{self.width},{self.integer},AP_{self.rounding},AP_{self.overflow},{self.sat_bits}>"
-        )
+        return f"ap_{u}fixed<{self.width},{self.integer},AP_{self.rounding},AP_{self.overflow},{self.sat_bits}>"
 
     # --------------------------------------------------------------- properties
     @property
@@ -400,7 +396,7 @@ class FixedType:
         r = np.empty(min(flat.shape[0], _CHUNK))
         with np.errstate(over="ignore"):  # huge values may scale to inf before they saturate
             for start in range(0, flat.shape[0], _CHUNK):
-                xc = flat[start:start + _CHUNK]
+                xc = flat[start : start + _CHUNK]
                 rc = r[: xc.shape[0]]
                 xmin, xmax = float(xc.min()), float(xc.max())  # NaN propagates: one check
                 if not (math.isfinite(xmin) and math.isfinite(xmax)):
@@ -423,7 +419,7 @@ class FixedType:
                 else:
                     _round_chunk(xc, f, self.rounding, rc, None)
                     _wrap_chunk(rc, self, lo, hi)
-                oc = out[start:start + _CHUNK]
+                oc = out[start : start + _CHUNK]
                 if not values:
                     oc[...] = rc
                 elif exact_lsb:

@@ -46,8 +46,20 @@ import numpy as np
 
 ROUNDING = ("TRN", "TRN_ZERO", "RND", "RND_ZERO", "RND_INF", "RND_MIN_INF", "RND_CONV")
 OVERFLOW = ("WRAP", "SAT", "SAT_ZERO", "SAT_SYM")
-ACTIVATIONS = ("relu", "tanh", "sigmoid", "swish", "elu", "selu", "softplus", "gelu", "hard_sigmoid",
-               "softsign", "mish", "linear")
+ACTIVATIONS = (
+    "relu",
+    "tanh",
+    "sigmoid",
+    "swish",
+    "elu",
+    "selu",
+    "softplus",
+    "gelu",
+    "hard_sigmoid",
+    "softsign",
+    "mish",
+    "linear",
+)
 STATUSES = ("ok", "refused", "warned", "mismatch", "crash")
 
 
@@ -87,13 +99,28 @@ def _fixed_quantizer(rng, bits_range=(2, 7), signed=None) -> str:
     overflow = OVERFLOW[rng.integers(len(OVERFLOW))]
     if overflow == "SAT_SYM" and not keep_negative:
         overflow = "SAT"
-    return (f"quantized_bits({bits}, {integer}, keep_negative={keep_negative}, "
-            f"rounding={rounding!r}, overflow={overflow!r})")
+    return f"quantized_bits({bits}, {integer}, keep_negative={keep_negative}, rounding={rounding!r}, overflow={overflow!r})"
 
 
 def _activation_quantizer(rng, channels: int) -> str:
-    kind = rng.choice(["ste_sign", "approx_sign", "swish_sign", "ste_heaviside", "ste_tern", "binary",
-                       "binary01", "dorefa1", "bits", "bits", "bits", "relu", "tanh", "partial"])
+    kind = rng.choice(
+        [
+            "ste_sign",
+            "approx_sign",
+            "swish_sign",
+            "ste_heaviside",
+            "ste_tern",
+            "binary",
+            "binary01",
+            "dorefa1",
+            "bits",
+            "bits",
+            "bits",
+            "relu",
+            "tanh",
+            "partial",
+        ]
+    )
     if kind == "ste_tern":
         return f"ste_tern(threshold_value={float(rng.choice([0.0, 0.05, 0.5, 1.0]))})"
     if kind == "binary01":
@@ -115,8 +142,15 @@ def _activation_quantizer(rng, channels: int) -> str:
 # kernel quantizers freeze cannot deploy yet (scaled forms): each must be a one-sentence refusal, not a crash
 UNDEPLOYED_KERNELS = ("xnor_sign", "dorefa(2, 'weights')", "magnitude_aware_sign", "quantized_bits(4, 1, alpha='auto')")
 # kernel forms on a grid other than binary and plain fixed point, deployed as codes of their type
-GRID_KERNELS = ("ternary", "ste_tern", "ste_tern(ternary_weight_networks=True)", "quantized_po2(4)", "ste_heaviside",
-                "quantized_tanh(3)", "partial('ste_sign', [0], other='quantized_bits(3, 0)')")
+GRID_KERNELS = (
+    "ternary",
+    "ste_tern",
+    "ste_tern(ternary_weight_networks=True)",
+    "quantized_po2(4)",
+    "ste_heaviside",
+    "quantized_tanh(3)",
+    "partial('ste_sign', [0], other='quantized_bits(3, 0)')",
+)
 
 
 def _kernel_quantizer(rng) -> str:
@@ -132,8 +166,10 @@ def _kernel_quantizer(rng) -> str:
     bits = int(rng.integers(2, 6))
     if r < 0.85:
         return f"quantized_bits({bits}, {int(rng.integers(0, 2))})"
-    return (f"quantized_bits({bits}, {int(rng.integers(-1, 3))}, symmetric={bool(rng.integers(2))}, "
-            f"rounding={ROUNDING[rng.integers(len(ROUNDING))]!r}, overflow={OVERFLOW[rng.integers(3)]!r})")
+    return (
+        f"quantized_bits({bits}, {int(rng.integers(-1, 3))}, symmetric={bool(rng.integers(2))}, "
+        f"rounding={ROUNDING[rng.integers(len(ROUNDING))]!r}, overflow={OVERFLOW[rng.integers(3)]!r})"
+    )
 
 
 def _input_quantizer(rng) -> str:
@@ -180,8 +216,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         dense_softmax = last and not spatial and rng.random() < 0.08
         if dense_softmax:
             act = "softmax"
-        common = dict(input_quantizer=next_input_q, kernel_quantizer=kq, use_bias=bias, bias_quantizer=bias_q,
-                      activation=act)
+        common = dict(input_quantizer=next_input_q, kernel_quantizer=kq, use_bias=bias, bias_quantizer=bias_q, activation=act)
         if spatial and (block == 0 or not last or rng.random() < 0.5):
             kh = int(rng.integers(1, cur[0] + 1)) if rng.random() < 0.8 else 1
             kw = int(rng.integers(1, cur[1] + 1)) if rng.random() < 0.8 else 1
@@ -201,8 +236,11 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 cur = (-(-cur[0] // strides[0]), -(-cur[1] // strides[1]), filters)
             else:
                 cur = ((cur[0] - kh) // strides[0] + 1, (cur[1] - kw) // strides[1] + 1, filters)
-            add(layer, f"QuantConv2D({filters}, ({kh}, {kw}), strides={strides}, padding={padding!r}, "
-                       f"pad_values={pad_values}, {_args(common)})")
+            add(
+                layer,
+                f"QuantConv2D({filters}, ({kh}, {kw}), strides={strides}, padding={padding!r}, "
+                f"pad_values={pad_values}, {_args(common)})",
+            )
         else:
             if spatial:
                 add(keras.layers.Flatten(), "Flatten()")
@@ -228,8 +266,9 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 if rng.random() < 0.04:  # on the grid or refused, as the rules say
                     add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
                 elif rng.random() < 0.04:
-                    add(keras.layers.MaxPooling2D(p, strides=s, padding="same"),
-                        f"MaxPooling2D({p}, strides={s}, padding='same')")
+                    add(
+                        keras.layers.MaxPooling2D(p, strides=s, padding="same"), f"MaxPooling2D({p}, strides={s}, padding='same')"
+                    )
                 else:
                     add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
@@ -242,8 +281,11 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         if rng.random() < 0.7:
             bn = {}
             if rng.random() < 0.3:
-                bn = {"center": bool(rng.integers(2)), "scale": bool(rng.integers(2)),
-                      "epsilon": float(rng.choice([1e-5, 1e-3, 0.1]))}
+                bn = {
+                    "center": bool(rng.integers(2)),
+                    "scale": bool(rng.integers(2)),
+                    "epsilon": float(rng.choice([1e-5, 1e-3, 0.1])),
+                }
             add(keras.layers.BatchNormalization(**bn), f"BatchNormalization({_args(bn)})")
             ops_done += 1
         maybe_pool(1, float_acc or ops_done > 0)
@@ -336,7 +378,7 @@ def _inputs(rng, in_q: str, shape, n: int) -> np.ndarray:
     size = n * int(np.prod(shape))
     codes = rng.integers(t.min_code - 3, t.max_code + 4, size=size).astype(np.float64)
     kind = rng.integers(0, 6, size=size)
-    lsb = 2.0 ** t.lsb_exp
+    lsb = 2.0**t.lsb_exp
     v = codes * lsb
     v = np.where(kind == 1, (codes + 0.5) * lsb, v)  # ties
     v = np.where(kind == 2, (codes + rng.random(size)) * lsb, v)  # between
@@ -375,7 +417,7 @@ def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[n
     c = acc_values.shape[-1]
     pick = lambda: acc_values[rng.integers(len(acc_values), size=c), np.arange(c)]
     mean = pick()
-    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0, 1e-6], c)
+    var = rng.choice([1.0, 0.3, 2.0**-6, 7.0, 1e-6], c)
     gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], c)
     inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(epsilon))).astype(np.float32) * gamma.astype(np.float32)
     beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], c)
@@ -486,13 +528,20 @@ class Summary:
         c = self.counts()
         n_csim = sum(o.csim is not None for o in self.outcomes)
         cs = self.counts(csim=True)
-        return (f"fuzz: {len(self.outcomes)} models (seed {self.seed}): {c['ok']} ok, {c['refused']} refused, "
-                f"{c['warned']} warned, {c['mismatch']} mismatches, {c['crash']} crashes; "
-                f"C-simulated {n_csim}: {cs['ok']} ok, {cs['mismatch']} mismatches, {cs['crash']} crashes")
+        return (
+            f"fuzz: {len(self.outcomes)} models (seed {self.seed}): {c['ok']} ok, {c['refused']} refused, "
+            f"{c['warned']} warned, {c['mismatch']} mismatches, {c['crash']} crashes; "
+            f"C-simulated {n_csim}: {cs['ok']} ok, {cs['mismatch']} mismatches, {cs['crash']} crashes"
+        )
 
 
-def run(models: int, csim: int = 0, seed: int = 0, save_dir: str | os.PathLike | None = None,
-        progress: Callable[[Outcome], None] | None = None) -> Summary:
+def run(
+    models: int,
+    csim: int = 0,
+    seed: int = 0,
+    save_dir: str | os.PathLike | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> Summary:
     """Check ``models`` random models with seeds ``seed, seed + 1, ...``; the first ``csim``
     that freeze accepts are also C-simulated, alternating io_parallel and io_stream. Failing
     models are saved under ``save_dir`` (see :func:`save_failure`)."""

@@ -84,8 +84,7 @@ def _check_conv_args(layer):
     name = type(layer).__name__
     if layer.data_format != "channels_last":
         raise ValueError(
-            f"{name} supports data_format='channels_last' only (got {layer.data_format!r}); "
-            "transpose the input to channels_last"
+            f"{name} supports data_format='channels_last' only (got {layer.data_format!r}); transpose the input to channels_last"
         )
     if layer.padding == "causal" and layer.pad_values != 0.0:
         raise ValueError(f"{name}: padding='causal' pads with zeros; pad_values={layer.pad_values} needs padding='same'")
@@ -194,11 +193,9 @@ class QuantDense(_Quantized, keras.layers.Dense):
 
     _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
 
-    def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, bias_quantizer=None,
-                 **kwargs):
+    def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, bias_quantizer=None, **kwargs):
         super().__init__(units, use_bias=use_bias, **kwargs)
-        self._set_quantizers(input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
-                             bias_quantizer=bias_quantizer)
+        self._set_quantizers(input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer)
 
     _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
@@ -224,8 +221,7 @@ class _QuantConv(_Quantized):
         return _bias_and_activation(self, self._convolve(x, strides, padding, training), training)
 
     def _options(self, strides, padding) -> dict:
-        return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate,
-                "data_format": self.data_format}
+        return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate, "data_format": self.data_format}
 
 
 class _QuantFilters(_QuantConv):
@@ -235,11 +231,13 @@ class _QuantFilters(_QuantConv):
 
     _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
-    def __init__(self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None,
-                 pad_values=0.0, **kwargs):
+    def __init__(
+        self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs
+    ):
         super().__init__(filters, kernel_size, **kwargs)
-        self._set_quantizers(pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer,
-                             bias_quantizer=bias_quantizer)
+        self._set_quantizers(
+            pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer
+        )
 
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
@@ -265,11 +263,13 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
 
     _quantizer_keys = ("input_quantizer", "depthwise_quantizer", "bias_quantizer")
 
-    def __init__(self, kernel_size, input_quantizer=None, depthwise_quantizer=None, bias_quantizer=None,
-                 pad_values=0.0, **kwargs):
+    def __init__(
+        self, kernel_size, input_quantizer=None, depthwise_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs
+    ):
         super().__init__(kernel_size, **kwargs)
-        self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
-                             bias_quantizer=bias_quantizer)
+        self._set_quantizers(
+            pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer, bias_quantizer=bias_quantizer
+        )
 
     _tagged_kernels = (("kernel", "depthwise_quantizer"),)
 
@@ -289,11 +289,25 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
 
     _quantizer_keys = ("input_quantizer", "depthwise_quantizer", "pointwise_quantizer", "bias_quantizer")
 
-    def __init__(self, filters, kernel_size, input_quantizer=None, depthwise_quantizer=None,
-                 pointwise_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs):
+    def __init__(
+        self,
+        filters,
+        kernel_size,
+        input_quantizer=None,
+        depthwise_quantizer=None,
+        pointwise_quantizer=None,
+        bias_quantizer=None,
+        pad_values=0.0,
+        **kwargs,
+    ):
         super().__init__(filters, kernel_size, **kwargs)
-        self._set_quantizers(pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer,
-                             pointwise_quantizer=pointwise_quantizer, bias_quantizer=bias_quantizer)
+        self._set_quantizers(
+            pad_values,
+            input_quantizer=input_quantizer,
+            depthwise_quantizer=depthwise_quantizer,
+            pointwise_quantizer=pointwise_quantizer,
+            bias_quantizer=bias_quantizer,
+        )
 
     _tagged_kernels = (("depthwise_kernel", "depthwise_quantizer"), ("pointwise_kernel", "pointwise_quantizer"))
 
@@ -304,8 +318,12 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         return _apply(self.pointwise_quantizer, self.pointwise_kernel, training)
 
     def _convolve(self, x, strides, padding, training):
-        return ops.separable_conv(x, self.quantized_depthwise_kernel(training), self.quantized_pointwise_kernel(training),
-                                  **self._options(strides, padding))
+        return ops.separable_conv(
+            x,
+            self.quantized_depthwise_kernel(training),
+            self.quantized_pointwise_kernel(training),
+            **self._options(strides, padding),
+        )
 
 
 # --------------------------------------------------------------------------- activation

@@ -22,16 +22,16 @@ MARKER = ".edgebnn-output"
 _MARKER_TEXT = "This folder was written by edgebnn; `edgebnn run --force` may replace it.\n"
 
 # errors that mean "this place cannot be written", not a bug: reported as one user-facing line
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM,
-                 errno.ENAMETOOLONG}
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
 
 
 class OutputExistsError(OutputError, FileExistsError):
     """The output path exists and may not (or must not) be replaced."""
 
 
-def check_output(final: str | os.PathLike, force: bool = False, what: str = "output folder",
-                 marked_only: bool = False) -> pathlib.Path:
+def check_output(
+    final: str | os.PathLike, force: bool = False, what: str = "output folder", marked_only: bool = False
+) -> pathlib.Path:
     """The absolute output path, after refusing what :func:`staged_dir` must not do.
 
     Writes nothing, so callers run it before any long work.
@@ -41,38 +41,37 @@ def check_output(final: str | os.PathLike, force: bool = False, what: str = "out
         raise OutputError(f"{what} {str(final)!r} is the root of the file system; name a new folder instead")
     if os.path.lexists(final):
         if not force:
-            raise OutputExistsError(
-                f"{what} {str(final)!r} already exists; choose another path or pass --force to replace it")
+            raise OutputExistsError(f"{what} {str(final)!r} already exists; choose another path or pass --force to replace it")
         if final.is_symlink() or not final.is_dir():
             kind = "a symbolic link" if final.is_symlink() else "a file, not a folder"
             raise OutputExistsError(
-                f"{what} {str(final)!r} is {kind}; --force only replaces a folder that edgebnn wrote, "
-                "so choose another path")
+                f"{what} {str(final)!r} is {kind}; --force only replaces a folder that edgebnn wrote, so choose another path"
+            )
         cwd = pathlib.Path.cwd().resolve()
         real = final.resolve()
         if real == cwd or real in cwd.parents:
             raise OutputExistsError(
-                f"{what} {str(final)!r} is the current folder or contains it; --force will not replace it, "
-                "so name a new folder")
+                f"{what} {str(final)!r} is the current folder or contains it; --force will not replace it, so name a new folder"
+            )
         if marked_only and not (final / MARKER).is_file():
             raise OutputExistsError(
                 f"{what} {str(final)!r} was not written by edgebnn (it has no {MARKER} file); --force only "
-                "replaces edgebnn's own folders, so remove it yourself or choose another path")
+                "replaces edgebnn's own folders, so remove it yourself or choose another path"
+            )
     ancestor = final.parent
     while not os.path.lexists(ancestor):
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise OutputError(f"cannot create {what} {str(final)!r}: {str(ancestor)!r} is a file, not a folder; "
-                          "choose another path")
+        raise OutputError(f"cannot create {what} {str(final)!r}: {str(ancestor)!r} is a file, not a folder; choose another path")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot create {what} {str(final)!r}: no permission to write in {str(ancestor)!r}; "
-                          "choose a folder you can write to")
+        raise OutputError(
+            f"cannot create {what} {str(final)!r}: no permission to write in {str(ancestor)!r}; choose a folder you can write to"
+        )
     return final
 
 
 @contextlib.contextmanager
-def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "output folder",
-               marked_only: bool = False):
+def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "output folder", marked_only: bool = False):
     """Yield a temporary folder beside ``final``; on success move it to ``final``.
 
     An existing ``final`` is refused unless ``force`` (and, with ``marked_only``, unless it holds
@@ -141,8 +140,9 @@ def write_file(path, write, mode: str = "w", what: str = "file") -> None:
             write(fh)
         os.replace(tmp, path)
     except OSError as err:
-        raise OutputError(f"cannot write {what} {path!r}: {err.strerror or err}; choose a path you can write to "
-                          "(and check the free space)") from None
+        raise OutputError(
+            f"cannot write {what} {path!r}: {err.strerror or err}; choose a path you can write to (and check the free space)"
+        ) from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

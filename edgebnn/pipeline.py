@@ -18,8 +18,9 @@ import numpy as np
 from .config import ConfigError, build_model, load_config, target_of
 
 
-def run(config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(
+    config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Run the whole pipeline for one configuration; returns the summary (also in summary.json).
 
     Everything that can be checked without training is checked first, before the output
@@ -118,8 +119,10 @@ def headline(summary: dict[str, Any], est) -> str:
         fit = f"fits {summary['board']}"
     else:
         key = max(est.utilization, key=lambda k: est.utilization[k])
-        fit = (f"DOES NOT FIT {summary['board']} ({key.upper()} {est.utilization[key]:.0f}% of the device, "
-               f"limit {100 * est.utilization_limit:.0f}%)")
+        fit = (
+            f"DOES NOT FIT {summary['board']} ({key.upper()} {est.utilization[key]:.0f}% of the device, "
+            f"limit {100 * est.utilization_limit:.0f}%)"
+        )
     if verified:
         return f"VERIFIED bit for bit, {'and ' + fit if est.fits else 'but ' + fit}"
     if not any(summary["mismatches"].values()):

@@ -566,8 +566,7 @@ class SteTern(Quantizer):
     Hardware: ``ternary``.
     """
 
-    def __init__(self, threshold_value: float = 0.05, ternary_weight_networks: bool = False,
-                 clip_value: float | None = 1.0):
+    def __init__(self, threshold_value: float = 0.05, ternary_weight_networks: bool = False, clip_value: float | None = 1.0):
         self.threshold_value = float(threshold_value)
         self.ternary_weight_networks = bool(ternary_weight_networks)
         self.clip_value = _clip_config(clip_value)
@@ -767,9 +766,19 @@ class QuantizedBits(_Stochastic, Quantizer):
     ``hardware(x)``/``scale(x)``).
     """
 
-    def __init__(self, bits: int = 8, integer: int = 0, symmetric: bool = False, keep_negative: bool = True,
-                 alpha=None, rounding: str = "RND_CONV", overflow: str | None = None,
-                 use_stochastic_rounding: bool = False, scale_axis: int | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        bits: int = 8,
+        integer: int = 0,
+        symmetric: bool = False,
+        keep_negative: bool = True,
+        alpha=None,
+        rounding: str = "RND_CONV",
+        overflow: str | None = None,
+        use_stochastic_rounding: bool = False,
+        scale_axis: int | None = None,
+        seed: int | None = None,
+    ):
         alpha = _check_alpha("quantized_bits", alpha)
         if rounding not in ROUNDING_MODES:
             raise ValueError(f"quantized_bits rounding {rounding!r} is unknown; use one of {', '.join(ROUNDING_MODES)}")
@@ -781,15 +790,16 @@ class QuantizedBits(_Stochastic, Quantizer):
             if int(bits) < 2:
                 raise ValueError(f"quantized_bits(bits={bits}, alpha={alpha!r}) needs at least 2 bits")
             if not keep_negative:
-                raise ValueError(
-                    f"quantized_bits(alpha={alpha!r}) is always signed in QKeras; drop keep_negative=False"
-                )
+                raise ValueError(f"quantized_bits(alpha={alpha!r}) is always signed in QKeras; drop keep_negative=False")
             if use_stochastic_rounding:
-                raise ValueError(f"quantized_bits(alpha={alpha!r}) does not round stochastically in QKeras; "
-                                 "drop use_stochastic_rounding")
+                raise ValueError(
+                    f"quantized_bits(alpha={alpha!r}) does not round stochastically in QKeras; drop use_stochastic_rounding"
+                )
             if rounding != "RND_CONV" or overflow is not None:
-                raise ValueError(f"quantized_bits(alpha={alpha!r}) rounds half away from zero and saturates "
-                                 "symmetrically; drop rounding/overflow")
+                raise ValueError(
+                    f"quantized_bits(alpha={alpha!r}) rounds half away from zero and saturates "
+                    "symmetrically; drop rounding/overflow"
+                )
         self.bits = int(bits)
         self.integer = int(integer)
         self.symmetric = bool(symmetric)
@@ -919,9 +929,17 @@ class QuantizedRelu(_Stochastic, Quantizer):
     grid's top, which are not conversions.
     """
 
-    def __init__(self, bits: int = 8, integer: int = 0, use_sigmoid: int = 0, negative_slope: float = 0.0,
-                 use_stochastic_rounding: bool = False, relu_upper_bound: float | None = None,
-                 is_quantized_clip: bool = True, seed: int | None = None):
+    def __init__(
+        self,
+        bits: int = 8,
+        integer: int = 0,
+        use_sigmoid: int = 0,
+        negative_slope: float = 0.0,
+        use_stochastic_rounding: bool = False,
+        relu_upper_bound: float | None = None,
+        is_quantized_clip: bool = True,
+        seed: int | None = None,
+    ):
         slope = float(negative_slope)
         if slope < 0 or (slope != 0 and math.log2(slope) != int(math.log2(slope))):
             raise ValueError(f"quantized_relu(negative_slope={negative_slope}) must be 0 or a power of two")
@@ -992,7 +1010,8 @@ class QuantizedRelu(_Stochastic, Quantizer):
             if bound * m / m_i != math.floor(bound * m / m_i):
                 raise NoHardwareForm(
                     f"quantized_relu(relu_upper_bound={bound}) clips its outputs to {bound}, which is off its "
-                    f"grid (step {m_i / m}); use a bound on the grid or is_quantized_clip=True")
+                    f"grid (step {m_i / m}); use a bound on the grid or is_quantized_clip=True"
+                )
             grid = True  # min(conversion, bound): on the grid, but not a plain conversion
         else:
             grid = False
@@ -1041,8 +1060,14 @@ class QuantizedTanh(_Stochastic, Quantizer):
     not a conversion).
     """
 
-    def __init__(self, bits: int = 8, use_stochastic_rounding: bool = False, symmetric: bool = False,
-                 use_real_tanh: bool = False, seed: int | None = None):
+    def __init__(
+        self,
+        bits: int = 8,
+        use_stochastic_rounding: bool = False,
+        symmetric: bool = False,
+        use_real_tanh: bool = False,
+        seed: int | None = None,
+    ):
         if int(bits) < 1:
             raise ValueError(f"quantized_tanh(bits={bits}) needs at least 1 bit")
         self.bits = int(bits)
@@ -1082,14 +1107,21 @@ class QuantizedTanh(_Stochastic, Quantizer):
         return forms.Grid(FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM" if self.symmetric else "SAT"))
 
     def get_config(self):
-        return {"bits": self.bits, "use_stochastic_rounding": self.use_stochastic_rounding,
-                "symmetric": self.symmetric, "use_real_tanh": self.use_real_tanh, "seed": self.seed}
+        return {
+            "bits": self.bits,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
+            "symmetric": self.symmetric,
+            "use_real_tanh": self.use_real_tanh,
+            "seed": self.seed,
+        }
 
 
 def _no_stochastic(name, use):
     if use:
-        raise ValueError(f"{name}(use_stochastic_rounding=True) is not supported; edgebnn rounds stochastically "
-                         "only in quantized_bits, quantized_relu and quantized_tanh")
+        raise ValueError(
+            f"{name}(use_stochastic_rounding=True) is not supported; edgebnn rounds stochastically "
+            "only in quantized_bits, quantized_relu and quantized_tanh"
+        )
 
 
 @_register("binary")
@@ -1175,8 +1207,9 @@ class Ternary(Quantizer):
     and :math:`q(x) = s k`, gradient 1. Hardware: ``ternary``, ``scaled`` with an alpha.
     """
 
-    def __init__(self, alpha=None, threshold: float | None = None, use_stochastic_rounding: bool = False,
-                 number_of_unrolls: int = 5):
+    def __init__(
+        self, alpha=None, threshold: float | None = None, use_stochastic_rounding: bool = False, number_of_unrolls: int = 5
+    ):
         _no_stochastic("ternary", use_stochastic_rounding)
         self.alpha = _check_alpha("ternary", alpha)
         if isinstance(self.alpha, str) and threshold is not None:
@@ -1222,8 +1255,12 @@ class Ternary(Quantizer):
         return _scaled_hardware(self, forms.Ternary(), x)
 
     def get_config(self):
-        return {"alpha": self.alpha, "threshold": self.threshold, "use_stochastic_rounding": False,
-                "number_of_unrolls": self.number_of_unrolls}
+        return {
+            "alpha": self.alpha,
+            "threshold": self.threshold,
+            "use_stochastic_rounding": False,
+            "number_of_unrolls": self.number_of_unrolls,
+        }
 
 
 def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding):
@@ -1257,8 +1294,9 @@ class _Po2Base(Quantizer):
         self.log2_rounding = log2_rounding
 
     def _exponents(self, x_abs):
-        return _po2_exponents(x_abs, self._min_exp, self._max_exp, self.max_value,
-                              self.quadratic_approximation, self.log2_rounding)
+        return _po2_exponents(
+            x_abs, self._min_exp, self._max_exp, self.max_value, self.quadratic_approximation, self.log2_rounding
+        )
 
     def exponent_range(self) -> tuple[int, int]:
         """The smallest and largest exponent an output can have."""
@@ -1295,8 +1333,14 @@ class QuantizedPo2(_Po2Base):
     Hardware: ``po2`` (signed).
     """
 
-    def __init__(self, bits: int = 8, max_value: float | None = None, use_stochastic_rounding: bool = False,
-                 quadratic_approximation: bool = False, log2_rounding: str = "rnd"):
+    def __init__(
+        self,
+        bits: int = 8,
+        max_value: float | None = None,
+        use_stochastic_rounding: bool = False,
+        quadratic_approximation: bool = False,
+        log2_rounding: str = "rnd",
+    ):
         self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
         self.bits = int(bits)
         eff = self.bits - 1 - _need_exponent_sign(self.max_value)
@@ -1316,8 +1360,13 @@ class QuantizedPo2(_Po2Base):
         return self._hardware(signed=True)
 
     def get_config(self):
-        return {"bits": self.bits, "max_value": self.max_value, "use_stochastic_rounding": False,
-                "quadratic_approximation": self.quadratic_approximation, "log2_rounding": self.log2_rounding}
+        return {
+            "bits": self.bits,
+            "max_value": self.max_value,
+            "use_stochastic_rounding": False,
+            "quadratic_approximation": self.quadratic_approximation,
+            "log2_rounding": self.log2_rounding,
+        }
 
 
 @_register("quantized_relu_po2")
@@ -1338,9 +1387,15 @@ class QuantizedReluPo2(_Po2Base):
     (unsigned, signed with a slope).
     """
 
-    def __init__(self, bits: int = 8, max_value: float | None = None, negative_slope: float = 0.0,
-                 use_stochastic_rounding: bool = False, quadratic_approximation: bool = False,
-                 log2_rounding: str = "rnd"):
+    def __init__(
+        self,
+        bits: int = 8,
+        max_value: float | None = None,
+        negative_slope: float = 0.0,
+        use_stochastic_rounding: bool = False,
+        quadratic_approximation: bool = False,
+        log2_rounding: str = "rnd",
+    ):
         self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
         slope = float(negative_slope)
         if slope < 0 or (slope != 0 and math.log2(slope) != int(math.log2(slope))):
@@ -1368,9 +1423,14 @@ class QuantizedReluPo2(_Po2Base):
         return self._hardware(signed=self.negative_slope != 0)
 
     def get_config(self):
-        return {"bits": self.bits, "max_value": self.max_value, "negative_slope": self.negative_slope,
-                "use_stochastic_rounding": False, "quadratic_approximation": self.quadratic_approximation,
-                "log2_rounding": self.log2_rounding}
+        return {
+            "bits": self.bits,
+            "max_value": self.max_value,
+            "negative_slope": self.negative_slope,
+            "use_stochastic_rounding": False,
+            "quadratic_approximation": self.quadratic_approximation,
+            "log2_rounding": self.log2_rounding,
+        }
 
 
 # QKeras' own (snake_case) names
@@ -1407,8 +1467,7 @@ class XnorSign(Quantizer):
     rounding passes that gradient straight through. Hardware: ``scaled`` binary.
     """
 
-    def __init__(self, per_channel: bool = True, po2: bool = False, clip_value: float | None = 1.0,
-                 scale_gradient: bool = False):
+    def __init__(self, per_channel: bool = True, po2: bool = False, clip_value: float | None = 1.0, scale_gradient: bool = False):
         self.per_channel = bool(per_channel)
         self.po2 = bool(po2)
         self.clip_value = _clip_config(clip_value)
@@ -1439,8 +1498,12 @@ class XnorSign(Quantizer):
         return forms.Scaled(forms.Binary(), scale, axis=-1 if self.per_channel else None)
 
     def get_config(self):
-        return {"per_channel": self.per_channel, "po2": self.po2, "clip_value": self.clip_value,
-                "scale_gradient": self.scale_gradient}
+        return {
+            "per_channel": self.per_channel,
+            "po2": self.po2,
+            "clip_value": self.clip_value,
+            "scale_gradient": self.scale_gradient,
+        }
 
 
 @_register("partial_quantizer", "partial")
@@ -1499,8 +1562,12 @@ class PartialQuantizer(Quantizer):
         return forms.Partial(hq, ho, self.channels, self.axis)
 
     def get_config(self):
-        return {"quantizer": serialize(self.quantizer), "channels": list(self.channels), "axis": self.axis,
-                "other": serialize(self.other)}
+        return {
+            "quantizer": serialize(self.quantizer),
+            "channels": list(self.channels),
+            "axis": self.axis,
+            "other": serialize(self.other),
+        }
 
 
 # ----------------------------------------------------------------------------- lookup

@@ -24,9 +24,16 @@ from .layers import QuantActivation, quantizer_of
 
 FLOAT_BITS = 32
 _KIND_BITS = {"binary": 1, "unipolar": 1, "ternary": 2}
-_SHAPE_ONLY = (keras.layers.Flatten, keras.layers.Reshape, keras.layers.Dropout, keras.layers.MaxPooling1D,
-               keras.layers.MaxPooling2D, keras.layers.GlobalMaxPooling1D, keras.layers.GlobalMaxPooling2D,
-               keras.layers.Permute)
+_SHAPE_ONLY = (
+    keras.layers.Flatten,
+    keras.layers.Reshape,
+    keras.layers.Dropout,
+    keras.layers.MaxPooling1D,
+    keras.layers.MaxPooling2D,
+    keras.layers.GlobalMaxPooling1D,
+    keras.layers.GlobalMaxPooling2D,
+    keras.layers.Permute,
+)
 
 
 def quantizer_bits(quantizer) -> int:
@@ -165,16 +172,36 @@ class ModelSummary:
 
     def table(self) -> str:
         bit_cols, mac_cols = list(self.params), list(self.macs)
-        header = ["Layer", "Input bits", "Output shape", *(f"{b}-bit params" for b in bit_cols), "Memory (B)",
-                  *(f"{a}x{w}-bit MACs" for a, w in mac_cols)]
+        header = [
+            "Layer",
+            "Input bits",
+            "Output shape",
+            *(f"{b}-bit params" for b in bit_cols),
+            "Memory (B)",
+            *(f"{a}x{w}-bit MACs" for a, w in mac_cols),
+        ]
 
         def row(name, in_bits, shape, params, memory, macs):
-            return [name, in_bits, shape, *(str(params.get(b, 0)) for b in bit_cols), _num(memory),
-                    *(str(macs.get(p, 0)) for p in mac_cols)]
+            return [
+                name,
+                in_bits,
+                shape,
+                *(str(params.get(b, 0)) for b in bit_cols),
+                _num(memory),
+                *(str(macs.get(p, 0)) for p in mac_cols),
+            ]
 
-        rows = [row(l.name, "-" if l.input_bits is None else str(l.input_bits),
-                    str(tuple(-1 if d is None else d for d in l.output_shape)), l.params, l.memory_bytes, l.macs)
-                for l in self.layers]
+        rows = [
+            row(
+                l.name,
+                "-" if l.input_bits is None else str(l.input_bits),
+                str(tuple(-1 if d is None else d for d in l.output_shape)),
+                l.params,
+                l.memory_bytes,
+                l.macs,
+            )
+            for l in self.layers
+        ]
         rows.append(row("Total", "", "", self.params, self.memory_bytes, self.macs))
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
@@ -182,13 +209,20 @@ class ModelSummary:
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
 
         rule = "-" * len(line(header))
-        out = [f"{self.name}   (MACs AxB: A-bit inputs times B-bit weights)", rule, line(header), rule,
-               *map(line, rows[:-1]), rule, line(rows[-1]), rule]
+        out = [
+            f"{self.name}   (MACs AxB: A-bit inputs times B-bit weights)",
+            rule,
+            line(header),
+            rule,
+            *map(line, rows[:-1]),
+            rule,
+            line(rows[-1]),
+            rule,
+        ]
         ratio = self.memory_bytes / self.float32_memory_bytes if self.param_count else 0.0
         out += [
             f"Total params: {self.param_count} ({self.trainable_params} trainable)",
-            f"Memory: {_num(self.memory_bytes)} B (float32 equivalent {_num(self.float32_memory_bytes)} B, "
-            f"ratio {ratio:.4f})",
+            f"Memory: {_num(self.memory_bytes)} B (float32 equivalent {_num(self.float32_memory_bytes)} B, ratio {ratio:.4f})",
             f"MACs: {self.mac_count}",
             f"Binarized MAC ratio: {self.binarized_mac_ratio:.4f}",
             f"Ternarized MAC ratio: {self.ternarized_mac_ratio:.4f}",
@@ -207,9 +241,7 @@ def _output_shape(layer) -> tuple:
     try:
         return tuple(layer.output.shape)
     except (AttributeError, ValueError):
-        raise ValueError(
-            f"layer {layer.name!r} has no known output shape; build the model with keras.Input first"
-        ) from None
+        raise ValueError(f"layer {layer.name!r} has no known output shape; build the model with keras.Input first") from None
 
 
 def _weight_bits(layer, variable) -> int:
@@ -227,8 +259,17 @@ def _macs(layer, input_bits: int, out_shape: tuple) -> dict:
     if isinstance(layer, keras.layers.SeparableConv2D | keras.layers.SeparableConv1D):
         add(layer.depthwise_kernel, input_bits)
         add(layer.pointwise_kernel, FLOAT_BITS)  # reads the unquantized depthwise result
-    elif isinstance(layer, (keras.layers.Dense, keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D,
-                            keras.layers.DepthwiseConv2D, keras.layers.DepthwiseConv1D)):
+    elif isinstance(
+        layer,
+        (
+            keras.layers.Dense,
+            keras.layers.Conv1D,
+            keras.layers.Conv2D,
+            keras.layers.Conv3D,
+            keras.layers.DepthwiseConv2D,
+            keras.layers.DepthwiseConv1D,
+        ),
+    ):
         add(layer.kernel, input_bits)
     return pairs
 
@@ -255,8 +296,9 @@ def summary(model) -> ModelSummary:
             params[bits] = params.get(bits, 0) + math.prod(w.shape)
         trainable = sum(math.prod(w.shape) for w in layer.trainable_weights)
         macs = _macs(layer, FLOAT_BITS if in_bits is None else in_bits, out_shape)
-        layers.append(LayerSummary(layer.name, type(layer).__name__, in_bits, out_shape, dict(sorted(params.items())),
-                                   trainable, macs))
+        layers.append(
+            LayerSummary(layer.name, type(layer).__name__, in_bits, out_shape, dict(sorted(params.items())), trainable, macs)
+        )
         if isinstance(layer, QuantActivation):
             carried = quantizer_bits(layer.quantizer)
         elif not isinstance(layer, _SHAPE_ONLY):

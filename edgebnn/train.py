@@ -34,9 +34,20 @@ def seed_everything(seed: int) -> None:
         tf.config.experimental.enable_op_determinism()
 
 
-def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate=0.01,
-          learning_rate_decay=1.0, seed=0, log: Callable[[str], None] = print, bop_gamma=1e-4,
-          bop_threshold=1e-8):
+def train(
+    model,
+    x,
+    y,
+    epochs=50,
+    batch_size=64,
+    optimizer="adam",
+    learning_rate=0.01,
+    learning_rate_decay=1.0,
+    seed=0,
+    log: Callable[[str], None] = print,
+    bop_gamma=1e-4,
+    bop_threshold=1e-8,
+):
     """Compile and fit ``model`` on integer labels ``y`` with logits outputs.
 
     ``learning_rate_decay`` multiplies the learning rate once per epoch (exponential decay).
@@ -45,9 +56,18 @@ def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate
     """
     from .config import OPTIMIZERS, ConfigError, check_train
 
-    check_train({"epochs": epochs, "batch_size": batch_size, "learning_rate": learning_rate,
-                 "learning_rate_decay": learning_rate_decay, "bop_gamma": bop_gamma,
-                 "bop_threshold": bop_threshold, "seed": seed}, where="train()")
+    check_train(
+        {
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "learning_rate_decay": learning_rate_decay,
+            "bop_gamma": bop_gamma,
+            "bop_threshold": bop_threshold,
+            "seed": seed,
+        },
+        where="train()",
+    )
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"train(): optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     seed_everything(seed)
@@ -58,12 +78,12 @@ def train(model, x, y, epochs=50, batch_size=64, optimizer="adam", learning_rate
 
         opt = bop_optimizer(keras.optimizers.Adam(learning_rate=lr), threshold=bop_threshold, gamma=bop_gamma)
     else:
-        opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
-               "rmsprop": keras.optimizers.RMSprop}[optimizer](learning_rate=lr)
+        opt = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop}[optimizer](
+            learning_rate=lr
+        )
     model.compile(
         optimizer=opt,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    return model.fit(x, y, epochs=epochs, batch_size=batch_size, verbose=0, shuffle=True,
-                     callbacks=[_Progress(epochs, log)])
+    return model.fit(x, y, epochs=epochs, batch_size=batch_size, verbose=0, shuffle=True, callbacks=[_Progress(epochs, log)])

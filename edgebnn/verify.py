@@ -111,8 +111,14 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
             mismatches.append(_locate_csim(project, graph, x, int(bad[0]), emu, csim))
     caveats = list(graph.meta.get("keras_caveats", []))
     if not graph.meta.get("keras_float32_exact", True):
-        caveats.append({"node": "", "layer": "", "kind": "float32",
-                        "reason": "accumulators need more than 24 significant bits, which Keras's float32 cannot hold"})
+        caveats.append(
+            {
+                "node": "",
+                "layer": "",
+                "kind": "float32",
+                "reason": "accumulators need more than 24 significant bits, which Keras's float32 cannot hold",
+            }
+        )
     leftovers = list(getattr(project, "stream_warnings", [])) if project is not None else []
     return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats, leftovers)
 
@@ -124,8 +130,9 @@ def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:
         e_nodes = emulate(graph, x[i : i + 1], return_all=True)
         for node in graph.nodes:
             if node.name in c_nodes and not np.array_equal(c_nodes[node.name], e_nodes[node.name]):
-                return Mismatch("emulator/csim", i, node.name, node.source,
-                                e_nodes[node.name][0].tolist(), c_nodes[node.name][0].tolist())
+                return Mismatch(
+                    "emulator/csim", i, node.name, node.source, e_nodes[node.name][0].tolist(), c_nodes[node.name][0].tolist()
+                )
     out = graph.output
     return Mismatch("emulator/csim", i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
 
@@ -138,11 +145,19 @@ def _locate_keras(model, graph: Graph, x, i: int, ker, emu, stripped: bool) -> M
     for node in graph.nodes:
         if node.name in k_nodes and not np.array_equal(k_nodes[node.name], e_nodes[node.name]):
             return Mismatch(
-                "keras/emulator", i, node.name, node.source,
-                k_nodes[node.name][0].tolist(), e_nodes[node.name][0].tolist(),
+                "keras/emulator",
+                i,
+                node.name,
+                node.source,
+                k_nodes[node.name][0].tolist(),
+                e_nodes[node.name][0].tolist(),
             )
     # eager Keras agrees node by node: the compiled predict path computed differently
     return Mismatch(
-        "keras/emulator", i, graph.output.name + " (model.predict only; eager Keras agrees)",
-        graph.output.source, ker[i].tolist(), emu[i].tolist(),
+        "keras/emulator",
+        i,
+        graph.output.name + " (model.predict only; eager Keras agrees)",
+        graph.output.source,
+        ker[i].tolist(),
+        emu[i].tolist(),
     )

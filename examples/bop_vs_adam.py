@@ -40,8 +40,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--epochs", type=int, default=None, help="override the configurations' epochs")
     args = parser.parse_args(argv)
-    runs = {"adam+weight_clip": os.path.join(HERE, "digits_bnn.yaml"),
-            "bop": os.path.join(HERE, "digits_bnn_bop.yaml")}
+    runs = {"adam+weight_clip": os.path.join(HERE, "digits_bnn.yaml"), "bop": os.path.join(HERE, "digits_bnn_bop.yaml")}
     results = {name: [] for name in runs}
     print(f"{'seed':>4}  {'adam+weight_clip':>16}  {'bop':>6}  {'bop - adam':>10}")
     for seed in args.seeds:

@@ -7,7 +7,7 @@ def adversarial_bn(units, rng, acc_values):
     """(gamma, beta, mean, var) as float32: means exactly on accumulator values (outputs exactly 0
     there), gamma of both signs and zero, betas that cancel mean * inv in float32, random ones."""
     mean = rng.choice(acc_values, units)
-    var = rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], units)
+    var = rng.choice([1.0, 0.3, 2.0**-6, 7.0], units)
     gamma = rng.choice([1.0, -1.0, 0.0, -0.0, 0.37, -2.5, 1e-3], units)
     inv = (1.0 / np.sqrt(var.astype(np.float32) + np.float32(1e-3))).astype(np.float32) * gamma.astype(np.float32)
     beta = rng.choice([0.0, -0.0, 1e-7, -1e-7], units)
@@ -28,8 +28,9 @@ def randomize_bn(model, rng, beta_scale=1.0, mean_scale=1.0):
     """Give every BatchNormalization of ``model`` random statistics, as after training."""
     for layer in batch_norms(model):
         c = layer.gamma.shape[0]
-        layer.set_weights([rng.normal(size=c), rng.normal(size=c) * beta_scale,
-                           rng.normal(size=c) * mean_scale, rng.random(c) + 0.5])
+        layer.set_weights(
+            [rng.normal(size=c), rng.normal(size=c) * beta_scale, rng.normal(size=c) * mean_scale, rng.random(c) + 0.5]
+        )
 
 
 def set_adversarial_bn(model, rng, acc_values):

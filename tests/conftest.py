@@ -50,8 +50,11 @@ def pytest_generate_tests(metafunc):
     cases = getattr(metafunc.module, "CASES", None)
     if cases is None or "compiled" not in metafunc.fixturenames:
         return
-    chosen = {name.strip() for mark in metafunc.definition.iter_markers("parametrize")
-              for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])}
+    chosen = {
+        name.strip()
+        for mark in metafunc.definition.iter_markers("parametrize")
+        for name in (mark.args[0].split(",") if isinstance(mark.args[0], str) else mark.args[0])
+    }
     if "compiled" not in chosen:
         metafunc.parametrize("compiled", list(cases), indirect=True, scope="module")
 

@@ -52,8 +52,16 @@ def every_op_graph(pad_code=0) -> Graph:
     rng = np.random.default_rng(0)
     wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
     inp = input_node("in", (5, 5, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
-    conv = conv2d_node("conv", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)), pad_code=pad_code,
-                       bias=rng.integers(-20, 20, 3), bias_type=bt)
+    conv = conv2d_node(
+        "conv",
+        inp,
+        rng.integers(-3, 4, (3, 3, 2, 3)),
+        wt,
+        padding=((1, 1), (1, 1)),
+        pad_code=pad_code,
+        bias=rng.integers(-20, 20, 3),
+        bias_type=bt,
+    )
     pool = maxpool2d_node("pool", conv)
     avg = avgpool2d_node("avg", pool, (2, 1))
     flat = flatten_node("flat", avg)
@@ -94,9 +102,20 @@ def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT
     return Graph("binary_mlp", nodes)
 
 
-def calibrated_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="fixed<7,2,RND_CONV,SAT>", weight_type="fixed<3,1>",
-                   bias_type="fixed<6,2>", act_type="ufixed<2,1>", act_thresholds=3, input_levels=None,
-                   out_levels="fixed<6,3,RND_CONV,SAT>", weight_codes=None, act_levels=None, n_calib=512):
+def calibrated_mlp(
+    sizes=(16, 12, 8, 4),
+    seed=0,
+    input_type="fixed<7,2,RND_CONV,SAT>",
+    weight_type="fixed<3,1>",
+    bias_type="fixed<6,2>",
+    act_type="ufixed<2,1>",
+    act_thresholds=3,
+    input_levels=None,
+    out_levels="fixed<6,3,RND_CONV,SAT>",
+    weight_codes=None,
+    act_levels=None,
+    n_calib=512,
+):
     """Input -> [threshold on the input] -> [dense(multi-bit weights, bias) -> k-level threshold] * n.
 
     Thresholds sit at quantiles of each channel's values on random inputs, so outputs vary and
@@ -142,11 +161,23 @@ def calibrated_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="fixed<7,2,RND_CONV,
     return Graph("calibrated_mlp", nodes)
 
 
-def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>",
-             convs=({"kernel": (3, 3), "filters": 3, "padding": ((1, 1), (1, 1))},
-                    {"kernel": (3, 3), "filters": 3}),
-             weight_type="int<2>", weight_codes=(-1, 1), bias_type=None, act_type="int<2>", act_levels=(-1, 1),
-             act_thresholds=1, n_out=4, out_levels=None, n_calib=256, pad_code=0, pools=None):
+def conv_net(
+    seed=0,
+    input_shape=(5, 5, 2),
+    input_type="ufixed<8,0,RND_CONV,SAT>",
+    convs=({"kernel": (3, 3), "filters": 3, "padding": ((1, 1), (1, 1))}, {"kernel": (3, 3), "filters": 3}),
+    weight_type="int<2>",
+    weight_codes=(-1, 1),
+    bias_type=None,
+    act_type="int<2>",
+    act_levels=(-1, 1),
+    act_thresholds=1,
+    n_out=4,
+    out_levels=None,
+    n_calib=256,
+    pad_code=0,
+    pools=None,
+):
     """Input -> [conv2d -> calibrated threshold] * n -> flatten -> dense [-> calibrated threshold].
 
     Each entry of ``convs`` gives ``kernel``, ``filters`` and optional ``strides`` / ``padding``
@@ -190,9 +221,19 @@ def conv_net(seed=0, input_shape=(5, 5, 2), input_type="ufixed<8,0,RND_CONV,SAT>
         src = nodes[-1]
         kh, kw = spec["kernel"]
         w = weights((kh, kw, src.shape[-1], spec["filters"]))
-        nodes.append(conv2d_node(f"conv{i}", src, w, wt, strides=spec.get("strides", (1, 1)),
-                                 padding=spec.get("padding", ((0, 0), (0, 0))), pad_code=pad_code if i == 0 else 0,
-                                 bias=bias(spec["filters"]), bias_type=bt))
+        nodes.append(
+            conv2d_node(
+                f"conv{i}",
+                src,
+                w,
+                wt,
+                strides=spec.get("strides", (1, 1)),
+                padding=spec.get("padding", ((0, 0), (0, 0))),
+                pad_code=pad_code if i == 0 else 0,
+                bias=bias(spec["filters"]),
+                bias_type=bt,
+            )
+        )
         specs = (pools or {}).get(i, [])
         for where in ("acc", "act"):
             for j, p in enumerate(s for s in specs if s.get("where", "act") == where):
@@ -253,8 +294,18 @@ def chain(ops, input_shape=(6, 6, 2), input_type="ufixed<6,0,RND_CONV,SAT>", see
             kh, kw = opt.get("kernel", (2, 2))
             w, wt = weights((kh, kw, src.shape[-1], opt.get("filters", 2)), opt.get("binary", False))
             b, bt = bias(w.shape[3], opt.get("bias", False))
-            nodes.append(conv2d_node(label, src, w, wt, strides=opt.get("strides", (1, 1)),
-                                     padding=opt.get("padding", ((0, 0), (0, 0))), bias=b, bias_type=bt))
+            nodes.append(
+                conv2d_node(
+                    label,
+                    src,
+                    w,
+                    wt,
+                    strides=opt.get("strides", (1, 1)),
+                    padding=opt.get("padding", ((0, 0), (0, 0))),
+                    bias=b,
+                    bias_type=bt,
+                )
+            )
         elif op == "maxpool2d":
             nodes.append(maxpool2d_node(label, src, opt.get("pool", (2, 2)), opt.get("strides")))
         elif op == "flatten":

@@ -17,8 +17,7 @@ def pooled_graph(pool=(2, 2), strides=None, shape=(6, 4, 3), t="fixed<5,2,RND_CO
     return Graph("avg", [inp, avgpool2d_node("avg", inp, pool, strides)])
 
 
-@pytest.mark.parametrize("pool,strides", [((2, 2), None), ((2, 1), (1, 1)), ((1, 4), (2, 1)), ((4, 2), (1, 2)),
-                                          ((1, 1), None)])
+@pytest.mark.parametrize("pool,strides", [((2, 2), None), ((2, 1), (1, 1)), ((1, 4), (2, 1)), ((4, 2), (1, 2)), ((1, 1), None)])
 def test_means_are_exact_on_a_finer_grid(pool, strides):
     g = pooled_graph(pool, strides)
     t = g.input.type
@@ -28,8 +27,13 @@ def test_means_are_exact_on_a_finer_grid(pool, strides):
     q = t.quantize(x)
     sh, sw = strides or pool
     ho, wo = (6 - pool[0]) // sh + 1, (4 - pool[1]) // sw + 1
-    want = np.stack([np.stack([q[:, i * sh:i * sh + pool[0], j * sw:j * sw + pool[1]].mean(axis=(1, 2))
-                               for j in range(wo)], axis=1) for i in range(ho)], axis=1)
+    want = np.stack(
+        [
+            np.stack([q[:, i * sh : i * sh + pool[0], j * sw : j * sw + pool[1]].mean(axis=(1, 2)) for j in range(wo)], axis=1)
+            for i in range(ho)
+        ],
+        axis=1,
+    )
     got = emulate(g, x)
     assert got.shape == (40, ho, wo, 3)
     assert np.array_equal(got, want)  # a mean of 2**k values on one grid is exact in float64 too
@@ -59,8 +63,9 @@ def test_cost_is_adders_without_dsp(io_type):
     row = next(r for r in estimate(pooled_graph(), "pynq-z2", io_type=io_type).rows if r.op == "avgpool2d")
     assert row.dsp == 0 and row.lut > 0
     assert row.detail["adders"] == (3 if io_type == "io_stream" else 3 * 2 * 3) * 3  # 3 adders per 2x2 window
-    bigger = next(r for r in estimate(pooled_graph((4, 4), shape=(8, 8, 3)), "pynq-z2", io_type=io_type).rows
-                  if r.op == "avgpool2d")
+    bigger = next(
+        r for r in estimate(pooled_graph((4, 4), shape=(8, 8, 3)), "pynq-z2", io_type=io_type).rows if r.op == "avgpool2d"
+    )
     assert bigger.lut > row.lut
 
 
@@ -80,8 +85,10 @@ CASES = {
     "stream": (lambda: pooled_graph(), {"io_type": "io_stream"}),
     # overlapping windows (io_parallel only), then a rounding, saturating relu cast of the means
     "overlap_cast": (lambda: pooled_chain((2, 1), (1, 1), cast="ufixed<3,1,RND,SAT>"), {}),
-    "wide_stream_cast": (lambda: pooled_chain((4, 2), (4, 2), cast="fixed<4,1,RND_ZERO,SAT_SYM>", shape=(8, 6, 2),
-                                              t="ufixed<6,3,RND,SAT>"), {"io_type": "io_stream"}),
+    "wide_stream_cast": (
+        lambda: pooled_chain((4, 2), (4, 2), cast="fixed<4,1,RND_ZERO,SAT_SYM>", shape=(8, 6, 2), t="ufixed<6,3,RND,SAT>"),
+        {"io_type": "io_stream"},
+    ),
     "resource": (lambda: pooled_graph((1, 2)), {"strategy": "Resource", "reuse_factor": 2}),
 }
 
@@ -98,8 +105,11 @@ def test_overlapping_windows_are_refused_in_io_stream(tmp_path):
 
     from edgebnn.errors import EdgebnnError
 
-    with pytest.raises(EdgebnnError, match=r"graph node 'avg' \(avgpool2d\) pools \[2, 1\] windows with strides "
-                                           r"\[1, 1\].*io_parallel or strides=pool_size"):
+    with pytest.raises(
+        EdgebnnError,
+        match=r"graph node 'avg' \(avgpool2d\) pools \[2, 1\] windows with strides "
+        r"\[1, 1\].*io_parallel or strides=pool_size",
+    ):
         export_quietly(pooled_graph((2, 1), (1, 1)), tmp_path / "p", board=PYNQ, io_type="io_stream")
     assert not (tmp_path / "p").exists()
 
@@ -118,20 +128,21 @@ def keras_pooled(where, out_q, strides=1):
     from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 
     first = [keras.layers.BatchNormalization(name="bn0"), QuantActivation("quantized_bits(3, 1)", name="q0")]
-    return keras.Sequential([
-        keras.Input((8, 8, 2)),
-        QuantConv2D(6, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False,
-                    name="c1"),
-        *(first if where == "after_quantizer" else []),
-        keras.layers.AveragePooling2D(2, name="a1"),
-        keras.layers.BatchNormalization(name="bn1"),
-        QuantActivation(out_q, name="q1"),
-        keras.layers.AveragePooling2D((2, 1), strides=strides, name="a2"),
-        keras.layers.Flatten(name="flat"),
-        QuantDense(4, input_quantizer="quantized_bits(3, 0)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
-        keras.layers.BatchNormalization(name="bn2"),
-        QuantActivation("quantized_bits(6, 2)", name="out"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((8, 8, 2)),
+            QuantConv2D(6, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c1"),
+            *(first if where == "after_quantizer" else []),
+            keras.layers.AveragePooling2D(2, name="a1"),
+            keras.layers.BatchNormalization(name="bn1"),
+            QuantActivation(out_q, name="q1"),
+            keras.layers.AveragePooling2D((2, 1), strides=strides, name="a2"),
+            keras.layers.Flatten(name="flat"),
+            QuantDense(4, input_quantizer="quantized_bits(3, 0)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            keras.layers.BatchNormalization(name="bn2"),
+            QuantActivation("quantized_bits(6, 2)", name="out"),
+        ]
+    )
 
 
 def keras_inputs(n, seed, shape=(8, 8, 2)):
@@ -160,8 +171,7 @@ def adversarial(model, x, seed):
         if layer.name == "bn2":
             weights = [np.ones(seen.shape[1]), np.zeros(seen.shape[1]), seen.mean(0), seen.var(0) + 0.1]
         else:
-            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])],
-                                     axis=1)
+            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])], axis=1)
         layer.set_weights([np.asarray(w, np.float32) for w in weights])
 
 
@@ -175,10 +185,21 @@ def test_keras_average_pooling_freezes_exactly(where, out_q):
     adversarial(model, x, 2)
     graph = freeze(model)
     ops = [(n.name, n.op) for n in graph.nodes]
-    head = [("c1", "conv2d"), ("q0", "threshold"), ("a1", "avgpool2d")] if where == "after_quantizer" else \
-        [("c1", "conv2d"), ("a1", "avgpool2d")]
-    assert ops == [("input", "input"), *head, ("q1", "threshold"), ("a2", "avgpool2d"), ("flat", "flatten"),
-                   ("d_input", "cast"), ("d", "dense"), ("out", "threshold")]
+    head = (
+        [("c1", "conv2d"), ("q0", "threshold"), ("a1", "avgpool2d")]
+        if where == "after_quantizer"
+        else [("c1", "conv2d"), ("a1", "avgpool2d")]
+    )
+    assert ops == [
+        ("input", "input"),
+        *head,
+        ("q1", "threshold"),
+        ("a2", "avgpool2d"),
+        ("flat", "flatten"),
+        ("d_input", "cast"),
+        ("d", "dense"),
+        ("out", "threshold"),
+    ]
     assert graph.meta["keras_float32_exact"] and not graph.meta["keras_caveats"]
     emu = emulate(graph, x, return_all=True)
     for batch in (1, 32):
@@ -220,23 +241,33 @@ def test_refusals_name_the_layer_and_the_fix():
 
     assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap")]) == (
         "layer 'ap' (AveragePooling2D) averages 3x3 windows: a 3x3 window divides by 9, which no fixed-point type "
-        "holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D")
+        "holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D"
+    )
     assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(2, padding="same", name="ap")]) == (
         "layer 'ap' (AveragePooling2D) has padding='same'; only padding='valid' can be frozen: Keras divides its "
-        "border windows by the fewer values they hold")
-    assert refused(lambda c: [conv(c), keras.layers.BatchNormalization(name="bn"),
-                              keras.layers.AveragePooling2D(2, name="ap")]) == (
+        "border windows by the fewer values they hold"
+    )
+    assert refused(
+        lambda c: [conv(c), keras.layers.BatchNormalization(name="bn"), keras.layers.AveragePooling2D(2, name="ap")]
+    ) == (
         "layer 'ap' (AveragePooling2D) averages the real-valued outputs of bn, whose float32 mean cannot be moved "
         "past them exactly; pool after the activation (after the QuantActivation that quantizes them) or directly "
-        "on the accumulator of 'c', before the normalization")
+        "on the accumulator of 'c', before the normalization"
+    )
     assert refused(lambda c: [conv(c, use_bias=True), keras.layers.AveragePooling2D(2, name="ap")]) == (
         "layer 'ap' (AveragePooling2D) averages the real-valued outputs of c.bias, whose float32 mean cannot be "
         "moved past them exactly; pool after the activation (after the QuantActivation that quantizes them) or "
-        "directly on the accumulator of 'c' (with a quantized bias or none), before the normalization")
+        "directly on the accumulator of 'c' (with a quantized bias or none), before the normalization"
+    )
     # behind a MaxPooling2D that would move after the quantizer, the average is still among the float ops
-    assert refused(lambda c: [conv(c), keras.layers.BatchNormalization(name="bn"), keras.layers.MaxPooling2D(1, name="mp"),
-                              keras.layers.AveragePooling2D(2, name="ap")]).startswith(
-        "layer 'ap' (AveragePooling2D) averages the real-valued outputs of bn,")
+    assert refused(
+        lambda c: [
+            conv(c),
+            keras.layers.BatchNormalization(name="bn"),
+            keras.layers.MaxPooling2D(1, name="mp"),
+            keras.layers.AveragePooling2D(2, name="ap"),
+        ]
+    ).startswith("layer 'ap' (AveragePooling2D) averages the real-valued outputs of bn,")
 
 
 @pytest.mark.csim

@@ -37,7 +37,15 @@ def test_pynq_z2_numbers():
     b = load_board("pynq-z2")
     assert isinstance(b, Board)
     assert (b.part, b.lut, b.ff, b.dsp, b.dsp_type, b.bram18, b.uram, b.clock_period_ns) == (
-        "xc7z020clg400-1", 53200, 106400, 220, "DSP48E1", 280, 0, 10.0)
+        "xc7z020clg400-1",
+        53200,
+        106400,
+        220,
+        "DSP48E1",
+        280,
+        0,
+        10.0,
+    )
     assert b.dsp_ports == (25, 18)
     assert b.resources() == {"lut": 53200, "ff": 106400, "dsp": 220, "bram18": 280, "uram": 0}
 
@@ -45,14 +53,34 @@ def test_pynq_z2_numbers():
 def test_zcu104_numbers():
     b = load_board("zcu104")
     assert (b.part, b.lut, b.ff, b.dsp, b.dsp_type, b.bram18, b.uram) == (
-        "xczu7ev-ffvc1156-2-e", 230400, 460800, 1728, "DSP48E2", 624, 96)
+        "xczu7ev-ffvc1156-2-e",
+        230400,
+        460800,
+        1728,
+        "DSP48E2",
+        624,
+        96,
+    )
     assert b.dsp_ports == (27, 18)
 
 
 def test_shipped_boards_are_the_ones_later_issues_want():
     names = {p.stem for p in SHIPPED}
-    assert names >= {"pynq-z2", "zcu104", "pynq-z1", "arty-a7-100t", "zc706", "ultra96-v2", "zcu102",
-                     "kv260", "alveo-u50", "alveo-u200", "alveo-u250", "alveo-u280", "vcu118"}
+    assert names >= {
+        "pynq-z2",
+        "zcu104",
+        "pynq-z1",
+        "arty-a7-100t",
+        "zc706",
+        "ultra96-v2",
+        "zcu102",
+        "kv260",
+        "alveo-u50",
+        "alveo-u200",
+        "alveo-u250",
+        "alveo-u280",
+        "vcu118",
+    }
     assert (boards_dir() / "__init__.py").is_file()
 
 
@@ -69,8 +97,7 @@ def test_every_shipped_file_is_valid(path):
     assert b.ff == 2 * b.lut
     assert min(b.lut, b.dsp, b.bram18) > 0 and b.uram >= 0
     raw = yaml.safe_load(path.read_text())
-    assert set(raw) == {"name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram",
-                        "clock_period_ns", "source"}
+    assert set(raw) == {"name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source"}
 
 
 def test_list_boards_is_every_file_sorted():

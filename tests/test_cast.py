@@ -16,14 +16,21 @@ from edgebnn.verify import verify
 
 
 def mlp(bits):
-    return keras.Sequential([
-        keras.Input((8,)),
-        QuantDense(12, input_quantizer=f"quantized_bits({bits}, 2)", kernel_quantizer=f"quantized_bits({bits}, 0)",
-                   use_bias=False, activation="relu"),
-        QuantActivation(f"quantized_bits({bits}, 3)"),
-        QuantDense(5, kernel_quantizer=f"quantized_bits({bits}, 0)", use_bias=False),
-        QuantActivation(f"quantized_bits({bits}, 1, keep_negative=False, rounding='TRN', overflow='WRAP')"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((8,)),
+            QuantDense(
+                12,
+                input_quantizer=f"quantized_bits({bits}, 2)",
+                kernel_quantizer=f"quantized_bits({bits}, 0)",
+                use_bias=False,
+                activation="relu",
+            ),
+            QuantActivation(f"quantized_bits({bits}, 3)"),
+            QuantDense(5, kernel_quantizer=f"quantized_bits({bits}, 0)", use_bias=False),
+            QuantActivation(f"quantized_bits({bits}, 1, keep_negative=False, rounding='TRN', overflow='WRAP')"),
+        ]
+    )
 
 
 def inputs(n=400, seed=0):
@@ -95,12 +102,19 @@ def test_wrapping_cast_bounds_cover_the_type():
 
 @pytest.mark.csim
 def test_quantized_bias_is_exact_in_the_dense_node(tmp_path):
-    model = keras.Sequential([
-        keras.Input((8,)),
-        QuantDense(6, input_quantizer="quantized_bits(6, 2)", kernel_quantizer="quantized_bits(4, 0)",
-                   bias_quantizer="quantized_bits(5, 1)", activation="relu"),
-        QuantActivation("quantized_bits(6, 3)"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            QuantDense(
+                6,
+                input_quantizer="quantized_bits(6, 2)",
+                kernel_quantizer="quantized_bits(4, 0)",
+                bias_quantizer="quantized_bits(5, 1)",
+                activation="relu",
+            ),
+            QuantActivation("quantized_bits(6, 3)"),
+        ]
+    )
     model.layers[0].bias.assign(np.linspace(-1.7, 1.3, 6).astype(np.float32))
     graph = freeze(model)
     dense = graph.nodes[1]

@@ -131,9 +131,21 @@ def test_estimate_of_a_run_folder_uses_the_runs_own_board_and_export_options(tmp
     run = tmp_path / "run"
     run.mkdir()
     binary_mlp().save(run / "graph.npz")
-    (run / "summary.json").write_text(json.dumps({"board": "zcu104", "export": {
-        "backend": "Vitis", "io_type": "io_stream", "strategy": "Resource", "reuse_factor": 4, "clock_period_ns": None,
-        "hls_tool": None}}))
+    (run / "summary.json").write_text(
+        json.dumps(
+            {
+                "board": "zcu104",
+                "export": {
+                    "backend": "Vitis",
+                    "io_type": "io_stream",
+                    "strategy": "Resource",
+                    "reuse_factor": 4,
+                    "clock_period_ns": None,
+                    "hls_tool": None,
+                },
+            }
+        )
+    )
     assert main(["estimate", str(run)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "on zcu104" in head and "Resource, reuse factor 4, io_stream" in head

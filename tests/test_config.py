@@ -19,17 +19,20 @@ def test_example_loads_and_builds():
     assert model.layers[0].input_quantizer.hardware().type.width == 8
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("model: []\ntrain: {epoch: 3}\n", r"unknown key 'train\.epoch'"),
-    ("model: []\ntrain: {epochs: ten}\n", r"key 'train\.epochs' must be an integer, got str 'ten'"),
-    ("model: []\nbord: pynq-z2\n", r"unknown key 'bord'"),
-    ("model: []\ndata: 3\n", r"key 'data' must be a mapping"),
-    ("model: []\ntrain: {epochs: true}\n", r"'train\.epochs' must be an integer"),
-    ("model:\n  - QuantDense: {unit: 3}\n", r"model\[0\]\.QuantDense: unknown key 'unit'"),
-    ("model:\n  - Conv9D: {}\n", r"model\[0\]: unknown layer 'Conv9D'"),
-    ("train: {epochs: 3}\n", r"missing key 'model'"),
-    ("model: [\n", r"not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("model: []\ntrain: {epoch: 3}\n", r"unknown key 'train\.epoch'"),
+        ("model: []\ntrain: {epochs: ten}\n", r"key 'train\.epochs' must be an integer, got str 'ten'"),
+        ("model: []\nbord: pynq-z2\n", r"unknown key 'bord'"),
+        ("model: []\ndata: 3\n", r"key 'data' must be a mapping"),
+        ("model: []\ntrain: {epochs: true}\n", r"'train\.epochs' must be an integer"),
+        ("model:\n  - QuantDense: {unit: 3}\n", r"model\[0\]\.QuantDense: unknown key 'unit'"),
+        ("model:\n  - Conv9D: {}\n", r"model\[0\]: unknown layer 'Conv9D'"),
+        ("train: {epochs: 3}\n", r"missing key 'model'"),
+        ("model: [\n", r"not valid YAML"),
+    ],
+)
 def test_bad_configs_name_the_key(tmp_path, text, pattern):
     with pytest.raises(ConfigError, match=pattern) as info:
         load_config(write(tmp_path, text))
@@ -45,17 +48,25 @@ def test_bad_quantizer_string_is_named():
 def test_yaml_is_loaded_safely(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(os, "system", lambda command: calls.append(command) or 0)  # what an unsafe loader would call
-    with pytest.raises(ConfigError, match=r"line 1: refused Python tag !!python/object/apply:os\.system; configs are "
-                                          r"plain data and cannot run code"):
+    with pytest.raises(
+        ConfigError,
+        match=r"line 1: refused Python tag !!python/object/apply:os\.system; configs are "
+        r"plain data and cannot run code",
+    ):
         load_config(write(tmp_path, "model: !!python/object/apply:os.system ['true']\n"))
     assert calls == []  # the loader refused the tag: nothing ran
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("model: []\ntrain:\n  epochs: 3\n  batch_size: 8\n  epochs: 4\n",
-     r"line 5: key 'epochs' is given twice \(first on line 3\)"),
-    ("model: []\nmodel: []\n", r"line 2: key 'model' is given twice \(first on line 1\)"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "model: []\ntrain:\n  epochs: 3\n  batch_size: 8\n  epochs: 4\n",
+            r"line 5: key 'epochs' is given twice \(first on line 3\)",
+        ),
+        ("model: []\nmodel: []\n", r"line 2: key 'model' is given twice \(first on line 1\)"),
+    ],
+)
 def test_duplicate_keys_are_refused(tmp_path, text, pattern):
     with pytest.raises(ConfigError, match=pattern):
         load_config(write(tmp_path, text))
@@ -75,8 +86,9 @@ def test_export_section_is_checked_at_load_and_becomes_a_target(tmp_path):
         load_config(write(tmp_path, base + "export: {io_type: io_serial}\n"))
     with pytest.raises(ConfigError, match=r"key 'export.hls_tool' is 'quartus'; use vitis_hls"):
         load_config(write(tmp_path, base + "export: {hls_tool: quartus}\n"))
-    config = load_config(write(tmp_path, base + "export: {backend: vivado, hls_tool: Vivado HLS 2019.2, "
-                                                "strategy: resource, reuse_factor: 4}\n"))
+    config = load_config(
+        write(tmp_path, base + "export: {backend: vivado, hls_tool: Vivado HLS 2019.2, strategy: resource, reuse_factor: 4}\n")
+    )
     assert config["export"]["hls_tool"] == "vivado_hls" and config["export"]["strategy"] == "Resource"
     target = target_of(config, load_board("pynq-z2"))
     assert (target.backend, target.tool, target.reuse_factor, target.clock_ns) == ("Vivado", "vivado_hls", 4, 10)

@@ -19,18 +19,26 @@ pytestmark = pytest.mark.csim  # every test C-simulates its export
 
 def bnn_cnn():
     keras.utils.set_random_seed(0)  # the kernels: the outputs' variety must not depend on test order
-    model = keras.Sequential([
-        keras.Input((6, 6, 1)),
-        QuantConv2D(4, 3, padding="same", input_quantizer="quantized_bits(4, 0, keep_negative=False)",
-                    kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantConv2D(3, 3, strides=2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        keras.layers.Flatten(),
-        QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantActivation("quantized_bits(5, 3)"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(
+                4,
+                3,
+                padding="same",
+                input_quantizer="quantized_bits(4, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+            ),
+            keras.layers.BatchNormalization(),
+            QuantConv2D(3, 3, strides=2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.Flatten(),
+            QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(5, 3)"),
+        ]
+    )
     randomize_bn(model, np.random.default_rng(0), mean_scale=2.0)
     return model
 
@@ -39,8 +47,7 @@ def bnn_cnn():
 def test_cnn_keras_emulator_csim_identical(tmp_path, io_type):
     model = bnn_cnn()
     graph = freeze(model)
-    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten",
-                                            "dense", "threshold"]
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten", "dense", "threshold"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
@@ -54,21 +61,29 @@ def pooled_bnn_cnn():
     """larq's order (conv -> BN -> MaxPool -> sign, pool moved after the quantizer) and a pool on a
     quantized tensor; non-overlapping windows so io_stream can pool too."""
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((8, 8, 1)),
-        QuantConv2D(4, 3, padding="same", input_quantizer="quantized_bits(4, 0, keep_negative=False)",
-                    kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        keras.layers.MaxPooling2D(2),
-        QuantConv2D(3, 3, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantActivation("ste_sign"),
-        keras.layers.MaxPooling2D((1, 2)),
-        keras.layers.Flatten(),
-        QuantDense(5, kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantActivation("quantized_bits(5, 3)"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            QuantConv2D(
+                4,
+                3,
+                padding="same",
+                input_quantizer="quantized_bits(4, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+            ),
+            keras.layers.BatchNormalization(),
+            keras.layers.MaxPooling2D(2),
+            QuantConv2D(3, 3, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            QuantActivation("ste_sign"),
+            keras.layers.MaxPooling2D((1, 2)),
+            keras.layers.Flatten(),
+            QuantDense(5, kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(5, 3)"),
+        ]
+    )
     randomize_bn(model, np.random.default_rng(2))
     return model
 
@@ -77,8 +92,18 @@ def pooled_bnn_cnn():
 def test_pooled_cnn_keras_emulator_csim_identical(tmp_path, io_type):
     model = pooled_bnn_cnn()
     graph = freeze(model)
-    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "maxpool2d", "conv2d", "threshold",
-                                           "maxpool2d", "flatten", "dense", "threshold"]
+    assert [n.op for n in graph.nodes] == [
+        "input",
+        "conv2d",
+        "threshold",
+        "maxpool2d",
+        "conv2d",
+        "threshold",
+        "maxpool2d",
+        "flatten",
+        "dense",
+        "threshold",
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)

@@ -22,8 +22,9 @@ from edgebnn.graph import Graph, Node, conv2d_node, dense_node, flatten_node, in
 W8 = FixedType(8, 1)
 
 
-def dense_graph(n_in=64, n_out=32, weight_type=W8, input_type="fixed<8,3>", seed=0, zero_fraction=0.0,
-                weight=None, bias=None, bias_type=None):
+def dense_graph(
+    n_in=64, n_out=32, weight_type=W8, input_type="fixed<8,3>", seed=0, zero_fraction=0.0, weight=None, bias=None, bias_type=None
+):
     """Input -> one dense with random weight codes over the whole range of ``weight_type``."""
     rng = np.random.default_rng(seed)
     if weight is None:
@@ -79,13 +80,17 @@ def test_exact_dsp_product_and_post_adder():
 
 def test_exact_threshold_costs_only_live_distinct_comparators():
     inp = input_node("input", (2,), FixedType.from_string("fixed<8,3>"))  # codes -128..127
-    t = np.array([[-128, -128, 5, 5],      # x >= -128 always holds; 5 twice: one comparator
-                  [-128, -3, 0, 7]])       # three live comparators
+    t = np.array(
+        [
+            [-128, -128, 5, 5],  # x >= -128 always holds; 5 twice: one comparator
+            [-128, -3, 0, 7],
+        ]
+    )  # three live comparators
     levels = np.array([[-2, -1, 0, 1, 2], [-4, -1, 0, 1, 3]])
     g = Graph("thr", [inp, threshold_node("thr", inp, t, levels, FixedType(3, 3))])
     r = row(estimate(g, "pynq-z2"), "thr")
     assert r.detail["live_comparators"] == 4
-    assert r.lut == 4 * 8 + 3 * 1     # comparators of 8 bits, 3 output bits from 3 comparator bits
+    assert r.lut == 4 * 8 + 3 * 1  # comparators of 8 bits, 3 output bits from 3 comparator bits
     assert (r.ff, r.dsp, r.bram18, r.latency, r.ii) == (2 * 3, 0, 0, 1, 1)
 
 
@@ -102,7 +107,7 @@ def test_binary_mlp_rows_match_the_formulas():
     assert r.detail["adders"] == n_out * (n_in - 1)
     assert r.lut == n_out * (8 * 11 + 4 * 12 + 2 * 13 + 1 * 13)
     assert r.ff == n_out * d0.type.width
-    assert (r.dsp, r.latency, r.ii) == (0, 2, 1)              # no multiply cycle
+    assert (r.dsp, r.latency, r.ii) == (0, 2, 1)  # no multiply cycle
 
 
 # ------------------------------------------------------------------------- directions
@@ -115,8 +120,7 @@ def test_binary_layers_use_no_dsp(strategy, board):
     for rf in (1, 2, 4, 8, 16):
         est = estimate(g, board, strategy=strategy, reuse_factor=rf)
         assert est.totals["dsp"] == 0
-        assert all(r.detail["products"]["dsp"] == r.detail["products"]["lut"] == 0
-                   for r in est.rows if r.op == "dense")
+        assert all(r.detail["products"]["dsp"] == r.detail["products"]["lut"] == 0 for r in est.rows if r.op == "dense")
 
 
 def test_binary_activations_times_wide_weights_use_no_dsp():
@@ -134,7 +138,7 @@ def test_larger_reuse_factor_fewer_dsp_longer_latency(strategy):
     # Resource with R > 1 reads weights from memory: general multipliers, zeros and cheap
     # constants save nothing any more, so the comparison starts at R = 2 there
     start = 1 if strategy == "Resource" else 0
-    assert dsp[0] > 0 and all(a >= b for a, b in zip(dsp[start:], dsp[start + 1:])) and dsp[0] > dsp[-1]
+    assert dsp[0] > 0 and all(a >= b for a, b in zip(dsp[start:], dsp[start + 1 :])) and dsp[0] > dsp[-1]
     assert all(a <= b for a, b in zip(lat, lat[1:])) and lat[0] < lat[-1]
     # hls4ml's multiplier_limit sets the II (never above the reuse factor)
     assert all(r.ii <= rf for r, rf in zip(rows, (1, 2, 4, 8, 16, 32))) and rows[0].ii == 1
@@ -160,8 +164,7 @@ def test_resource_strategy_stores_weights_in_bram():
     g = dense_graph(weight_type=W8)
     r1 = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=1))
     assert r1.bram18 == 0  # hls4ml keeps RF=1 weights as constants
-    for rf, brams in ((8, math.ceil(64 * 32 // 8 * 8 / 36)), (64, math.ceil(32 * 8 / 36)),
-                      (1024, math.ceil(2 * 8 / 18))):
+    for rf, brams in ((8, math.ceil(64 * 32 // 8 * 8 / 36)), (64, math.ceil(32 * 8 / 36)), (1024, math.ceil(2 * 8 / 18))):
         r = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=rf))
         assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8}
         assert r.bram18 == brams
@@ -193,15 +196,19 @@ def test_wider_weights_cost_more():
 
 def test_products_wider_than_one_dsp_take_several():
     # 32-bit weights x 16-bit inputs: 2 slices of DSP48E1 25x18 (32 = 25 + 7 on the A port)
-    g = dense_graph(n_in=4, n_out=1, weight=[[2**30 + 2**14 + 1], [2**29 + 2**13 + 3], [2**28 + 2**12 + 5], [2**27 + 2**11 + 7]],
-                    weight_type=FixedType(32, 1), input_type="fixed<16,6>")
+    g = dense_graph(
+        n_in=4,
+        n_out=1,
+        weight=[[2**30 + 2**14 + 1], [2**29 + 2**13 + 3], [2**28 + 2**12 + 5], [2**27 + 2**11 + 7]],
+        weight_type=FixedType(32, 1),
+        input_type="fixed<16,6>",
+    )
     r = row(estimate(g, "pynq-z2"))
     assert r.detail["products"]["dsp"] == 4
     assert r.dsp == 8
     # the same weights fit one slice when the input has at most 18 bits... they do not on B=18
     # with 19-bit input: ceil(32/25)*ceil(19/18) = 4 vs ceil(32/18)*ceil(19/25) = 2 -> 2 each
-    g19 = dense_graph(n_in=1, n_out=1, weight=[[2**30 + 2**14 + 1]], weight_type=FixedType(32, 1),
-                      input_type="fixed<19,6>")
+    g19 = dense_graph(n_in=1, n_out=1, weight=[[2**30 + 2**14 + 1]], weight_type=FixedType(32, 1), input_type="fixed<19,6>")
     assert row(estimate(g19, "pynq-z2")).dsp == 2
 
 
@@ -295,6 +302,7 @@ def test_outputs_no_later_layer_reads_are_removed():
     from edgebnn.backends.hls4ml.cost import dense
     from edgebnn.backends.hls4ml.cost.context import _Context
     from edgebnn.estimate import _resolve_types
+
     ctx = _Context(load_board("zcu104"), "Latency", "io_parallel", 5.0, CONSTANTS)
     node = d["dense"]
     cut = dense.cost(node, d[node.inputs[0]], 1, ctx, _resolve_types(d, None), [], np.array([True, False, True, True]))
@@ -308,8 +316,7 @@ def test_positions_reuse_one_dense_unit():
     inp = input_node("input", (3, 4), FixedType.from_string("fixed<8,3>"))
     lo, hi = dot_interval(inp.lo, inp.hi, wt.from_codes(w))
     acc = FixedType.for_range(float(lo.min()), float(hi.max()), inp.type.lsb_exp + wt.lsb_exp)
-    node = Node("dense", "dense", ["input"], (3, 2), acc, {"weight": w, "lo": lo, "hi": hi},
-                {"weight_type": str(wt)})
+    node = Node("dense", "dense", ["input"], (3, 2), acc, {"weight": w, "lo": lo, "hi": hi}, {"weight_type": str(wt)})
     flat = dense_graph(weight=w, weight_type=wt)
     multi = Graph("multi", [inp, node])
     a, b = row(estimate(flat, "pynq-z2", reuse_factor=2)), row(estimate(multi, "pynq-z2", reuse_factor=2))
@@ -327,8 +334,11 @@ def test_totals_are_sums_of_rows_and_utilization_is_percent_of_board():
     assert [r.name for r in est.rows] == [n.name for n in g.compute_nodes()]
     for key in ("lut", "ff", "dsp", "bram18", "uram"):
         assert est.totals[key] == sum(getattr(r, key) for r in est.rows)
-        assert est.utilization[key] == pytest.approx(100 * est.totals[key] / getattr(board, key)) \
-            if getattr(board, key) else est.utilization[key] == 0.0
+        assert (
+            est.utilization[key] == pytest.approx(100 * est.totals[key] / getattr(board, key))
+            if getattr(board, key)
+            else est.utilization[key] == 0.0
+        )
     assert est.latency_cycles == sum(r.latency for r in est.rows)
     assert est.ii == max(r.ii for r in est.rows)
     assert est.latency_ns == est.latency_cycles * 10.0
@@ -370,9 +380,15 @@ def test_to_dict_is_strict_json_and_consistent():
 
 def test_used_resource_the_board_lacks_is_inf_and_null_in_json():
     est = estimate(binary_mlp(), "pynq-z2")
-    fake = type(est.board)(**{**{f: getattr(est.board, f) for f in
-                                 ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18",
-                                  "uram", "clock_period_ns", "source")}, "lut": 0})
+    fake = type(est.board)(
+        **{
+            **{
+                f: getattr(est.board, f)
+                for f in ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source")
+            },
+            "lut": 0,
+        }
+    )
     est0 = estimate(binary_mlp(), fake)
     assert math.isinf(est0.utilization["lut"]) and not est0.fits
     assert json.loads(json.dumps(est0.to_dict(), allow_nan=False))["utilization_percent"]["lut"] is None
@@ -422,20 +438,23 @@ def test_graph_file_path_is_accepted(tmp_path):
     assert estimate(str(tmp_path / "g.npz"), load_board("pynq-z2").path).totals == estimate(g, "pynq-z2").totals
 
 
-@pytest.mark.parametrize("kwargs,words", [
-    ({"strategy": "Fast"}, "strategy"),
-    ({"strategy": "Resource_Unrolled"}, "strategy"),
-    ({"io_type": "io_serial"}, "io_type"),
-    ({"reuse_factor": 0}, "reuse factor"),
-    ({"reuse_factor": 2.5}, "reuse factor"),
-    ({"reuse_factor": True}, "reuse factor"),
-    ({"reuse_factor": {"sign0": 2}}, "'sign0'"),
-    ({"reuse_factor": {"dense0": -1}}, "'dense0'"),
-    ({"clock_period": 0}, "clock_period"),
-    ({"clock_period": "5"}, "clock_period"),
-    ({"utilization_limit": 0}, "utilization_limit"),
-    ({"utilization_limit": 1.5}, "utilization_limit"),
-])
+@pytest.mark.parametrize(
+    "kwargs,words",
+    [
+        ({"strategy": "Fast"}, "strategy"),
+        ({"strategy": "Resource_Unrolled"}, "strategy"),
+        ({"io_type": "io_serial"}, "io_type"),
+        ({"reuse_factor": 0}, "reuse factor"),
+        ({"reuse_factor": 2.5}, "reuse factor"),
+        ({"reuse_factor": True}, "reuse factor"),
+        ({"reuse_factor": {"sign0": 2}}, "'sign0'"),
+        ({"reuse_factor": {"dense0": -1}}, "'dense0'"),
+        ({"clock_period": 0}, "clock_period"),
+        ({"clock_period": "5"}, "clock_period"),
+        ({"utilization_limit": 0}, "utilization_limit"),
+        ({"utilization_limit": 1.5}, "utilization_limit"),
+    ],
+)
 def test_bad_options_are_refused_in_one_sentence(kwargs, words):
     with pytest.raises(EdgebnnError) as err:  # a TargetError for the target's options, EstimateError for the rest
         estimate(binary_mlp(), "pynq-z2", **kwargs)
@@ -496,12 +515,15 @@ def test_accumulator_override_changes_adder_widths():
     assert b.detail["input_bits"] == 16 and b.lut + 10 * b.dsp > a.lut + 10 * a.dsp
 
 
-@pytest.mark.parametrize("types,words", [
-    ({"nothere": {"accum": "fixed<16,6>"}}, "'nothere'"),
-    ({"dense": {"bogus": "fixed<16,6>"}}, "'bogus'"),
-    ({"dense": {"accum": "float"}}, "fixed-point"),
-    ({"input": {"accum": "fixed<16,6>"}}, "input node"),
-])
+@pytest.mark.parametrize(
+    "types,words",
+    [
+        ({"nothere": {"accum": "fixed<16,6>"}}, "'nothere'"),
+        ({"dense": {"bogus": "fixed<16,6>"}}, "'bogus'"),
+        ({"dense": {"accum": "float"}}, "fixed-point"),
+        ({"input": {"accum": "fixed<16,6>"}}, "input node"),
+    ],
+)
 def test_bad_type_overrides_are_refused(types, words):
     with pytest.raises(EstimateError) as err:
         estimate(dense_graph(), "pynq-z2", types=types)
@@ -557,8 +579,9 @@ def test_softmax_row_matches_the_formulas():
     # is one cycle beyond the first, sum tree 4.0 ns none, multiply 7.0 ns one cycle
     vit = row(estimate(g, "pynq-z2", hls_tool="Vitis HLS 2021.1", types={"dense": {"result": t}}), "softmax")
     assert vit.latency == 1 + 2 * 2 + 1 + 0 + 1
-    lat = row(estimate(g, "pynq-z2", hls_tool="vivado_hls", types={"dense": {"result": t}},
-                       softmax_implementation="latency"), "softmax")
+    lat = row(
+        estimate(g, "pynq-z2", hls_tool="vivado_hls", types={"dense": {"result": t}}, softmax_implementation="latency"), "softmax"
+    )
     assert lat.lut == (n - 1) * tb and lat.latency <= sm.latency
     lut = row(estimate(g, "pynq-z2", multipliers="lut", types={"dense": {"result": t}}), "softmax")
     assert lut.dsp == 0 and lut.lut > sm.lut + n * tb * tb - 1
@@ -652,8 +675,19 @@ def test_cli_estimate_table_fit_bars_and_svg(tmp_path, capsys):
 # ------------------------------------------------------------------- convolutions
 
 
-def conv_graph(h=6, w=5, c=3, f=4, k=(3, 3), strides=(1, 1), padding=((1, 1), (1, 1)), seed=0, weight_type=W8,
-               input_type="fixed<8,3>", sign=True):
+def conv_graph(
+    h=6,
+    w=5,
+    c=3,
+    f=4,
+    k=(3, 3),
+    strides=(1, 1),
+    padding=((1, 1), (1, 1)),
+    seed=0,
+    weight_type=W8,
+    input_type="fixed<8,3>",
+    sign=True,
+):
     """Input (h, w, c) -> conv2d -> [sign threshold per channel] -> flatten."""
     rng = np.random.default_rng(seed)
     weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(*k, c, f))

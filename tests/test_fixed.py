@@ -36,8 +36,7 @@ F = FixedType.from_string
         ("ap_uint<1>", "uint<1>", FixedType(1, 1, False)),
         ("ap_fixed<8,3,AP_RND_CONV,AP_SAT>", "fixed<8,3,RND_CONV,SAT>", FixedType(8, 3, True, "RND_CONV", "SAT")),
         ("ap_ufixed<8,0,AP_RND,AP_SAT_SYM,0>", "ufixed<8,0,RND,SAT_SYM>", FixedType(8, 0, False, "RND", "SAT_SYM")),
-        ("ap_fixed<8,3,AP_RND_CONV,AP_WRAP,2>", "fixed<8,3,RND_CONV,WRAP,2>",
-         FixedType(8, 3, True, "RND_CONV", "WRAP", 2)),
+        ("ap_fixed<8,3,AP_RND_CONV,AP_WRAP,2>", "fixed<8,3,RND_CONV,WRAP,2>", FixedType(8, 3, True, "RND_CONV", "WRAP", 2)),
         ("fixed<16,6,TRN,WRAP,0>", "fixed<16,6>", FixedType(16, 6)),  # hls4ml's own printing
         ("fixed<8,3,RND>", "fixed<8,3,RND>", FixedType(8, 3, True, "RND")),
         ("fixed<8,3,TRN,SAT_ZERO>", "fixed<8,3,TRN,SAT_ZERO>", FixedType(8, 3, True, "TRN", "SAT_ZERO")),
@@ -92,9 +91,23 @@ def test_hls4ml_reads_our_strings_identically():
 
 @pytest.mark.parametrize(
     "text",
-    ["fixed<0,3>", "fixed<8>", "fixed<8,3,FOO>", "fixed<8,3,RND,BAR>", "fixed<8,3,RND,WRAP,9>",
-     "fixed<8,3,RND,WRAP,-1>", "float", "fixed<8,3.5>", "int<4,2>", "", "fixed<8,3,RND,SAT,0,1>",
-     "fixed<8,3,>", "ap_fixed<8,3", "fixed<-2,3>", "uint<0>"],
+    [
+        "fixed<0,3>",
+        "fixed<8>",
+        "fixed<8,3,FOO>",
+        "fixed<8,3,RND,BAR>",
+        "fixed<8,3,RND,WRAP,9>",
+        "fixed<8,3,RND,WRAP,-1>",
+        "float",
+        "fixed<8,3.5>",
+        "int<4,2>",
+        "",
+        "fixed<8,3,RND,SAT,0,1>",
+        "fixed<8,3,>",
+        "ap_fixed<8,3",
+        "fixed<-2,3>",
+        "uint<0>",
+    ],
 )
 def test_invalid_strings_name_the_string(text):
     with pytest.raises(ValueError) as err:
@@ -346,12 +359,18 @@ def test_array_paths_match_the_scalar_reference():
     rng = np.random.default_rng(7)
     for _ in range(150):
         w = int(rng.choice([1, 2, 5, 8, 16, 31, 50, 51, 53, 60, 64]))
-        t = FixedType(w, int(rng.integers(-8, w + 8)), bool(rng.integers(2)), str(rng.choice(ROUNDING_MODES)),
-                      str(rng.choice(OVERFLOW_MODES)), 0)
+        t = FixedType(
+            w,
+            int(rng.integers(-8, w + 8)),
+            bool(rng.integers(2)),
+            str(rng.choice(ROUNDING_MODES)),
+            str(rng.choice(OVERFLOW_MODES)),
+            0,
+        )
         if t.overflow == "WRAP" and rng.random() < 0.4:
             t = t.replace(sat_bits=int(rng.integers(1, w + 1)))
         span = 2.0 ** (t.integer + 1)
-        ties = (rng.integers(-(2**min(w, 50)), 2**min(w, 50), 300) + rng.choice([0, 0.5, 0.25], 300)) * t.lsb
+        ties = (rng.integers(-(2 ** min(w, 50)), 2 ** min(w, 50), 300) + rng.choice([0, 0.5, 0.25], 300)) * t.lsb
         x = np.concatenate([rng.uniform(-span, span, 300), ties, [0.0, -0.0, 1e300, -1e300, t.max, t.min]])
         assert t.codes(x).tolist() == [t.code_of(v) for v in x], str(t)
         s = FixedType(int(rng.integers(1, 64)), int(rng.integers(-8, 40)), bool(rng.integers(2)))

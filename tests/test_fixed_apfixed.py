@@ -36,8 +36,16 @@ CPP_DIR = Path(__file__).parent / "cpp"
 # MSB, which ap_fixed's cast does (and then discards) when it drops more bits than the source
 # has; hls4ml compiles its C-simulation without NDEBUG, so there such a cast aborts.
 CXXFLAGS = [
-    "-O0", "-std=c++17", "-w", "-DNDEBUG", "-fno-exceptions", "-fno-asynchronous-unwind-tables",
-    "--param", "ggc-min-expand=400", "--param", "ggc-min-heapsize=1048576",
+    "-O0",
+    "-std=c++17",
+    "-w",
+    "-DNDEBUG",
+    "-fno-exceptions",
+    "-fno-asynchronous-unwind-tables",
+    "--param",
+    "ggc-min-expand=400",
+    "--param",
+    "ggc-min-heapsize=1048576",
 ]
 
 # (target shape, source type of its casts, N of its WRAP-with-saturation-bits variant).
@@ -103,8 +111,9 @@ def _random_type(rng) -> FixedType:
 
 def _random_cases() -> list[tuple[FixedType, FixedType]]:
     rng = np.random.default_rng(RANDOM_SEED)
-    return [(_random_type(rng), _random_type(rng).replace(rounding="TRN", overflow="WRAP", sat_bits=0))
-            for _ in range(N_RANDOM_TYPES)]
+    return [
+        (_random_type(rng), _random_type(rng).replace(rounding="TRN", overflow="WRAP", sat_bits=0)) for _ in range(N_RANDOM_TYPES)
+    ]
 
 
 FIXED_CASES = _fixed_cases()
@@ -134,15 +143,15 @@ class Harness:
         self.units = 2 * self.jobs  # balances the load; each unit re-parses the headers (~0.5 s)
         sources = {}
         for u in range(self.units):
-            body = ",\n".join(entries[u::self.units]) or "0"
+            body = ",\n".join(entries[u :: self.units]) or "0"
             sources[f"cases_{u}.cpp"] = (
-                '#include "apfixed_harness.h"\n'
-                f"extern const edgebnn_case_fn edgebnn_cases_{u}[] = {{\n{body}\n}};\n"
+                f'#include "apfixed_harness.h"\nextern const edgebnn_case_fn edgebnn_cases_{u}[] = {{\n{body}\n}};\n'
             )
         decls = "".join(f"extern const edgebnn_case_fn edgebnn_cases_{u}[];\n" for u in range(self.units))
         tables = ", ".join(f"edgebnn_cases_{u}" for u in range(self.units))
         sources["dispatch.cpp"] = (
-            '#include "apfixed_harness.h"\n' + decls
+            '#include "apfixed_harness.h"\n'
+            + decls
             + f"static const edgebnn_case_fn* const tables[] = {{{tables}}};\n"
             + "edgebnn_case_fn edgebnn_case(long id) {\n"
             + f"  if (id < 0 || id >= {len(entries)}) return 0;\n"
@@ -197,20 +206,32 @@ class Harness:
             objects.append(obj)
             if len(running) >= self.jobs:
                 _wait(running.pop(0))
-            running.append(subprocess.Popen(
-                ["g++", *CXXFLAGS, *include, "-c", str(src), "-o", str(obj)],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            ))
+            running.append(
+                subprocess.Popen(
+                    ["g++", *CXXFLAGS, *include, "-c", str(src), "-o", str(obj)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
         for proc in running:
             _wait(proc)
-        _wait(subprocess.Popen(["g++", *map(str, objects), "-o", str(build / "apfixed")],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        _wait(
+            subprocess.Popen(
+                ["g++", *map(str, objects), "-o", str(build / "apfixed")],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
         return time.perf_counter() - start
 
     def describe(self) -> str:
         how = "reused from the cache, compiled there in" if self.cached else "compiled in"
-        return (f"{self.instantiations} instantiations in {self.units} units with g++ {CXXFLAGS[0]}, "
-                f"{how} {self.compile_seconds:.1f} s on {self.jobs} cores")
+        return (
+            f"{self.instantiations} instantiations in {self.units} units with g++ {CXXFLAGS[0]}, "
+            f"{how} {self.compile_seconds:.1f} s on {self.jobs} cores"
+        )
 
     def run(self, jobs, tag: str):
         """jobs: (case id, (n, 2) uint64 words); returns the (n, 3) output words of each."""
@@ -224,7 +245,7 @@ class Harness:
         flat = np.fromfile(out, dtype=np.uint64)
         results, pos = [], 0
         for _, words in jobs:
-            results.append(flat[pos:pos + 3 * len(words)].reshape(-1, 3))
+            results.append(flat[pos : pos + 3 * len(words)].reshape(-1, 3))
             pos += 3 * len(words)
         assert pos == flat.size, "harness output has the wrong length"
         return results
@@ -258,17 +279,63 @@ def harness(tmp_path_factory, ap_types):
 
 # ------------------------------------------------------------------------------- values
 _SPECIALS = [
-    0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -2.2250738585072014e-308, 1e-300, -1e-300,
-    1e300, -1e300, 1.7976931348623157e308, -1.7976931348623157e308, 2.0**63, -(2.0**63), 2.0**64,
-    -(2.0**64), 2.0**64 - 2048, -(2.0**64 - 2048), 2.0**64 + 4096, 2.0**53 + 2, -(2.0**53 + 2),
-    2.0**62 + 2048, 1.0, -1.0, 0.5, -0.5, 0.49999999999999994, -0.49999999999999994, 3.0, -3.0,
+    0.0,
+    -0.0,
+    5e-324,
+    -5e-324,
+    2.2250738585072014e-308,
+    -2.2250738585072014e-308,
+    1e-300,
+    -1e-300,
+    1e300,
+    -1e300,
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+    2.0**63,
+    -(2.0**63),
+    2.0**64,
+    -(2.0**64),
+    2.0**64 - 2048,
+    -(2.0**64 - 2048),
+    2.0**64 + 4096,
+    2.0**53 + 2,
+    -(2.0**53 + 2),
+    2.0**62 + 2048,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    0.49999999999999994,
+    -0.49999999999999994,
+    3.0,
+    -3.0,
 ]
 
 
 def _edge_codes(t: FixedType) -> set[int]:
     lo, hi, w = t.min_code, t.max_code, t.width
-    codes = {lo, hi, lo - 1, hi + 1, lo + 1, hi - 1, 0, 1, -1, 2, -2, lo // 2, hi // 2 + 1,
-             lo - (1 << w), hi + (1 << w), 1 << w, -(1 << w), (1 << w) + 1, 3 << (w - 1), -(3 << (w - 1))}
+    codes = {
+        lo,
+        hi,
+        lo - 1,
+        hi + 1,
+        lo + 1,
+        hi - 1,
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        lo // 2,
+        hi // 2 + 1,
+        lo - (1 << w),
+        hi + (1 << w),
+        1 << w,
+        -(1 << w),
+        (1 << w) + 1,
+        3 << (w - 1),
+        -(3 << (w - 1)),
+    }
     if t.sat_bits:
         k = w - t.sat_bits
         codes |= {1 << k, (1 << k) - 1, hi - (1 << k), lo + (1 << k)}
@@ -380,12 +447,14 @@ class Tally:
 
     def check(self, kind, t, s, inputs, got, expected):
         self.values[kind] += len(expected)
-        bad = np.nonzero(np.asarray(got != expected))[0] if got.dtype != object else \
-            np.array([i for i, (a, b) in enumerate(zip(got, expected)) if int(a) != int(b)], dtype=int)
+        bad = (
+            np.nonzero(np.asarray(got != expected))[0]
+            if got.dtype != object
+            else np.array([i for i, (a, b) in enumerate(zip(got, expected)) if int(a) != int(b)], dtype=int)
+        )
         self.bad_codes += len(bad)
         for i in bad[:3]:
-            self.mismatches.append(
-                f"{kind} {s} -> {t.cpp()}: input {inputs[i]!r}: ap_fixed {got[i]}, edgebnn {expected[i]}")
+            self.mismatches.append(f"{kind} {s} -> {t.cpp()}: input {inputs[i]!r}: ap_fixed {got[i]}, edgebnn {expected[i]}")
 
     def check_doubles(self, kind, t, s, inputs, out, values):
         self.doubles_checked += len(values)
@@ -393,9 +462,10 @@ class Tally:
         bad = np.nonzero(out[:, 2] != mine)[0]
         self.bad_doubles += len(bad)
         for i in bad[:3]:
-            theirs = out[i:i + 1, 2].view(np.float64)[0]
+            theirs = out[i : i + 1, 2].view(np.float64)[0]
             self.mismatches.append(
-                f"{kind} to_double {s} -> {t.cpp()}: input {inputs[i]!r}: ap_fixed {theirs!r}, edgebnn {values[i]!r}")
+                f"{kind} to_double {s} -> {t.cpp()}: input {inputs[i]!r}: ap_fixed {theirs!r}, edgebnn {values[i]!r}"
+            )
 
 
 def _prove(harness, cases, tag, capsys, n_double=N_RANDOM_DOUBLE, n_cast=N_RANDOM_CAST):
@@ -505,8 +575,10 @@ def test_cast_asserts_predicts_the_csim_abort(ap_types, tmp_path):
         for i, (s, t) in enumerate(pairs)
     )
     src = tmp_path / "asserts.cpp"
-    src.write_text("#include <ap_fixed.h>\n#include <cstdlib>\n"
-                   f"int main(int argc, char** argv) {{\n  int k = std::atoi(argv[1]);\n{body}  return 0;\n}}\n")
+    src.write_text(
+        "#include <ap_fixed.h>\n#include <cstdlib>\n"
+        f"int main(int argc, char** argv) {{\n  int k = std::atoi(argv[1]);\n{body}  return 0;\n}}\n"
+    )
     exe = tmp_path / "asserts"
     subprocess.run(["g++", "-O0", "-w", "-std=c++17", "-I", str(ap_types), str(src), "-o", str(exe)], check=True)
     for i, (s, t) in enumerate(pairs):
@@ -515,9 +587,14 @@ def test_cast_asserts_predicts_the_csim_abort(ap_types, tmp_path):
 
 
 TYPE_RULE_PAIRS = [
-    ("fixed<8,3>", "fixed<4,1>"), ("ufixed<8,0>", "fixed<2,2>"), ("fixed<4,1>", "ufixed<8,0>"),
-    ("ufixed<4,4>", "ufixed<4,2>"), ("fixed<6,-2>", "fixed<5,9>"), ("ufixed<1,0>", "fixed<1,1>"),
-    ("fixed<16,6>", "ufixed<16,16>"), ("ufixed<3,-3>", "ufixed<7,10>"),
+    ("fixed<8,3>", "fixed<4,1>"),
+    ("ufixed<8,0>", "fixed<2,2>"),
+    ("fixed<4,1>", "ufixed<8,0>"),
+    ("ufixed<4,4>", "ufixed<4,2>"),
+    ("fixed<6,-2>", "fixed<5,9>"),
+    ("ufixed<1,0>", "fixed<1,1>"),
+    ("fixed<16,6>", "ufixed<16,16>"),
+    ("ufixed<3,-3>", "ufixed<7,10>"),
 ]
 
 
@@ -526,9 +603,7 @@ def test_result_types_are_ap_fixed_operator_types(ap_types, tmp_path):
     from edgebnn.fixed import add_type, mul_type, sub_type
 
     pairs = [(FixedType.from_string(a), FixedType.from_string(b)) for a, b in TYPE_RULE_PAIRS]
-    body = "".join(
-        f"  show<decltype({a.cpp()}() {op} {b.cpp()}())>();\n" for a, b in pairs for op in "*+-"
-    )
+    body = "".join(f"  show<decltype({a.cpp()}() {op} {b.cpp()}())>();\n" for a, b in pairs for op in "*+-")
     src = tmp_path / "rtypes.cpp"
     src.write_text(
         "#include <ap_fixed.h>\n#include <cstdio>\n"

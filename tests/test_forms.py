@@ -17,8 +17,7 @@ U33 = FixedType(3, 3, False, "RND_CONV", "SAT")
 
 
 def test_kinds_are_the_class_level_names():
-    assert tuple(f.kind for f in forms.FORMS) == (
-        "binary", "unipolar", "ternary", "fixed", "grid", "po2", "scaled", "partial")
+    assert tuple(f.kind for f in forms.FORMS) == ("binary", "unipolar", "ternary", "fixed", "grid", "po2", "scaled", "partial")
     for f in forms.FORMS:
         assert "kind" not in {field.name for field in dataclasses.fields(f)}, f  # not a constructor argument
     assert typing.get_args(forms.Form) == forms.FORMS
@@ -66,8 +65,10 @@ def test_records_are_frozen_hashable_values():
 
 
 def test_forms_imports_no_tensorflow_or_keras():
-    code = ("import sys, edgebnn.forms\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'hls4ml')))\n")
+    code = (
+        "import sys, edgebnn.forms\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'hls4ml')))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

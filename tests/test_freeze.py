@@ -26,13 +26,16 @@ def all_inputs():
 
 
 def bn_model(units, out_quantizer="ste_sign", use_bias=False):
-    return keras.Sequential([
-        keras.Input((N_IN,)),
-        QuantDense(units, input_quantizer="quantized_bits(4, 0, keep_negative=False)",
-                   kernel_quantizer="ste_sign", use_bias=use_bias),
-        keras.layers.BatchNormalization(),
-        QuantActivation(out_quantizer),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((N_IN,)),
+            QuantDense(
+                units, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign", use_bias=use_bias
+            ),
+            keras.layers.BatchNormalization(),
+            QuantActivation(out_quantizer),
+        ]
+    )
 
 
 def set_bn(model, gamma, beta, mean, var):
@@ -63,8 +66,7 @@ def test_tie_at_zero_is_plus_one_and_negative_and_zero_gamma():
     model = bn_model(4)
     model.layers[0].kernel.assign(np.ones((N_IN, 4), dtype=np.float32))  # accumulators span [0, 3.75]
     # mean on the grid, beta 0: BN output is exactly 0 at acc == mean -> sign(0) = +1
-    set_bn(model, gamma=[1.0, -1.0, 0.0, -0.0], beta=[0.0, 0.0, 0.0, -0.5], mean=[0.5, 0.5, 0.5, 0.5],
-           var=[1.0, 1.0, 1.0, 1.0])
+    set_bn(model, gamma=[1.0, -1.0, 0.0, -0.0], beta=[0.0, 0.0, 0.0, -0.5], mean=[0.5, 0.5, 0.5, 0.5], var=[1.0, 1.0, 1.0, 1.0])
     graph = freeze(model)
     node = graph.nodes[2]
     acc_type = graph.nodes[1].type
@@ -111,19 +113,26 @@ def test_graph_file_round_trip_and_loads_without_tensorflow(tmp_path):
 
 
 def test_unsupported_layer_is_named():
-    model = keras.Sequential([
-        keras.Input((N_IN,)),
-        QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.LayerNormalization(name="ln"),
-        QuantActivation("ste_sign"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((N_IN,)),
+            QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.LayerNormalization(name="ln"),
+            QuantActivation("ste_sign"),
+        ]
+    )
     with pytest.raises(FreezeError, match=r"layer 'ln' \(LayerNormalization\) cannot be frozen"):
         freeze(model)
 
 
 def test_float_output_and_float_kernel_and_softmax_are_refused():
-    m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, input_quantizer="quantized_bits(4, 0)",
-                                                          kernel_quantizer="ste_sign"), keras.layers.BatchNormalization()])
+    m = keras.Sequential(
+        [
+            keras.Input((N_IN,)),
+            QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign"),
+            keras.layers.BatchNormalization(),
+        ]
+    )
     with pytest.raises(FreezeError, match="real-valued outputs"):
         freeze(m)
     m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, input_quantizer="quantized_bits(4, 0)")])
@@ -132,21 +141,30 @@ def test_float_output_and_float_kernel_and_softmax_are_refused():
     m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, kernel_quantizer="ste_sign")])
     with pytest.raises(FreezeError, match="needs a fixed-point input_quantizer"):
         freeze(m)
-    m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, input_quantizer="quantized_bits(4, 0)",
-                                                          kernel_quantizer="ste_sign", use_bias=False),
-                          keras.layers.Activation("softmax", name="sm")])
+    m = keras.Sequential(
+        [
+            keras.Input((N_IN,)),
+            QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.Activation("softmax", name="sm"),
+        ]
+    )
     with pytest.raises(FreezeError, match="'sm'.*from_logits"):
         freeze(m)
 
 
 def _softmax_models():
-    q = dict(input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
-             use_bias=False)
-    yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", **q),
-                            keras.layers.Activation("softmax", name="sm")]), "sm"
+    q = dict(input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign", use_bias=False)
+    yield (
+        keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", **q), keras.layers.Activation("softmax", name="sm")]),
+        "sm",
+    )
     yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", activation="softmax", **q)]), "d"
-    yield keras.Sequential([keras.Input((N_IN,)), QuantDense(3, name="d", **q), keras.layers.Softmax(name="sml"),
-                            keras.layers.Dropout(0.1)]), "sml"
+    yield (
+        keras.Sequential(
+            [keras.Input((N_IN,)), QuantDense(3, name="d", **q), keras.layers.Softmax(name="sml"), keras.layers.Dropout(0.1)]
+        ),
+        "sml",
+    )
 
 
 @pytest.mark.parametrize("index", [0, 1, 2])
@@ -178,8 +196,13 @@ def test_strip_softmax_leaves_models_without_one_alone():
         w.simplefilter("error")
         graph = freeze(model, strip_softmax=True)
     assert "stripped_softmax" not in graph.meta
-    m = keras.Sequential([keras.Input((N_IN,)), QuantDense(3, input_quantizer="quantized_bits(4, 0)",
-                                                          kernel_quantizer="ste_sign", use_bias=False),
-                          keras.layers.Activation("softmax", name="sm"), QuantActivation("ste_sign")])
+    m = keras.Sequential(
+        [
+            keras.Input((N_IN,)),
+            QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.Activation("softmax", name="sm"),
+            QuantActivation("ste_sign"),
+        ]
+    )
     with pytest.raises(FreezeError, match="'sm'.*from_logits"):  # not trailing: still refused
         freeze(m, strip_softmax=True)

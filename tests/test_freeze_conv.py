@@ -25,19 +25,38 @@ def assert_trace_matches_emulator(model, graph, x):
 
 
 def bnn_cnn(pad1=0.0, pad2=1.0, strides=1, out_q="quantized_bits(6, 2)", first_bias=False):
-    return keras.Sequential([
-        keras.Input((8, 8, 1)),
-        QuantConv2D(4, 3, padding="same", pad_values=pad1, input_quantizer=IN_Q, kernel_quantizer="ste_sign",
-                    use_bias=first_bias, name="c1"),
-        keras.layers.BatchNormalization(name="bn1"),
-        QuantConv2D(6, 3, strides=strides, padding="same", pad_values=pad2, input_quantizer="ste_sign",
-                    kernel_quantizer="ste_sign", use_bias=False, name="c2"),
-        keras.layers.BatchNormalization(name="bn2"),
-        keras.layers.Flatten(name="flat"),
-        QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d"),
-        keras.layers.BatchNormalization(name="bn3"),
-        QuantActivation(out_q, name="out"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((8, 8, 1)),
+            QuantConv2D(
+                4,
+                3,
+                padding="same",
+                pad_values=pad1,
+                input_quantizer=IN_Q,
+                kernel_quantizer="ste_sign",
+                use_bias=first_bias,
+                name="c1",
+            ),
+            keras.layers.BatchNormalization(name="bn1"),
+            QuantConv2D(
+                6,
+                3,
+                strides=strides,
+                padding="same",
+                pad_values=pad2,
+                input_quantizer="ste_sign",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+                name="c2",
+            ),
+            keras.layers.BatchNormalization(name="bn2"),
+            keras.layers.Flatten(name="flat"),
+            QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            keras.layers.BatchNormalization(name="bn3"),
+            QuantActivation(out_q, name="out"),
+        ]
+    )
 
 
 def bnn_cnn_acc(layer):
@@ -56,8 +75,7 @@ def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
     model = bnn_cnn(pad1, pad2)
     set_adversarial_bn(model, rng, bnn_cnn_acc)
     graph = freeze(model)
-    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten",
-                                           "dense", "threshold"]
+    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten", "dense", "threshold"]
     assert graph["c1"].attrs["padding"] == [[1, 1], [1, 1]]
     assert graph["c1"].attrs["pad_code"] == int(graph.input.type.codes(pad1))
     assert graph["c2"].attrs["pad_code"] == int(pad2)  # ste_sign codes are the values
@@ -74,22 +92,34 @@ def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
 
 def test_strides_2_and_valid_padding_and_quantized_bias(tmp_path):
     rng = np.random.default_rng(7)
-    model = keras.Sequential([
-        keras.Input((9, 7, 2)),
-        QuantConv2D(3, (3, 2), strides=2, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign",
-                    bias_quantizer="quantized_bits(6, 2)", name="c1"),
-        QuantActivation("quantized_bits(8, 3)", name="q1"),  # a cast
-        QuantConv2D(4, 2, strides=(2, 1), padding="valid", kernel_quantizer="quantized_bits(3, 1)",
-                    use_bias=False, name="c2"),
-        keras.layers.BatchNormalization(name="bn"),
-        keras.layers.Activation("relu"),
-        QuantActivation("quantized_bits(4, 1)", name="q2"),
-        keras.layers.Flatten(name="flat"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((9, 7, 2)),
+            QuantConv2D(
+                3,
+                (3, 2),
+                strides=2,
+                padding="same",
+                input_quantizer=IN_Q,
+                kernel_quantizer="ste_sign",
+                bias_quantizer="quantized_bits(6, 2)",
+                name="c1",
+            ),
+            QuantActivation("quantized_bits(8, 3)", name="q1"),  # a cast
+            QuantConv2D(
+                4, 2, strides=(2, 1), padding="valid", kernel_quantizer="quantized_bits(3, 1)", use_bias=False, name="c2"
+            ),
+            keras.layers.BatchNormalization(name="bn"),
+            keras.layers.Activation("relu"),
+            QuantActivation("quantized_bits(4, 1)", name="q2"),
+            keras.layers.Flatten(name="flat"),
+        ]
+    )
     model.layers[0].bias.assign(rng.normal(size=3).astype(np.float32))
     bn = model.get_layer("bn")
-    bn.set_weights([np.asarray(v, np.float32) for v in (rng.normal(size=4), rng.normal(size=4),
-                                                         rng.normal(size=4), rng.random(4) + 0.1)])
+    bn.set_weights(
+        [np.asarray(v, np.float32) for v in (rng.normal(size=4), rng.normal(size=4), rng.normal(size=4), rng.random(4) + 0.1)]
+    )
     graph = freeze(model)
     assert [n.op for n in graph.nodes] == ["input", "conv2d", "cast", "conv2d", "threshold", "flatten"]
     c1 = graph["c1"]
@@ -104,14 +134,16 @@ def test_strides_2_and_valid_padding_and_quantized_bias(tmp_path):
 
 
 def test_flatten_after_quantized_outputs_is_a_plain_flatten():
-    model = keras.Sequential([
-        keras.Input((4, 4, 1)),
-        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
-        keras.layers.BatchNormalization(),
-        QuantActivation("ste_sign", name="s"),
-        keras.layers.Flatten(name="flat"),
-        QuantDense(3, kernel_quantizer="ste_sign", use_bias=False, name="d"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((4, 4, 1)),
+            QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
+            keras.layers.BatchNormalization(),
+            QuantActivation("ste_sign", name="s"),
+            keras.layers.Flatten(name="flat"),
+            QuantDense(3, kernel_quantizer="ste_sign", use_bias=False, name="d"),
+        ]
+    )
     graph = freeze(model)
     assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "flatten", "dense"]
     assert verify(model, graph, inputs(200, np.random.default_rng(1), (4, 4, 1))).keras_vs_emulator == 0
@@ -134,18 +166,28 @@ def test_refusals_name_the_layer():
         freeze(_conv_model(kernel_quantizer=None))
     # a pad value off the grid does not matter where nothing is padded
     freeze(_conv_model(padding="valid", pad_values=0.3))
-    pool = keras.Sequential([keras.Input((6, 6, 1)), QuantConv2D(2, 3, input_quantizer=IN_Q,
-                                                                  kernel_quantizer="ste_sign", use_bias=False),
-                             QuantActivation("ste_sign"), keras.layers.MaxPooling2D(padding="same", name="mp")])
+    pool = keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False),
+            QuantActivation("ste_sign"),
+            keras.layers.MaxPooling2D(padding="same", name="mp"),
+        ]
+    )
     with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) has padding='same'; only padding='valid'"):
         freeze(pool)
 
 
 def _bn_after_flatten(use_bias):
-    return keras.Sequential([
-        keras.Input((6, 6, 1)), QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign",
-                                            use_bias=use_bias, name="c"),
-        keras.layers.Flatten(name="fl"), keras.layers.BatchNormalization(name="bnf"), QuantActivation("ste_sign")])
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=use_bias, name="c"),
+            keras.layers.Flatten(name="fl"),
+            keras.layers.BatchNormalization(name="bnf"),
+            QuantActivation("ste_sign"),
+        ]
+    )
 
 
 def test_batchnorm_after_flatten():
@@ -179,22 +221,23 @@ def test_strided_bnn_cnn_under_jit():
 def pooled_bnn_cnn():
     """Pooling in the three allowed places: between BN and the quantizer (larq's order: moved after
     the quantizer), directly on an accumulator, and on a quantized tensor (overlapping, stride 1)."""
-    return keras.Sequential([
-        keras.Input((9, 9, 1)),
-        QuantConv2D(4, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False,
-                    name="c1"),
-        keras.layers.BatchNormalization(name="bn1"),
-        keras.layers.MaxPooling2D(2, name="p1"),  # 9x9 -> 4x4: floor, the last row/column dropped
-        QuantConv2D(6, 2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="c2"),
-        keras.layers.MaxPooling2D((2, 1), strides=1, name="p2"),  # on the accumulator
-        keras.layers.BatchNormalization(name="bn2"),
-        QuantActivation("ste_sign", name="s2"),
-        keras.layers.MaxPooling2D(2, strides=1, name="p3"),  # on a quantized tensor
-        keras.layers.Flatten(name="flat"),
-        QuantDense(5, kernel_quantizer="ste_sign", use_bias=False, name="d"),
-        keras.layers.BatchNormalization(name="bn3"),
-        QuantActivation("quantized_bits(6, 2)", name="out"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((9, 9, 1)),
+            QuantConv2D(4, 3, padding="same", input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c1"),
+            keras.layers.BatchNormalization(name="bn1"),
+            keras.layers.MaxPooling2D(2, name="p1"),  # 9x9 -> 4x4: floor, the last row/column dropped
+            QuantConv2D(6, 2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="c2"),
+            keras.layers.MaxPooling2D((2, 1), strides=1, name="p2"),  # on the accumulator
+            keras.layers.BatchNormalization(name="bn2"),
+            QuantActivation("ste_sign", name="s2"),
+            keras.layers.MaxPooling2D(2, strides=1, name="p3"),  # on a quantized tensor
+            keras.layers.Flatten(name="flat"),
+            QuantDense(5, kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            keras.layers.BatchNormalization(name="bn3"),
+            QuantActivation("quantized_bits(6, 2)", name="out"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -204,18 +247,39 @@ def test_pooled_bnn_cnn_keras_equals_emulator(seed):
     model = pooled_bnn_cnn()
     # before the moved pool: gammas of both signs, means on accumulator values (ties at zero)
     bn1 = model.get_layer("bn1")
-    bn1.set_weights([np.asarray(v, np.float32) for v in (
-        rng.permutation([1.0, -1.0, 0.37, -2.5]), rng.choice([0.0, -0.0, 1e-7], 4),
-        rng.integers(-24, 25, size=4) / 16, rng.choice([1.0, 0.3, 2.0 ** -6, 7.0], 4))])
+    bn1.set_weights(
+        [
+            np.asarray(v, np.float32)
+            for v in (
+                rng.permutation([1.0, -1.0, 0.37, -2.5]),
+                rng.choice([0.0, -0.0, 1e-7], 4),
+                rng.integers(-24, 25, size=4) / 16,
+                rng.choice([1.0, 0.3, 2.0**-6, 7.0], 4),
+            )
+        ]
+    )
     for name in ("bn2", "bn3"):  # plain random ones, so the later signs vary
         c = model.get_layer(name).gamma.shape[0]
-        model.get_layer(name).set_weights([np.asarray(v, np.float32) for v in (
-            rng.normal(size=c), rng.normal(size=c) * 0.3, rng.integers(-3, 4, size=c), rng.random(c) + 0.5)])
+        model.get_layer(name).set_weights(
+            [
+                np.asarray(v, np.float32)
+                for v in (rng.normal(size=c), rng.normal(size=c) * 0.3, rng.integers(-3, 4, size=c), rng.random(c) + 0.5)
+            ]
+        )
     graph = freeze(model)
     assert [(n.name, n.op) for n in graph.nodes] == [
-        ("input", "input"), ("c1", "conv2d"), ("c2_input", "threshold"), ("p1", "maxpool2d"), ("c2", "conv2d"),
-        ("p2", "maxpool2d"), ("s2", "threshold"), ("p3", "maxpool2d"), ("flat", "flatten"), ("d", "dense"),
-        ("out", "threshold")]
+        ("input", "input"),
+        ("c1", "conv2d"),
+        ("c2_input", "threshold"),
+        ("p1", "maxpool2d"),
+        ("c2", "conv2d"),
+        ("p2", "maxpool2d"),
+        ("s2", "threshold"),
+        ("p3", "maxpool2d"),
+        ("flat", "flatten"),
+        ("d", "dense"),
+        ("out", "threshold"),
+    ]
     assert graph["p1"].shape == (4, 4, 4) and graph["p1"].type == graph["c2_input"].type
     assert graph["p2"].shape == (2, 3, 6) and graph["p2"].type == graph["c2"].type
     assert graph["p3"].shape == (1, 2, 6) and graph["p3"].attrs == {"pool": [2, 2], "strides": [1, 1]}
@@ -233,15 +297,16 @@ def test_pooled_bnn_cnn_keras_equals_emulator(seed):
 
 
 def _pool_before_decreasing_bn(float_bias, gamma):
-    model = keras.Sequential([
-        keras.Input((6, 6, 1)),
-        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=float_bias, name="c"),
-        keras.layers.MaxPooling2D(2, name="mp"),
-        keras.layers.BatchNormalization(name="bn"),
-        QuantActivation("ste_sign", name="s"),
-    ])
-    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in
-                                       (gamma, [0.1, -0.2], [0.3, -0.5], [1.0, 2.0])])
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=float_bias, name="c"),
+            keras.layers.MaxPooling2D(2, name="mp"),
+            keras.layers.BatchNormalization(name="bn"),
+            QuantActivation("ste_sign", name="s"),
+        ]
+    )
+    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in (gamma, [0.1, -0.2], [0.3, -0.5], [1.0, 2.0])])
     if float_bias:
         model.get_layer("c").bias.assign(np.asarray([0.25, -0.5], np.float32))
     return model
@@ -250,8 +315,11 @@ def _pool_before_decreasing_bn(float_bias, gamma):
 def test_pool_moved_across_a_decreasing_requantization_is_refused():
     # behind a float bias the pool sits between the accumulator's float ops and a BN whose negative
     # gamma makes the requantization decreasing: max does not commute with it
-    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) sits between c\.bias and the quantizer "
-                                          r"of 's'.*decreases in channel\(s\) \[1\].*pool after the activation"):
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'mp' \(MaxPooling2D\) sits between c\.bias and the quantizer "
+        r"of 's'.*decreases in channel\(s\) \[1\].*pool after the activation",
+    ):
         freeze(_pool_before_decreasing_bn(True, [1.0, -1.5]))
     # with increasing BNs the move is exact
     rng = np.random.default_rng(5)
@@ -269,13 +337,15 @@ def test_pool_moved_across_a_decreasing_requantization_is_refused():
 def test_pool_moved_across_a_relu_cast():
     """conv -> relu -> MaxPool -> fixed-point quantizer: a cast (relu, saturating conversion), which is
     non-decreasing, so the pool moves after it exactly."""
-    model = keras.Sequential([
-        keras.Input((6, 6, 1)),
-        QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
-        keras.layers.Activation("relu", name="r"),
-        keras.layers.MaxPooling2D(2, name="mp"),
-        QuantActivation("quantized_bits(3, 1)", name="q"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", use_bias=False, name="c"),
+            keras.layers.Activation("relu", name="r"),
+            keras.layers.MaxPooling2D(2, name="mp"),
+            QuantActivation("quantized_bits(3, 1)", name="q"),
+        ]
+    )
     graph = freeze(model)
     assert [n.op for n in graph.nodes] == ["input", "conv2d", "cast", "maxpool2d"]
     x = inputs(300, np.random.default_rng(2), (6, 6, 1))

@@ -14,19 +14,24 @@ from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 
 
 def small(quantizer, first="quantized_bits(4, 2)", units=2, **dense):
-    return keras.Sequential([
-        keras.Input((3,)),
-        QuantDense(units, input_quantizer=first, kernel_quantizer="ste_sign", use_bias=False, **dense),
-        QuantActivation(quantizer, name="act"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(units, input_quantizer=first, kernel_quantizer="ste_sign", use_bias=False, **dense),
+            QuantActivation(quantizer, name="act"),
+        ]
+    )
 
 
-@pytest.mark.parametrize("quantizer, words", [
-    ("partial('ste_sign', [0])", "real-valued"),  # D2: no `other`
-    ("ste_tern(ternary_weight_networks=True)", "statistics of each batch"),  # D4
-    ("noop(8)", "NoOp"),
-    ("quantized_relu(4, 2, relu_upper_bound=1.3, is_quantized_clip=False)", "off its grid"),
-])
+@pytest.mark.parametrize(
+    "quantizer, words",
+    [
+        ("partial('ste_sign', [0])", "real-valued"),  # D2: no `other`
+        ("ste_tern(ternary_weight_networks=True)", "statistics of each batch"),  # D4
+        ("noop(8)", "NoOp"),
+        ("quantized_relu(4, 2, relu_upper_bound=1.3, is_quantized_clip=False)", "off its grid"),
+    ],
+)
 def test_undeployable_activation_quantizer_is_refused_by_layer(quantizer, words):
     with pytest.raises(FreezeError) as err:
         freeze(small(quantizer))
@@ -35,20 +40,26 @@ def test_undeployable_activation_quantizer_is_refused_by_layer(quantizer, words)
 
 
 def test_partial_input_quantizer_without_other_is_refused_by_layer():
-    model = keras.Sequential([
-        keras.Input((3,)),
-        QuantDense(3, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantDense(2, input_quantizer="partial('ste_sign', [1])", kernel_quantizer="ste_sign", name="second"),
-        QuantActivation("ste_sign"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(3, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            QuantDense(2, input_quantizer="partial('ste_sign', [1])", kernel_quantizer="ste_sign", name="second"),
+            QuantActivation("ste_sign"),
+        ]
+    )
     with pytest.raises(FreezeError, match=r"'second' \(QuantDense\): its input_quantizer .* real-valued"):
         freeze(model)
 
 
 def test_noop_kernel_is_refused_by_layer():
-    model = keras.Sequential([keras.Input((3,)), QuantDense(2, input_quantizer="quantized_bits(4, 2)",
-                                                            kernel_quantizer="noop(8)", use_bias=False, name="d")])
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(2, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="noop(8)", use_bias=False, name="d"),
+        ]
+    )
     with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer cannot be deployed: NoOp"):
         freeze(model)
 
@@ -61,15 +72,22 @@ def test_ternary_activation_with_fixed_threshold_still_freezes():
 def test_partial_quantizer_after_flatten_of_real_values_is_refused():
     """Keras applies a channel-choosing quantizer to the flattened features; freeze can only
     requantize the un-flattened tensor per channel, so it must refuse, not move the Flatten."""
-    model = keras.Sequential([
-        keras.Input((2, 2, 2)),
-        QuantConv2D(2, (1, 1), input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        keras.layers.Flatten(name="flat"),
-        QuantDense(2, input_quantizer="partial('ste_sign', [0], other='quantized_bits(4, 1)')",
-                   kernel_quantizer="ste_sign", use_bias=False, name="d"),
-        QuantActivation("ste_sign"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((2, 2, 2)),
+            QuantConv2D(2, (1, 1), input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.Flatten(name="flat"),
+            QuantDense(
+                2,
+                input_quantizer="partial('ste_sign', [0], other='quantized_bits(4, 1)')",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+                name="d",
+            ),
+            QuantActivation("ste_sign"),
+        ]
+    )
     with pytest.raises(FreezeError, match=r"'d' \(QuantDense\).*before 'flat' \(Flatten\)"):
         freeze(model)
 
@@ -81,16 +99,22 @@ _CAST_CASES = [
 ]
 
 
-@pytest.mark.parametrize("overflow, src_type, out_type", [
-    (o, s, t) for s, t in _CAST_CASES for o in ("SAT", "SAT_SYM", "SAT_ZERO", "WRAP")
-    if not (o == "SAT_SYM" and t.startswith("u"))])  # SAT_SYM is for signed types
+@pytest.mark.parametrize(
+    "overflow, src_type, out_type",
+    [
+        (o, s, t)
+        for s, t in _CAST_CASES
+        for o in ("SAT", "SAT_SYM", "SAT_ZERO", "WRAP")
+        if not (o == "SAT_SYM" and t.startswith("u"))
+    ],
+)  # SAT_SYM is for signed types
 def test_cast_bounds_hold_every_value_the_conversion_gives(overflow, src_type, out_type):
     """D5: SAT_ZERO sent both overflowing ends to 0 and the bounds became [0, 0]; an unsigned
     target did not see values below 0 overflow, so WRAP kept the bounds of the unwrapped values."""
     src = input_node("x", (1,), FixedType.from_string(src_type))
     out_type = FixedType.from_string(out_type.format(overflow))
     node = cast_node("c", src, out_type, relu=False)
-    values = np.arange(src.type.min_code, src.type.max_code + 1) * 2.0 ** src.type.lsb_exp
+    values = np.arange(src.type.min_code, src.type.max_code + 1) * 2.0**src.type.lsb_exp
     got = out_type.quantize(values)
     assert node.lo[0] <= got.min() and got.max() <= node.hi[0]
     if overflow in ("SAT", "SAT_SYM"):  # monotone: the bounds are the converted ends
@@ -106,18 +130,20 @@ def test_sat_zero_cast_feeds_an_exact_accumulator():
     conv = conv2d_node("k", cast, np.array([[[[-7]]]]), FixedType.from_string("fixed<4,1,RND_CONV,SAT>"))
     graph = Graph("g", [src, cast, conv])
     x = np.linspace(-40, 40, 9 * 64).reshape(64, 3, 3, 1)
-    want = cast.type.quantize(x_type.quantize(x)) * -7 * 2.0 ** -3
+    want = cast.type.quantize(x_type.quantize(x)) * -7 * 2.0**-3
     assert np.array_equal(emulate(graph, x), want)
 
 
 def _sigmoid_model(jit):
-    model = keras.Sequential([
-        keras.Input((3,)),
-        QuantDense(1, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        keras.layers.Activation("sigmoid", name="sig"),
-        QuantActivation("quantized_relu(2, 2)", name="q"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(1, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.Activation("sigmoid", name="sig"),
+            QuantActivation("quantized_relu(2, 2)", name="q"),
+        ]
+    )
     # gamma 0: the normalized value is beta = 1e-7 for every input, and sigmoid(1e-7) is 0.5 in
     # TensorFlow's vectorized path but 0.50000006 in its scalar path: a tie of the quantizer
     model.layers[1].set_weights([np.float32([0.0]), np.float32([1e-7]), np.float32([0.0]), np.float32([1.0])])
@@ -151,19 +177,27 @@ def test_activation_fused_into_the_matmul_near_a_step_is_recorded_and_warned():
     """Fuzz seed 309: model.predict runs a convolution, its float bias and elu as one fused kernel
     whose elu differs by an ulp from elu alone; a BatchNormalization mean exactly on elu's value
     put a quantization step there. freeze says so by node; eager Keras equals the graph."""
-    model = keras.Sequential([
-        keras.Input((3,)),
-        QuantDense(2, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
-                   activation="elu", name="d"),
-        keras.layers.BatchNormalization(name="bn"),
-        QuantActivation("ste_heaviside", name="q"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(
+                2,
+                input_quantizer="quantized_bits(4, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                activation="elu",
+                name="d",
+            ),
+            keras.layers.BatchNormalization(name="bn"),
+            QuantActivation("ste_heaviside", name="q"),
+        ]
+    )
     d = model.get_layer("d")
     d.set_weights([np.float32([[1, -1], [1, 1], [-1, 1]]), np.float32([0.1, -0.3])])
     acc = np.float32(0.5 - 0.1875)  # one value the accumulator takes (inputs on the 1/16 grid)
     mean = keras.ops.convert_to_numpy(keras.activations.elu(keras.ops.convert_to_tensor(np.float32([acc + 0.1]))))[0]
-    model.get_layer("bn").set_weights([np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([mean, 0.0]),
-                                       np.float32([0.3, 1.0])])
+    model.get_layer("bn").set_weights(
+        [np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([mean, 0.0]), np.float32([0.3, 1.0])]
+    )
     with pytest.warns(FreezeWarning, match=r"elu in 'd.activation' may run fused into the dense of 'd'"):
         graph = freeze(model)
     assert [(c["node"], c["kind"]) for c in graph.meta["keras_caveats"]] == [("q", "fused")]
@@ -172,16 +206,24 @@ def test_activation_fused_into_the_matmul_near_a_step_is_recorded_and_warned():
 
 
 def test_piecewise_linear_activation_after_the_matmul_records_nothing():
-    model = keras.Sequential([
-        keras.Input((3,)),
-        QuantDense(2, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign",
-                   activation="relu", name="d"),
-        keras.layers.BatchNormalization(name="bn"),
-        QuantActivation("ste_heaviside", name="q"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(
+                2,
+                input_quantizer="quantized_bits(4, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                activation="relu",
+                name="d",
+            ),
+            keras.layers.BatchNormalization(name="bn"),
+            QuantActivation("ste_heaviside", name="q"),
+        ]
+    )
     model.get_layer("d").set_weights([np.float32([[1, -1], [1, 1], [-1, 1]]), np.float32([0.1, -0.3])])
-    model.get_layer("bn").set_weights([np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([0.4125, 0.0]),
-                                       np.float32([0.3, 1.0])])
+    model.get_layer("bn").set_weights(
+        [np.float32([-1, 1]), np.float32([1e-7, 0.0]), np.float32([0.4125, 0.0]), np.float32([0.3, 1.0])]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", FreezeWarning)
         graph = freeze(model)
@@ -191,13 +233,16 @@ def test_piecewise_linear_activation_after_the_matmul_records_nothing():
 def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     """D6: XLA at batch size 1 folds a float bias into the dot product."""
     rng = np.random.default_rng(0)
-    model = keras.Sequential([
-        keras.Input((40,)),
-        QuantDense(16, input_quantizer="quantized_bits(6, 5)", kernel_quantizer="ste_sign", name="d"),
-        QuantActivation("quantized_bits(8, 7)"),
-    ])
-    model.layers[0].set_weights([rng.normal(size=(40, 16)).astype("float32"),
-                                 (rng.normal(size=16) * 10 + 1 / 3).astype("float32")])
+    model = keras.Sequential(
+        [
+            keras.Input((40,)),
+            QuantDense(16, input_quantizer="quantized_bits(6, 5)", kernel_quantizer="ste_sign", name="d"),
+            QuantActivation("quantized_bits(8, 7)"),
+        ]
+    )
+    model.layers[0].set_weights(
+        [rng.normal(size=(40, 16)).astype("float32"), (rng.normal(size=16) * 10 + 1 / 3).astype("float32")]
+    )
     model.compile(jit_compile=True)
     assert model.jit_compile
     with pytest.warns(FreezeWarning, match="'d' adds a float bias under XLA"):
@@ -207,13 +252,20 @@ def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     assert freeze(model).meta["keras_caveats"] == []
 
 
-@pytest.mark.parametrize("make, shape", [
-    (lambda p: QuantConv2D(2, (1, 3), strides=(1, 2), padding=p, **_CONV_Q), (4, 3, 1)),
-    (lambda p: QuantConv2D(1, (3, 2), strides=(3, 2), padding=p, pad_values=1.0, **_CONV_Q), (3, 5, 2)),
-    (lambda p: QuantConv1D(2, 3, strides=2, padding=p, **_CONV_Q), (3, 2)),
-    (lambda p: QuantDepthwiseConv2D((2, 2), strides=2, padding=p, input_quantizer="quantized_bits(6, 4)",
-                                    depthwise_quantizer="quantized_bits(4, 1)"), (2, 2, 3)),
-])
+@pytest.mark.parametrize(
+    "make, shape",
+    [
+        (lambda p: QuantConv2D(2, (1, 3), strides=(1, 2), padding=p, **_CONV_Q), (4, 3, 1)),
+        (lambda p: QuantConv2D(1, (3, 2), strides=(3, 2), padding=p, pad_values=1.0, **_CONV_Q), (3, 5, 2)),
+        (lambda p: QuantConv1D(2, 3, strides=2, padding=p, **_CONV_Q), (3, 2)),
+        (
+            lambda p: QuantDepthwiseConv2D(
+                (2, 2), strides=2, padding=p, input_quantizer="quantized_bits(6, 4)", depthwise_quantizer="quantized_bits(4, 1)"
+            ),
+            (2, 2, 3),
+        ),
+    ],
+)
 @pytest.mark.parametrize("padding", ["valid", "same"])
 def test_convolution_with_one_output_window_and_a_stride_is_right_for_a_batch(make, shape, padding):
     """TensorFlow's oneDNN convolution gets an axis with one output window and a stride above 1
@@ -227,7 +279,7 @@ def test_convolution_with_one_output_window_and_a_stride_is_right_for_a_batch(ma
         w.assign(rng.uniform(-1.5, 1.5, size=w.shape).astype("float32"))
     x = rng.uniform(-8, 8, size=(33, *shape)).astype("float32")
     batch = np.asarray(model(x, training=False))
-    alone = np.concatenate([np.asarray(model(x[i:i + 1], training=False)) for i in range(len(x))])
+    alone = np.concatenate([np.asarray(model(x[i : i + 1], training=False)) for i in range(len(x))])
     assert np.array_equal(batch, alone)
     assert np.array_equal(model.predict(x, batch_size=32, verbose=0), alone)
 
@@ -240,8 +292,16 @@ def test_verify_compares_the_logits_of_a_stripped_softmax(form):
     """verify compared the softmax probabilities with the graph's logits (and crashed locating them)."""
     from edgebnn.verify import verify
 
-    layers = [keras.Input((5,)), QuantDense(4, input_quantizer="quantized_bits(4, 2)", kernel_quantizer="ste_sign",
-                                             use_bias=False, activation="softmax" if form == "activation" else None)]
+    layers = [
+        keras.Input((5,)),
+        QuantDense(
+            4,
+            input_quantizer="quantized_bits(4, 2)",
+            kernel_quantizer="ste_sign",
+            use_bias=False,
+            activation="softmax" if form == "activation" else None,
+        ),
+    ]
     if form != "activation":
         layers.append(keras.layers.Softmax() if form == "Softmax" else keras.layers.Activation("softmax"))
     model = keras.Sequential(layers)

@@ -33,7 +33,7 @@ def test_generator_is_reproducible_and_inputs_hit_ties_and_range_ends():
 
     first = next(layer for layer in a.model.layers if hasattr(layer, "input_quantizer"))  # functional: an InputLayer first
     t = quantizers.get(first.input_quantizer).hardware().type
-    scaled = a.x.astype(np.float64) / 2.0 ** t.lsb_exp
+    scaled = a.x.astype(np.float64) / 2.0**t.lsb_exp
     assert np.any(scaled % 1 == 0.5)  # exact ties
     assert np.any(a.x > t.max) and np.any(a.x < t.min)  # out of range both ways
 

@@ -36,8 +36,10 @@ def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
 @pytest.mark.parametrize("op", OPS)
 def test_spec_declares_what_the_builder_writes(op):
     entry, node = REGISTRY[op], EXAMPLE[op]
-    for kind, have, required, optional in (("params", node.params, entry.params, entry.optional_params),
-                                           ("attrs", node.attrs, entry.attrs, entry.optional_attrs)):
+    for kind, have, required, optional in (
+        ("params", node.params, entry.params, entry.optional_params),
+        ("attrs", node.attrs, entry.attrs, entry.optional_attrs),
+    ):
         assert not set(required) & set(optional), kind
         assert set(required) <= set(have), f"{op}: the builder leaves out required {kind}"
         undeclared = set(have) - set(required) - set(optional) - (set(BOUNDS) if kind == "params" else set())
@@ -52,8 +54,12 @@ def test_the_example_uses_every_optional_key():
         assert set(entry.optional_attrs) <= set(EXAMPLE[op].attrs), op
 
 
-REQUIRED = [(op, kind, key) for op, entry in REGISTRY.items()
-            for kind, keys in (("params", entry.params), ("attrs", entry.attrs)) for key in keys]
+REQUIRED = [
+    (op, kind, key)
+    for op, entry in REGISTRY.items()
+    for kind, keys in (("params", entry.params), ("attrs", entry.attrs))
+    for key in keys
+]
 
 
 def test_required_keys_are_declared():

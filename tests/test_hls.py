@@ -26,8 +26,14 @@ def odd_types_graph(seed=0):
     thresholds = np.sort(rng.integers(0, 16, size=(5, 3)), axis=1)
     levels = np.sort(rng.integers(-4, 4, size=(5, 4)), axis=1)
     q = threshold_node("q", inp, thresholds, levels, FixedType.from_string("fixed<3,-1>"))
-    d = dense_node("d", q, rng.integers(-3, 4, size=(5, 3)), FixedType.from_string("fixed<3,5>"),
-                   rng.integers(-8, 8, size=3), FixedType.from_string("fixed<4,-2>"))
+    d = dense_node(
+        "d",
+        q,
+        rng.integers(-3, 4, size=(5, 3)),
+        FixedType.from_string("fixed<3,5>"),
+        rng.integers(-8, 8, size=3),
+        FixedType.from_string("fixed<4,-2>"),
+    )
     return Graph("odd_types", [inp, q, d])
 
 
@@ -38,15 +44,25 @@ CASES = {
     "binary": (lambda: binary_mlp(), {}),
     "binary_levels": (lambda: binary_mlp(out_levels="fixed<6,3,RND_CONV,SAT>"), {}),
     # a BNN: +-1 weights (hls4ml's ternary product), +-1 activations, 8-bit unsigned input
-    "bnn": (lambda: calibrated_mlp(seed=2, input_type="ufixed<8,0,RND_CONV,SAT>", weight_type="int<2>",
-                                   weight_codes=(-1, 1), act_type="int<2>", act_thresholds=1,
-                                   act_levels=(-1, 1)), {}),
+    "bnn": (
+        lambda: calibrated_mlp(
+            seed=2,
+            input_type="ufixed<8,0,RND_CONV,SAT>",
+            weight_type="int<2>",
+            weight_codes=(-1, 1),
+            act_type="int<2>",
+            act_thresholds=1,
+            act_levels=(-1, 1),
+        ),
+        {},
+    ),
     # multi-bit weights with bias, 2-bit activations, a threshold right on the input's codes
     "calibrated": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {}),
     # wrap-around input, int<2> weights including -2, Vivado backend, Resource strategy, snapped reuse factor
     "resource": (
-        lambda: calibrated_mlp(seed=1, input_type="fixed<6,1,TRN,WRAP>", weight_type="int<2>",
-                               act_type="int<2>", act_thresholds=1, out_levels=None),
+        lambda: calibrated_mlp(
+            seed=1, input_type="fixed<6,1,TRN,WRAP>", weight_type="int<2>", act_type="int<2>", act_thresholds=1, out_levels=None
+        ),
         {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 5},
     ),
     "odd_types": (odd_types_graph, {}),
@@ -113,8 +129,12 @@ def test_generated_products(compiled):
     with open(os.path.join(project.path, "firmware", "parameters.h")) as fh:
         products = re.findall(r"product::(\w+)<", fh.read())
     dense = [n for n in graph.nodes if n.op == "dense"]
-    want = ["weight_ternary" if np.isin(n.params["weight"], (-1, 0, 1)).all()
-            and n.fixed_attr("weight_type") == FixedType(2, 2) else "mult" for n in dense]
+    want = [
+        "weight_ternary"
+        if np.isin(n.params["weight"], (-1, 0, 1)).all() and n.fixed_attr("weight_type") == FixedType(2, 2)
+        else "mult"
+        for n in dense
+    ]
     assert products == want
 
 
@@ -211,8 +231,7 @@ def test_reuse_factor_per_node(tmp_path):
     target = Target(board=PYNQ, strategy="Resource", reuse_factor={"dense0": 4, "dense2": 2})
     project = export_quietly(graph, tmp_path / "p", target=target)
     assert project.target is target
-    rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers()
-          if layer.class_name == "Dense"}
+    rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers() if layer.class_name == "Dense"}
     assert rf == {"dense0": 4, "dense1": 1, "dense2": 2}
     assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=120))
 
@@ -253,24 +272,28 @@ def test_export_without_tensorflow(tmp_path):
         "from edgebnn.backends.hls4ml import export\n"
         f"print(export(binary_mlp(), {str(tmp_path / 'p')!r}).path)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__))
+    )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "p" / "build_prj.tcl").is_file()
 
 
 # --------------------------------------------------------------- refusals
-@pytest.mark.parametrize("kwargs, match", [
-    ({"io_type": "io_serial"}, "io_type 'io_serial' is not supported; use one of io_parallel, io_stream"),
-    ({"backend": "Quartus"}, "backend 'Quartus' is not supported; use one of Vitis, Vivado"),
-    ({"strategy": "distributed_arithmetic"}, "strategy.*use one of Latency, Resource"),
-    ({"reuse_factor": 0}, "reuse factor must be an integer >= 1"),
-    ({"reuse_factor": {"nowhere": 2}}, "reuse factor given for 'nowhere', which is not a dense node of graph"),
-    ({"project_name": "my-project"}, "C identifier"),
-    ({"clock_period": -1}, "clock_period must be a positive number"),
-    ({"target": "Vitis"}, "target must be an edgebnn.backends.target.Target, got str"),
-    ({"target": Target(), "io_type": "io_stream"}, r"give either target or its options \(io_type\), not both"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"io_type": "io_serial"}, "io_type 'io_serial' is not supported; use one of io_parallel, io_stream"),
+        ({"backend": "Quartus"}, "backend 'Quartus' is not supported; use one of Vitis, Vivado"),
+        ({"strategy": "distributed_arithmetic"}, "strategy.*use one of Latency, Resource"),
+        ({"reuse_factor": 0}, "reuse factor must be an integer >= 1"),
+        ({"reuse_factor": {"nowhere": 2}}, "reuse factor given for 'nowhere', which is not a dense node of graph"),
+        ({"project_name": "my-project"}, "C identifier"),
+        ({"clock_period": -1}, "clock_period must be a positive number"),
+        ({"target": "Vitis"}, "target must be an edgebnn.backends.target.Target, got str"),
+        ({"target": Target(), "io_type": "io_stream"}, r"give either target or its options \(io_type\), not both"),
+    ],
+)
 def test_unsupported_options(small, tmp_path, kwargs, match):
     with pytest.raises(EdgebnnError, match=match):
         hls.export(small, tmp_path / "p", **kwargs)
@@ -280,15 +303,24 @@ def test_unsupported_options(small, tmp_path, kwargs, match):
 def test_unsupported_nodes(small, tmp_path):
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[1].op = "pool2d"
-    with pytest.raises(EdgebnnError, match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, avgpool2d, "
-                                           r"flatten, threshold, cast nodes"):
+    with pytest.raises(
+        EdgebnnError,
+        match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, avgpool2d, "
+        r"flatten, threshold, cast nodes",
+    ):
         hls.export(graph, tmp_path / "p")
 
     image = input_node("image", (2, 2, 3), FixedType.from_string("ufixed<4,0>"))
     acc = FixedType(5, 5)
-    per_position = Node("d", "dense", ["image"], (2, 2, 2), acc,
-                        {"weight": np.ones((3, 2), dtype=np.int64), "lo": np.zeros(2), "hi": np.full(2, 3.0)},
-                        {"weight_type": "int<2>"})
+    per_position = Node(
+        "d",
+        "dense",
+        ["image"],
+        (2, 2, 2),
+        acc,
+        {"weight": np.ones((3, 2), dtype=np.int64), "lo": np.zeros(2), "hi": np.full(2, 3.0)},
+        {"weight_type": "int<2>"},
+    )
     with pytest.raises(EdgebnnError, match="'d'.*flat inputs"):
         hls.export(Graph("g", [image, per_position]), tmp_path / "p")
 
@@ -315,8 +347,10 @@ def test_constant_threshold_layer(tmp_path):
 
 
 # --------------------------------------------------------------- paths, the compiled library, g++
-@pytest.mark.parametrize("name, what", [('a"b', "a double quote"), ("a\\b", "a backslash"),
-                                        ("a\\x9b", "a backslash"), ("a\nb", "the control character '\\n'")])
+@pytest.mark.parametrize(
+    "name, what",
+    [('a"b', "a double quote"), ("a\\b", "a backslash"), ("a\\x9b", "a backslash"), ("a\nb", "the control character '\\n'")],
+)
 def test_output_path_hls4ml_cannot_build_is_refused(small, tmp_path, name, what):
     """hls4ml's build_lib.sh puts the folder in a C string literal: a backslash made the
     C-simulation look for its weights elsewhere and call exit(1) inside Python."""

@@ -43,8 +43,10 @@ def test_an_op_the_table_lacks_is_named_with_the_ops_it_models():
     g = binary_mlp()
     node = g.compute_nodes()[1]
     node.op = "lstm"  # past the graph's own check, as a graph from a newer edgebnn would be
-    message = (f"graph node {node.name!r}: estimate does not know op 'lstm' yet; it models dense, conv2d, "
-               "maxpool2d, avgpool2d, flatten, threshold, cast (update edgebnn or estimate a graph without this node)")
+    message = (
+        f"graph node {node.name!r}: estimate does not know op 'lstm' yet; it models dense, conv2d, "
+        "maxpool2d, avgpool2d, flatten, threshold, cast (update edgebnn or estimate a graph without this node)"
+    )
     with pytest.raises(EstimateError, match=re.escape(message)):
         estimate(g, "pynq-z2")
 
@@ -53,6 +55,7 @@ def test_a_refused_op_stops_with_its_reason(monkeypatch):
     g = binary_mlp()
     monkeypatch.setitem(REFUSED, "dense", "no model for it yet")
     first = next(n for n in g.compute_nodes() if n.op == "dense")
-    with pytest.raises(EstimateError, match=re.escape(f"graph node {first.name!r}: estimate cannot cost op 'dense': "
-                                                      "no model for it yet")):
+    with pytest.raises(
+        EstimateError, match=re.escape(f"graph node {first.name!r}: estimate cannot cost op 'dense': no model for it yet")
+    ):
         estimate(g, "pynq-z2")

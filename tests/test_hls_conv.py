@@ -12,23 +12,37 @@ from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, cast_node, conv2d_node, flatten_node, input_node
 
-MULTIBIT = dict(seed=1, weight_type="fixed<3,1>", weight_codes=None, bias_type="fixed<6,2>",
-                act_type="ufixed<2,1>", act_levels=None, act_thresholds=3, out_levels="fixed<6,3,RND_CONV,SAT>")
+MULTIBIT = dict(
+    seed=1,
+    weight_type="fixed<3,1>",
+    weight_codes=None,
+    bias_type="fixed<6,2>",
+    act_type="ufixed<2,1>",
+    act_levels=None,
+    act_thresholds=3,
+    out_levels="fixed<6,3,RND_CONV,SAT>",
+)
+
 
 def conv_cast_flat(seed=0):
     """Input -> conv2d (bias, padding) -> relu cast onto a rounding, saturating type -> flatten as the
     last node (hls4ml drops it in io_parallel and repacks the stream in io_stream)."""
     rng = np.random.default_rng(seed)
     inp = input_node("input", (4, 4, 2), FixedType.from_string("fixed<6,2,RND_CONV,SAT>"))
-    conv = conv2d_node("conv", inp, rng.integers(-4, 4, size=(2, 3, 2, 3)), FixedType.from_string("fixed<3,1>"),
-                       padding=((0, 1), (1, 1)), bias=rng.integers(-8, 8, size=3),
-                       bias_type=FixedType.from_string("fixed<5,2>"))
+    conv = conv2d_node(
+        "conv",
+        inp,
+        rng.integers(-4, 4, size=(2, 3, 2, 3)),
+        FixedType.from_string("fixed<3,1>"),
+        padding=((0, 1), (1, 1)),
+        bias=rng.integers(-8, 8, size=3),
+        bias_type=FixedType.from_string("fixed<5,2>"),
+    )
     cast = cast_node("cast", conv, FixedType.from_string("ufixed<4,2,RND_CONV,SAT>"), relu=True)
     return Graph("conv_cast_flat", [inp, conv, cast, flatten_node("flat", cast)])
 
 
-POINTWISE = ({"kernel": (1, 1), "filters": 3},
-             {"kernel": (1, 1), "filters": 3, "strides": (2, 1), "padding": ((1, 0), (0, 1))})
+POINTWISE = ({"kernel": (1, 1), "filters": 3}, {"kernel": (1, 1), "filters": 3, "strides": (2, 1), "padding": ((1, 0), (0, 1))})
 POOLS = {0: [{"pool": (2, 2), "where": "acc"}], 1: [{"pool": (2, 1), "strides": (1, 1), "where": "act"}]}
 POOLS_STREAM = {0: [{"pool": (2, 2), "where": "act"}], 1: [{"pool": (1, 2), "where": "acc"}]}
 
@@ -39,22 +53,39 @@ CASES = {
     "conv_bnn": (lambda: conv_net(), {}),
     # multi-bit weights with bias, stride 2 with asymmetric padding, 2-bit activations, graph ends on a threshold
     "conv_multibit": (
-        lambda: conv_net(convs=({"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
-                                {"kernel": (2, 2), "filters": 3}), **MULTIBIT),
+        lambda: conv_net(
+            convs=(
+                {"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
+                {"kernel": (2, 2), "filters": 3},
+            ),
+            **MULTIBIT,
+        ),
         {},
     ),
     # Resource strategy transposes conv weights to (F, kh, kw, C) inside hls4ml
     "conv_resource": (
-        lambda: conv_net(convs=({"kernel": (2, 2), "filters": 4, "padding": ((1, 0), (0, 1))},
-                                        {"kernel": (3, 3), "filters": 2, "strides": (2, 1)}), **{**MULTIBIT, "seed": 3}),
+        lambda: conv_net(
+            convs=(
+                {"kernel": (2, 2), "filters": 4, "padding": ((1, 0), (0, 1))},
+                {"kernel": (3, 3), "filters": 2, "strides": (2, 1)},
+            ),
+            **{**MULTIBIT, "seed": 3},
+        ),
         {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2},
     ),
     "conv_cast_flat": (conv_cast_flat, {}),
     # io_stream: the threshold's stream version, pixels of n_chan values, the flatten folded away
     "conv_bnn_stream": (lambda: conv_net(), {"io_type": "io_stream"}),
-    "conv_multibit_stream": (lambda: conv_net(
-        convs=({"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
-               {"kernel": (2, 2), "filters": 3}), **MULTIBIT), {"io_type": "io_stream"}),
+    "conv_multibit_stream": (
+        lambda: conv_net(
+            convs=(
+                {"kernel": (3, 3), "filters": 3, "strides": (2, 2), "padding": ((0, 1), (1, 0))},
+                {"kernel": (2, 2), "filters": 3},
+            ),
+            **MULTIBIT,
+        ),
+        {"io_type": "io_stream"},
+    ),
     "conv_cast_flat_stream": (conv_cast_flat, {"io_type": "io_stream"}),
     # max pooling on an accumulator and on thresholded outputs (overlapping, stride 1, odd sizes dropped)
     "conv_pool": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS, **{**MULTIBIT, "seed": 4}), {}),
@@ -64,10 +95,14 @@ CASES = {
     # 1x1 kernels: hls4ml's PointwiseConv2D (D3), stride 1 and stride (2, 1) with padding
     "pointwise": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 5}), {}),
     "pointwise_bnn_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE), {"io_type": "io_stream"}),
-    "pointwise_resource": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 6}),
-                           {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2}),
-    "pointwise_resource_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 7}),
-                                  {"strategy": "Resource", "reuse_factor": 3, "io_type": "io_stream"}),
+    "pointwise_resource": (
+        lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 6}),
+        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2},
+    ),
+    "pointwise_resource_stream": (
+        lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 7}),
+        {"strategy": "Resource", "reuse_factor": 3, "io_type": "io_stream"},
+    ),
     # a flat network in io_stream: one packet per vector
     "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
 }
@@ -114,8 +149,11 @@ def test_nonzero_padding_value_is_refused(tmp_path):
 
 def test_valid_conv_ignores_padding_value(tmp_path):
     """pad_code only matters where padding exists: a 'valid' conv with any pad_code exports."""
-    graph = conv_net(input_type="fixed<8,1,RND_CONV,SAT>", pad_code=5,
-                     convs=({"kernel": (3, 3), "filters": 3}, {"kernel": (3, 3), "filters": 2}))
+    graph = conv_net(
+        input_type="fixed<8,1,RND_CONV,SAT>",
+        pad_code=5,
+        convs=({"kernel": (3, 3), "filters": 3}, {"kernel": (3, 3), "filters": 2}),
+    )
     project = export_quietly(graph, tmp_path / "prj", board=PYNQ)
     assert [layer.class_name for layer in project.model.get_layers()][1] == "Conv2D"
 

@@ -39,8 +39,10 @@ def test_unknown_op_is_refused_with_one_sentence_and_nothing_written(tmp_path):
 
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[2].op = "lstm"
-    want = (f"graph node {graph.nodes[2].name!r} (lstm) cannot be exported to hls4ml; "
-            "export supports input, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast nodes")
+    want = (
+        f"graph node {graph.nodes[2].name!r} (lstm) cannot be exported to hls4ml; "
+        "export supports input, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast nodes"
+    )
     with pytest.raises(EdgebnnError) as err:
         lowering(graph.nodes[2])
     assert str(err.value) == want
@@ -51,19 +53,22 @@ def test_unknown_op_is_refused_with_one_sentence_and_nothing_written(tmp_path):
 
 
 def test_lowering_of_each_node_is_its_ops_module():
-    graph = chain(["conv2d", "maxpool2d", "threshold", "flatten", "cast", ("dense", {"units": 3})],
-                  input_shape=(6, 6, 2))
+    graph = chain(["conv2d", "maxpool2d", "threshold", "flatten", "cast", ("dense", {"units": 3})], input_shape=(6, 6, 2))
     assert [lowering(node).__name__.rsplit(".", 1)[1] for node in graph.nodes] == [node.op for node in graph.nodes]
 
 
 def test_conv2d_class_and_layers_after_hls4mls_flows():
-    graph = chain([("conv2d", {"kernel": (1, 1), "filters": 2}), ("conv2d", {"kernel": (2, 2), "padding": ((1, 0), (0, 1))})],
-                  input_shape=(4, 4, 2))
+    graph = chain(
+        [("conv2d", {"kernel": (1, 1), "filters": 2}), ("conv2d", {"kernel": (2, 2), "padding": ((1, 0), (0, 1))})],
+        input_shape=(4, 4, 2),
+    )
     _, pointwise, padded = graph.nodes
     assert conv2d.hls_class(pointwise) == "PointwiseConv2D" and conv2d.hls_class(padded) == "Conv2D"
     # io_stream moves the padding into a ZeroPadding2D layer of the input's type
     assert conv2d.hls_layers(padded, pointwise, "c", "io_stream", False) == [
-        ("zp2d_c", "ZeroPadding2D", pointwise), ("c", "Conv2D", padded)]
+        ("zp2d_c", "ZeroPadding2D", pointwise),
+        ("c", "Conv2D", padded),
+    ]
     assert conv2d.hls_layers(padded, pointwise, "c", "io_parallel", False) == [("c", "Conv2D", padded)]
     assert conv2d.hls_layers(pointwise, graph.input, "p", "io_stream", True) == [("p", "PointwiseConv2D", pointwise)]
 

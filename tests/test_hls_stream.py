@@ -25,25 +25,68 @@ OPS = ("dense", "conv2d", "maxpool2d", "flatten", "threshold", "cast")
 PAD = ((1, 0), (0, 1))
 
 CHAINS = {
-    "image_to_cast": ((8, 8, 2), [
-        "cast", ("conv2d", {"kernel": (2, 2), "filters": 3, "padding": PAD, "bias": True}), "maxpool2d",
-        ("maxpool2d", {"pool": (1, 2)}), ("conv2d", {"kernel": (1, 1), "filters": 2}), "cast", "flatten",
-        "threshold", ("threshold", {"type": "ufixed<2,1>", "k": 2}), ("dense", {"units": 5, "bias": True}),
-        "flatten", ("cast", {"relu": True}),
-    ]),
-    "image_to_threshold": ((9, 9, 2), [
-        ("threshold", {"type": "int<2>", "k": 1}), ("conv2d", {"kernel": (3, 3), "filters": 3, "binary": True}),
-        "conv2d", "threshold", "maxpool2d", "cast", "conv2d", "threshold", "flatten", "cast", "threshold",
-        ("dense", {"units": 6}), "cast", ("dense", {"units": 4, "bias": True}), "threshold",
-    ]),
-    "pool_first": ((8, 8, 2), [
-        "maxpool2d", "threshold", ("maxpool2d", {"pool": (2, 1)}), "flatten", "flatten", ("dense", {"units": 6}),
-        ("dense", {"units": 5, "bias": True}), "threshold", "cast", ("cast", {"relu": True}), "flatten", "threshold",
-    ]),
-    "ends_on_pool": ((7, 6, 2), [
-        ("conv2d", {"kernel": (2, 2), "filters": 3, "strides": (2, 1), "padding": PAD}), ("cast", {"relu": True}),
-        "maxpool2d",
-    ]),
+    "image_to_cast": (
+        (8, 8, 2),
+        [
+            "cast",
+            ("conv2d", {"kernel": (2, 2), "filters": 3, "padding": PAD, "bias": True}),
+            "maxpool2d",
+            ("maxpool2d", {"pool": (1, 2)}),
+            ("conv2d", {"kernel": (1, 1), "filters": 2}),
+            "cast",
+            "flatten",
+            "threshold",
+            ("threshold", {"type": "ufixed<2,1>", "k": 2}),
+            ("dense", {"units": 5, "bias": True}),
+            "flatten",
+            ("cast", {"relu": True}),
+        ],
+    ),
+    "image_to_threshold": (
+        (9, 9, 2),
+        [
+            ("threshold", {"type": "int<2>", "k": 1}),
+            ("conv2d", {"kernel": (3, 3), "filters": 3, "binary": True}),
+            "conv2d",
+            "threshold",
+            "maxpool2d",
+            "cast",
+            "conv2d",
+            "threshold",
+            "flatten",
+            "cast",
+            "threshold",
+            ("dense", {"units": 6}),
+            "cast",
+            ("dense", {"units": 4, "bias": True}),
+            "threshold",
+        ],
+    ),
+    "pool_first": (
+        (8, 8, 2),
+        [
+            "maxpool2d",
+            "threshold",
+            ("maxpool2d", {"pool": (2, 1)}),
+            "flatten",
+            "flatten",
+            ("dense", {"units": 6}),
+            ("dense", {"units": 5, "bias": True}),
+            "threshold",
+            "cast",
+            ("cast", {"relu": True}),
+            "flatten",
+            "threshold",
+        ],
+    ),
+    "ends_on_pool": (
+        (7, 6, 2),
+        [
+            ("conv2d", {"kernel": (2, 2), "filters": 3, "strides": (2, 1), "padding": PAD}),
+            ("cast", {"relu": True}),
+            "maxpool2d",
+        ],
+    ),
     "ends_on_conv": ((6, 5, 2), ["threshold", ("conv2d", {"kernel": (3, 3), "filters": 2, "strides": (1, 2)})]),
     "conv_flatten_dense": ((5, 4, 2), [("conv2d", {"filters": 3}), "flatten", "cast", ("dense", {"units": 4})]),
     "flatten_first": ((4, 3, 2), ["flatten", ("dense", {"units": 6, "binary": True}), "flatten"]),
@@ -62,8 +105,7 @@ def possible_pairs():
     flat = ("dense", "flatten", "threshold", "cast")
     want = set()
     for a, b in itertools.product(OPS, OPS):
-        if (b in ("conv2d", "maxpool2d") and a in image) or (b == "dense" and a in flat) \
-                or b in ("flatten", "threshold", "cast"):
+        if (b in ("conv2d", "maxpool2d") and a in image) or (b == "dense" and a in flat) or b in ("flatten", "threshold", "cast"):
             want.add((a, b))
     want |= {("input", b) for b in OPS if b != "dense"}  # a dense first needs a flat input: tests/test_hls.py
     want |= {(a, "output") for a in OPS}
@@ -79,8 +121,7 @@ def test_chains_cover_every_pair():
 def compiled(request, tmp_path_factory):
     shape, ops = CHAINS[request.param]
     graph = chain(ops, input_shape=shape, seed=len(request.param), name=request.param)
-    project = export_quietly(graph, tmp_path_factory.mktemp("stream") / request.param, board=PYNQ,
-                             io_type="io_stream")
+    project = export_quietly(graph, tmp_path_factory.mktemp("stream") / request.param, board=PYNQ, io_type="io_stream")
     project.compile()
     return request.param, graph, project
 
@@ -159,8 +200,20 @@ def test_stream_chain_order(tmp_path):
     lowered = hls_chain(graph, "io_stream")
     ops = [(n.name, n.op) for n in lowered.nodes]
     assert [name for name, _ in ops] == [
-        "input", "maxpool2d0", "threshold1", "maxpool2d2", "flatten3", "flatten4", "dense5", "dense6",
-        "threshold7", "cast8", "cast9", "threshold11", "flatten10"]
+        "input",
+        "maxpool2d0",
+        "threshold1",
+        "maxpool2d2",
+        "flatten3",
+        "flatten4",
+        "dense5",
+        "dense6",
+        "threshold7",
+        "cast8",
+        "cast9",
+        "threshold11",
+        "flatten10",
+    ]
     assert lowered.moved == {"flatten10"}
     assert lowered["flatten10"].type == lowered["threshold11"].type
     assert lowered["threshold11"].shape == (5,)

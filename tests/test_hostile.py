@@ -85,8 +85,15 @@ def graph_file(tmp_path):
 def test_exit_codes_are_distinct_and_documented(capsys):
     codes = [code for code, _ in EXIT_CODES]
     assert len(set(codes)) == len(codes) == 7
-    assert (EXIT_OK, EXIT_MISMATCH, EXIT_USER_ERROR, EXIT_DOES_NOT_FIT, EXIT_INTERNAL_ERROR,
-            EXIT_INTERRUPTED, EXIT_TERMINATED) == (0, 1, 2, 3, 4, 130, 143)
+    assert (
+        EXIT_OK,
+        EXIT_MISMATCH,
+        EXIT_USER_ERROR,
+        EXIT_DOES_NOT_FIT,
+        EXIT_INTERNAL_ERROR,
+        EXIT_INTERRUPTED,
+        EXIT_TERMINATED,
+    ) == (0, 1, 2, 3, 4, 130, 143)
     assert cli.main(["--help"]) == 0
     help_text = capsys.readouterr().out
     with open(os.path.join(ROOT, "README.md")) as fh:
@@ -97,13 +104,16 @@ def test_exit_codes_are_distinct_and_documented(capsys):
     assert "docs/errors.md" in readme
 
 
-@pytest.mark.parametrize("argv", [
-    [],
-    ["run", EXAMPLE],
-    ["estimate", "g.npz", "--reuse-factor", "many"],
-    ["estimate", "g.npz", "--strategy", "Fastest"],
-    ["fly"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["run", EXAMPLE],
+        ["estimate", "g.npz", "--reuse-factor", "many"],
+        ["estimate", "g.npz", "--strategy", "Fastest"],
+        ["fly"],
+    ],
+)
 def test_bad_arguments_are_one_line(argv, capsys):
     assert cli.main(argv) == EXIT_USER_ERROR
     assert "--help" in one_line(capsys)
@@ -158,52 +168,55 @@ def test_force_replaces_only_what_edgebnn_wrote(tmp_path):
     with staged_dir(out, what="run folder", marked_only=True) as work:
         (work / "a.txt").write_text("first")
     assert listing(out) == [MARKER, "a.txt"]
-    with pytest.raises(OutputExistsError, match="already exists.*--force"), \
-            staged_dir(out, what="run folder", marked_only=True):
+    with pytest.raises(OutputExistsError, match="already exists.*--force"), staged_dir(out, what="run folder", marked_only=True):
         pass
     with staged_dir(out, force=True, what="run folder", marked_only=True) as work:
         (work / "b.txt").write_text("second")
     assert listing(out) == [MARKER, "b.txt"] and listing(tmp_path) == ["run"]
     (out / MARKER).unlink()
-    with pytest.raises(OutputExistsError, match="not written by edgebnn"), \
-            staged_dir(out, force=True, what="run folder", marked_only=True):
+    with (
+        pytest.raises(OutputExistsError, match="not written by edgebnn"),
+        staged_dir(out, force=True, what="run folder", marked_only=True),
+    ):
         pass
     assert listing(out) == ["b.txt"]
 
 
 # ------------------------------------------------------------------- config values
-@pytest.mark.parametrize("section, key, value, says", [
-    ("train", "batch_size", 0, "'train.batch_size' must be at least 1"),
-    ("train", "seed", -1, "'train.seed' must be an integer from 0 to 4294967295"),
-    ("train", "seed", 2**40, "'train.seed' must be an integer from 0"),
-    ("data", "seed", -3, "'data.seed' must be an integer from 0"),
-    ("data", "test_fraction", 1.5, "'data.test_fraction' must be a fraction between 0 and 1"),
-    ("data", "test_fraction", 0, "'data.test_fraction' must be a fraction between 0 and 1"),
-    ("data", "test_fraction", 0.001, "c.yaml: key 'data': test_fraction 0.001 splits the 1797 digits samples"),
-    ("data", "dataset", "imagenet", "'data.dataset' is 'imagenet'; available data sets: digits"),
-    ("train", "epochs", -1, "'train.epochs' must be at least 1, got -1"),
-    ("train", "epochs", 0, "'train.epochs' must be at least 1, got 0"),
-    ("train", "learning_rate", -0.01, "'train.learning_rate' must be a positive finite number"),
-    ("train", "learning_rate", 0, "'train.learning_rate' must be a positive finite number"),
-    ("train", "learning_rate", float("nan"), "'train.learning_rate' must be a positive finite number"),
-    ("train", "learning_rate", float("inf"), "'train.learning_rate' must be a positive finite number"),
-    ("train", "learning_rate_decay", 95, "'train.learning_rate_decay' must be a factor in (0, 1]"),
-    ("train", "optimizer", "adamw", "'train.optimizer' must be one of adam, sgd, rmsprop, bop"),
-    ("export", "reuse_factor", 0, "'export.reuse_factor' must be an integer >= 1"),
-    ("export", "backend", "Quartus", "'export.backend' is 'Quartus'; use one of Vitis, Vivado"),
-    ("export", "io_type", "io_serial", "'export.io_type' is 'io_serial'; use one of io_parallel, io_stream"),
-    ("export", "strategy", "Fastest", "'export.strategy' is 'Fastest'; use one of Latency, Resource"),
-    ("export", "clock_period_ns", 0, "'export.clock_period_ns' must be a positive number of ns"),
-    ("export", "clock_period_ns", -5, "'export.clock_period_ns' must be a positive number of ns"),
-    (None, "name", "runs/evil", "key 'name' must be an identifier"),
-    (None, "name", "my model", "key 'name' must be an identifier"),
-    (None, "name", "modèle", "key 'name' must be an identifier"),
-    (None, "name", "", "key 'name' must be an identifier"),
-    (None, "name", "9lives", "key 'name' must be an identifier"),
-    (None, "board", "zedboard9000", "unknown board 'zedboard9000'"),
-])
-def test_values_out_of_range_are_refused_before_anything_runs(tmp_path, capsys, no_training, section, key,
-                                                              value, says):
+@pytest.mark.parametrize(
+    "section, key, value, says",
+    [
+        ("train", "batch_size", 0, "'train.batch_size' must be at least 1"),
+        ("train", "seed", -1, "'train.seed' must be an integer from 0 to 4294967295"),
+        ("train", "seed", 2**40, "'train.seed' must be an integer from 0"),
+        ("data", "seed", -3, "'data.seed' must be an integer from 0"),
+        ("data", "test_fraction", 1.5, "'data.test_fraction' must be a fraction between 0 and 1"),
+        ("data", "test_fraction", 0, "'data.test_fraction' must be a fraction between 0 and 1"),
+        ("data", "test_fraction", 0.001, "c.yaml: key 'data': test_fraction 0.001 splits the 1797 digits samples"),
+        ("data", "dataset", "imagenet", "'data.dataset' is 'imagenet'; available data sets: digits"),
+        ("train", "epochs", -1, "'train.epochs' must be at least 1, got -1"),
+        ("train", "epochs", 0, "'train.epochs' must be at least 1, got 0"),
+        ("train", "learning_rate", -0.01, "'train.learning_rate' must be a positive finite number"),
+        ("train", "learning_rate", 0, "'train.learning_rate' must be a positive finite number"),
+        ("train", "learning_rate", float("nan"), "'train.learning_rate' must be a positive finite number"),
+        ("train", "learning_rate", float("inf"), "'train.learning_rate' must be a positive finite number"),
+        ("train", "learning_rate_decay", 95, "'train.learning_rate_decay' must be a factor in (0, 1]"),
+        ("train", "optimizer", "adamw", "'train.optimizer' must be one of adam, sgd, rmsprop, bop"),
+        ("export", "reuse_factor", 0, "'export.reuse_factor' must be an integer >= 1"),
+        ("export", "backend", "Quartus", "'export.backend' is 'Quartus'; use one of Vitis, Vivado"),
+        ("export", "io_type", "io_serial", "'export.io_type' is 'io_serial'; use one of io_parallel, io_stream"),
+        ("export", "strategy", "Fastest", "'export.strategy' is 'Fastest'; use one of Latency, Resource"),
+        ("export", "clock_period_ns", 0, "'export.clock_period_ns' must be a positive number of ns"),
+        ("export", "clock_period_ns", -5, "'export.clock_period_ns' must be a positive number of ns"),
+        (None, "name", "runs/evil", "key 'name' must be an identifier"),
+        (None, "name", "my model", "key 'name' must be an identifier"),
+        (None, "name", "modèle", "key 'name' must be an identifier"),
+        (None, "name", "", "key 'name' must be an identifier"),
+        (None, "name", "9lives", "key 'name' must be an identifier"),
+        (None, "board", "zedboard9000", "unknown board 'zedboard9000'"),
+    ],
+)
+def test_values_out_of_range_are_refused_before_anything_runs(tmp_path, capsys, no_training, section, key, value, says):
     config = base_config()
     (config if section is None else config[section])[key] = value
     cfg = write_config(tmp_path, config)
@@ -229,28 +242,35 @@ def test_api_refuses_the_same_values():
         load_dataset("mnist")
     with pytest.raises(DataError, match="test_fraction"):
         load_dataset("digits", test_fraction=1.0)
-    for kwargs, says in (({"epochs": 0}, "epochs must be at least 1"),
-                         ({"learning_rate": -1.0}, "learning_rate must be a positive"),
-                         ({"batch_size": 0}, "batch_size must be at least 1"),
-                         ({"optimizer": "adamw"}, "optimizer must be one of")):
+    for kwargs, says in (
+        ({"epochs": 0}, "epochs must be at least 1"),
+        ({"learning_rate": -1.0}, "learning_rate must be a positive"),
+        ({"batch_size": 0}, "batch_size must be at least 1"),
+        ({"optimizer": "adamw"}, "optimizer must be one of"),
+    ):
         with pytest.raises(ConfigError, match=says):
             train(None, None, None, **kwargs)  # refused before the model is touched
 
 
 # ------------------------------------------------------------------- config files
-@pytest.mark.parametrize("content, says", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is not a UTF-8 text file"),
-    ("name: mod\xe8le\n".encode("latin-1"), "is not a UTF-8 text file"),
-    (b"model: []\x00\n", "line 1: character #x0000 is not allowed in YAML; is this a text file?"),
-    (b"", "the top level must be a mapping"),
-    (b"- just\n- a list\n", "the top level must be a mapping"),
-    (b"model: [\n", "line 2: not valid YAML"),
-    (b"train:\n  epochs: 3\n  epochs: 5\nmodel: []\n", "line 3: key 'epochs' is given twice (first on line 2)"),
-    (b"model: []\nmodel: []\n", "line 2: key 'model' is given twice (first on line 1)"),
-    (b"model: !!python/object/apply:os.system ['true']\n",
-     "refused Python tag !!python/object/apply:os.system; configs are plain data and cannot run code"),
-    (b"model: !include other.yaml\n", "unknown YAML tag !include"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is not a UTF-8 text file"),
+        ("name: mod\xe8le\n".encode("latin-1"), "is not a UTF-8 text file"),
+        (b"model: []\x00\n", "line 1: character #x0000 is not allowed in YAML; is this a text file?"),
+        (b"", "the top level must be a mapping"),
+        (b"- just\n- a list\n", "the top level must be a mapping"),
+        (b"model: [\n", "line 2: not valid YAML"),
+        (b"train:\n  epochs: 3\n  epochs: 5\nmodel: []\n", "line 3: key 'epochs' is given twice (first on line 2)"),
+        (b"model: []\nmodel: []\n", "line 2: key 'model' is given twice (first on line 1)"),
+        (
+            b"model: !!python/object/apply:os.system ['true']\n",
+            "refused Python tag !!python/object/apply:os.system; configs are plain data and cannot run code",
+        ),
+        (b"model: !include other.yaml\n", "unknown YAML tag !include"),
+    ],
+)
 def test_bad_config_files(tmp_path, capsys, no_training, content, says):
     cfg = write_config(tmp_path, text=content)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == EXIT_USER_ERROR
@@ -270,8 +290,9 @@ def test_python_tag_runs_nothing(tmp_path, capsys):
 def test_merge_keys_are_not_duplicates(tmp_path):
     from edgebnn.config import load_config
 
-    cfg = write_config(tmp_path, text="model:\n  - QuantDense: {units: 3}\ntrain:\n  <<: {epochs: 2, batch_size: 8}\n"
-                                      "  epochs: 4\n")
+    cfg = write_config(
+        tmp_path, text="model:\n  - QuantDense: {units: 3}\ntrain:\n  <<: {epochs: 2, batch_size: 8}\n  epochs: 4\n"
+    )
     assert load_config(cfg)["train"]["epochs"] == 4
 
 
@@ -323,8 +344,10 @@ def test_staging_folder_that_cannot_be_made(tmp_path, monkeypatch):
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkdtemp", refused)
-    with pytest.raises(OutputError, match=r"cannot create run folder .*new.*Permission denied; choose a folder"), \
-            staged_dir(tmp_path / "new" / "deeper" / "out", what="run folder"):
+    with (
+        pytest.raises(OutputError, match=r"cannot create run folder .*new.*Permission denied; choose a folder"),
+        staged_dir(tmp_path / "new" / "deeper" / "out", what="run folder"),
+    ):
         pass
     assert listing(tmp_path) == []  # the parents it made are gone too
 
@@ -363,10 +386,13 @@ def test_full_disk_when_saving_a_graph(tmp_path, monkeypatch):
     assert listing(tmp_path) == []
 
 
-@pytest.mark.parametrize("plot, says", [
-    ("missing/u.svg", "does not exist; create it"),
-    (".", "is a folder; name an .svg file"),
-])
+@pytest.mark.parametrize(
+    "plot, says",
+    [
+        ("missing/u.svg", "does not exist; create it"),
+        (".", "is a folder; name an .svg file"),
+    ],
+)
 def test_bad_plot_path_is_refused_before_the_work(tmp_path, graph_file, capsys, plot, says):
     plot = str(tmp_path / plot)
     assert cli.main(["estimate", str(graph_file), "--plot", plot]) == EXIT_USER_ERROR
@@ -420,8 +446,10 @@ def flip_compressed_byte(path):
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo("n1/weight.npy")
     blob = bytearray(path.read_bytes())
-    name_len, extra_len = int.from_bytes(blob[info.header_offset + 26:info.header_offset + 28], "little"), \
-        int.from_bytes(blob[info.header_offset + 28:info.header_offset + 30], "little")
+    name_len, extra_len = (
+        int.from_bytes(blob[info.header_offset + 26 : info.header_offset + 28], "little"),
+        int.from_bytes(blob[info.header_offset + 28 : info.header_offset + 30], "little"),
+    )
     start = info.header_offset + 30 + name_len + extra_len
     blob[start + info.compress_size // 2] ^= 0xFF
     path.write_bytes(bytes(blob))
@@ -446,27 +474,30 @@ def test_graph_round_trip_keeps_every_array(graph_file):
             assert np.array_equal(a.params[key], b.params[key]) and np.asarray(a.params[key]).dtype == b.params[key].dtype
 
 
-@pytest.mark.parametrize("damage, says", [
-    (lambda p: p.write_bytes(b""), "is empty; freeze the model again"),
-    (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "is truncated or corrupt"),
-    (lambda p: p.write_bytes(p.read_bytes()[:-20]), "is truncated or corrupt"),
-    (lambda p: flip_compressed_byte(p), "is truncated or corrupt"),
-    (lambda p: p.write_text("layer1: 0.5, 0.25\n"), "is not an edgebnn graph (not a NumPy .npz archive)"),
-    (lambda p: save_pickled_npy(p),
-     "is not an edgebnn graph (not a NumPy .npz archive)"),
-    (lambda p: np.savez(p, weights=np.zeros(3)), "is not an edgebnn graph (it has no header)"),
-    (lambda p: np.savez(p, __header__=np.array([{"x": 1}], dtype=object)), "is truncated or corrupt"),
-    (flip_weight, "is corrupt or was edited (checksum mismatch); freeze the model again"),
-    (lambda p: rewrite_graph(p, lambda a, h: h.update(version=1)), "has format version 1"),
-    (lambda p: rewrite_graph(p, lambda a, h: a.update({"n1/weight": a["n1/weight"].astype(np.float32)})),
-     "array 'weight' is <f4"),
-    (lambda p: rewrite_graph(p, lambda a, h: a.update({"n1/weight": a["n1/weight"][:1]})),
-     "array 'weight' is"),
-    (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].update(op="conv9d")), "unknown op"),
-    (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].update(type="fixed<8")), "is malformed"),
-    (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].pop("inputs")), "is malformed (KeyError"),
-    (lambda p: rewrite_graph(p, lambda a, h: a.update({"extra": np.zeros(2)})), "holds arrays its header does not list"),
-])
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (lambda p: p.write_bytes(b""), "is empty; freeze the model again"),
+        (lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]), "is truncated or corrupt"),
+        (lambda p: p.write_bytes(p.read_bytes()[:-20]), "is truncated or corrupt"),
+        (lambda p: flip_compressed_byte(p), "is truncated or corrupt"),
+        (lambda p: p.write_text("layer1: 0.5, 0.25\n"), "is not an edgebnn graph (not a NumPy .npz archive)"),
+        (lambda p: save_pickled_npy(p), "is not an edgebnn graph (not a NumPy .npz archive)"),
+        (lambda p: np.savez(p, weights=np.zeros(3)), "is not an edgebnn graph (it has no header)"),
+        (lambda p: np.savez(p, __header__=np.array([{"x": 1}], dtype=object)), "is truncated or corrupt"),
+        (flip_weight, "is corrupt or was edited (checksum mismatch); freeze the model again"),
+        (lambda p: rewrite_graph(p, lambda a, h: h.update(version=1)), "has format version 1"),
+        (
+            lambda p: rewrite_graph(p, lambda a, h: a.update({"n1/weight": a["n1/weight"].astype(np.float32)})),
+            "array 'weight' is <f4",
+        ),
+        (lambda p: rewrite_graph(p, lambda a, h: a.update({"n1/weight": a["n1/weight"][:1]})), "array 'weight' is"),
+        (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].update(op="conv9d")), "unknown op"),
+        (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].update(type="fixed<8")), "is malformed"),
+        (lambda p: rewrite_graph(p, lambda a, h: h["nodes"][1].pop("inputs")), "is malformed (KeyError"),
+        (lambda p: rewrite_graph(p, lambda a, h: a.update({"extra": np.zeros(2)})), "holds arrays its header does not list"),
+    ],
+)
 def test_damaged_graph_files(tmp_path, graph_file, capsys, damage, says):
     from edgebnn.graph import Graph, GraphError
 
@@ -490,8 +521,11 @@ def test_graph_validation_errors_are_one_line_graph_errors(graph_file):
         raise AssertionError("no threshold node")
 
     rewrite_graph(graph_file, off_type)
-    with pytest.raises(GraphError, match=r"^graph file .*: graph node .* thresholds do not fit the input type .*; "
-                                         r"freeze the model again"):
+    with pytest.raises(
+        GraphError,
+        match=r"^graph file .*: graph node .* thresholds do not fit the input type .*; "
+        r"freeze the model again",
+    ):
         Graph.load(graph_file)
 
 
@@ -504,8 +538,10 @@ def test_estimate_of_a_missing_graph(tmp_path, capsys, what):
 
 def test_estimate_that_fits_nowhere_is_a_report(tmp_path, graph_file, capsys):
     tiny = tmp_path / "tiny.yaml"
-    tiny.write_text("name: tiny\npart: xc7z007sclg225-1\nfamily: zynq-7000\nlut: 1\nff: 1\ndsp: 0\n"
-                    "dsp_type: DSP48E1\nbram18: 0\nuram: 0\nclock_period_ns: 10\nsource: a test\n")
+    tiny.write_text(
+        "name: tiny\npart: xc7z007sclg225-1\nfamily: zynq-7000\nlut: 1\nff: 1\ndsp: 0\n"
+        "dsp_type: DSP48E1\nbram18: 0\nuram: 0\nclock_period_ns: 10\nsource: a test\n"
+    )
     assert cli.main(["estimate", str(graph_file), "--board", str(tiny)]) == EXIT_OK
     assert "fits: no" in capsys.readouterr().out
 
@@ -518,14 +554,12 @@ def test_missing_compiler_is_refused_before_training(tmp_path, monkeypatch, caps
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "g++" else real_which(name, *a, **k))
     cfg = write_config(tmp_path)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == EXIT_USER_ERROR
-    assert one_line(capsys).startswith("edgebnn: error: g++ was not found on PATH; install it (e.g. 'apt-get install "
-                                       "g++'")
+    assert one_line(capsys).startswith("edgebnn: error: g++ was not found on PATH; install it (e.g. 'apt-get install g++'")
     assert listing(tmp_path) == ["c.yaml"]
 
 
 @pytest.mark.parametrize("folder", ['say"cheese', "back\\slash"])
-def test_output_path_the_c_simulation_cannot_build_in_is_refused_before_training(tmp_path, capsys, no_training,
-                                                                                 folder):
+def test_output_path_the_c_simulation_cannot_build_in_is_refused_before_training(tmp_path, capsys, no_training, folder):
     cfg = write_config(tmp_path)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / folder)]) == EXIT_USER_ERROR
     assert "hls4ml's C-simulation build cannot handle; choose a folder path without it" in one_line(capsys)
@@ -560,20 +594,25 @@ def test_internal_error_is_one_line_with_its_own_code(monkeypatch, capsys):
     monkeypatch.setattr(boards, "list_boards", broken)
     monkeypatch.delenv("EDGEBNN_DEBUG", raising=False)
     assert cli.main(["boards"]) == EXIT_INTERNAL_ERROR
-    assert one_line(capsys) == ("edgebnn: internal error: RuntimeError: the flux capacitor is empty "
-                                "(please report it; set EDGEBNN_DEBUG=1 for the traceback)")
+    assert one_line(capsys) == (
+        "edgebnn: internal error: RuntimeError: the flux capacitor is empty "
+        "(please report it; set EDGEBNN_DEBUG=1 for the traceback)"
+    )
     monkeypatch.setenv("EDGEBNN_DEBUG", "1")
     assert cli.main(["boards"]) == EXIT_INTERNAL_ERROR
     err = capsys.readouterr().err
     assert err.startswith("Traceback") and err.splitlines()[-1].startswith("edgebnn: internal error: RuntimeError")
 
 
-@pytest.mark.parametrize("summary, code", [
-    ({"mismatches": {"a": 0, "b": 0}, "resources": {"fits": True}}, EXIT_OK),
-    ({"mismatches": {"a": 0, "b": 0}, "resources": {"fits": False}}, EXIT_DOES_NOT_FIT),
-    ({"mismatches": {"a": 3, "b": 0}, "resources": {"fits": True}}, EXIT_MISMATCH),
-    ({"mismatches": {"a": 0, "b": 1}, "resources": {"fits": False}}, EXIT_MISMATCH),  # a mismatch wins
-])
+@pytest.mark.parametrize(
+    "summary, code",
+    [
+        ({"mismatches": {"a": 0, "b": 0}, "resources": {"fits": True}}, EXIT_OK),
+        ({"mismatches": {"a": 0, "b": 0}, "resources": {"fits": False}}, EXIT_DOES_NOT_FIT),
+        ({"mismatches": {"a": 3, "b": 0}, "resources": {"fits": True}}, EXIT_MISMATCH),
+        ({"mismatches": {"a": 0, "b": 1}, "resources": {"fits": False}}, EXIT_MISMATCH),  # a mismatch wins
+    ],
+)
 def test_run_exit_code(monkeypatch, summary, code):
     pipeline = importlib.import_module("edgebnn.pipeline")
     monkeypatch.setattr(pipeline, "run", lambda *args, **kwargs: summary)
@@ -609,8 +648,9 @@ def test_sigterm_in_process_unwinds_like_ctrl_c(tmp_path, monkeypatch, capsys):
 
 def start(args, tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.Popen([sys.executable, "-m", "edgebnn", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgebnn", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_closed_output_pipe(tmp_path):
@@ -618,8 +658,9 @@ def test_closed_output_pipe(tmp_path):
     proc.stdout.close()  # like `edgebnn boards | head -0`
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == EXIT_USER_ERROR
-    assert err.splitlines() == [("edgebnn: error: the output pipe was closed before edgebnn finished writing; "
-                                 "nothing was left half-written")]
+    assert err.splitlines() == [
+        ("edgebnn: error: the output pipe was closed before edgebnn finished writing; nothing was left half-written")
+    ]
 
 
 def test_ctrl_c_during_start_up(tmp_path):
@@ -653,16 +694,17 @@ def test_sigterm_during_a_run_leaves_nothing(tmp_path):
 @pytest.mark.slow  # a whole run with its C-simulation: about 6 s on an idle machine, a minute on a busy one
 def test_design_that_does_not_fit_says_so_and_exits_3(tmp_path, capsys):
     small = tmp_path / "small.yaml"  # a board with a tenth of the PYNQ-Z2's fabric
-    small.write_text("name: small\npart: xc7z020clg400-1\nfamily: zynq-7000\nlut: 5320\nff: 10640\ndsp: 22\n"
-                     "dsp_type: DSP48E1\nbram18: 28\nuram: 0\nclock_period_ns: 10\nsource: a test\n")
+    small.write_text(
+        "name: small\npart: xc7z020clg400-1\nfamily: zynq-7000\nlut: 5320\nff: 10640\ndsp: 22\n"
+        "dsp_type: DSP48E1\nbram18: 28\nuram: 0\nclock_period_ns: 10\nsource: a test\n"
+    )
     config = base_config()
     config["board"] = str(small)
     cfg = write_config(tmp_path, config)
     out = tmp_path / "out"
     assert cli.main(["run", str(cfg), "-o", str(out)]) == EXIT_DOES_NOT_FIT
     stdout = capsys.readouterr().out
-    assert re.search(r"VERIFIED bit for bit, but DOES NOT FIT small \([A-Z0-9]+ \d+% of the device, limit 80%\)",
-                     stdout), stdout
+    assert re.search(r"VERIFIED bit for bit, but DOES NOT FIT small \([A-Z0-9]+ \d+% of the device, limit 80%\)", stdout), stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resources"]["fits"] is False and not any(summary["mismatches"].values())
 
@@ -672,8 +714,7 @@ def test_headline_says_whether_it_fits():
 
     from edgebnn.pipeline import headline
 
-    Est = SimpleNamespace(fits=False, utilization={"lut": 13404.2, "ff": 50.0, "dsp": 0.0, "bram18": 3.0},
-                          utilization_limit=0.8)
+    Est = SimpleNamespace(fits=False, utilization={"lut": 13404.2, "ff": 50.0, "dsp": 0.0, "bram18": 3.0}, utilization_limit=0.8)
 
     ok = {"mismatches": {"a": 0}, "board": "pynq-z2"}
     bad = {"mismatches": {"a": 2}, "board": "pynq-z2"}
@@ -687,9 +728,11 @@ def test_headline_says_whether_it_fits():
 def test_nothing_in_the_package_runs_user_data_as_code():
     """Configs and graph files are data: no pickle, no eval, no shell built from strings."""
     package = os.path.join(ROOT, "edgebnn")
-    forbidden = re.compile(r"\bimport (c?pickle|dill|cloudpickle|marshal|shelve)\b|\bpickle\.|allow_pickle\s*=\s*True|"
-                           r"shell\s*=\s*True|os\.system|os\.popen|\beval\(|\bexec\(|"
-                           r"yaml\.load\((?![^)]*StrictLoader)|yaml\.unsafe_load|safe_mode\s*=\s*False")
+    forbidden = re.compile(
+        r"\bimport (c?pickle|dill|cloudpickle|marshal|shelve)\b|\bpickle\.|allow_pickle\s*=\s*True|"
+        r"shell\s*=\s*True|os\.system|os\.popen|\beval\(|\bexec\(|"
+        r"yaml\.load\((?![^)]*StrictLoader)|yaml\.unsafe_load|safe_mode\s*=\s*False"
+    )
     hits = []
     for name in sorted(os.listdir(package)):
         if name.endswith(".py"):

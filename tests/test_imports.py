@@ -14,11 +14,26 @@ from graphs import binary_mlp
 
 import edgebnn
 
-LIGHT = ["edgebnn", "edgebnn.fixed", "edgebnn.graph", "edgebnn.emulate", "edgebnn.estimate", "edgebnn.boards",
-         "edgebnn.errors", "edgebnn.verify", "edgebnn.cli"]
+LIGHT = [
+    "edgebnn",
+    "edgebnn.fixed",
+    "edgebnn.graph",
+    "edgebnn.emulate",
+    "edgebnn.estimate",
+    "edgebnn.boards",
+    "edgebnn.errors",
+    "edgebnn.verify",
+    "edgebnn.cli",
+]
 # the backends: the hls4ml package, its op lowerings and cost model import hls4ml only once an export runs
-LIGHT += ["edgebnn.backends", "edgebnn.backends.target", "edgebnn.backends.hls4ml", "edgebnn.backends.hls4ml.ops",
-          "edgebnn.backends.hls4ml.project", "edgebnn.backends.hls4ml.cost"]
+LIGHT += [
+    "edgebnn.backends",
+    "edgebnn.backends.target",
+    "edgebnn.backends.hls4ml",
+    "edgebnn.backends.hls4ml.ops",
+    "edgebnn.backends.hls4ml.project",
+    "edgebnn.backends.hls4ml.cost",
+]
 HEAVY = ("tensorflow", "keras", "hls4ml")
 
 
@@ -30,10 +45,7 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("module", LIGHT)
 def test_light_module_imports_no_tensorflow_or_keras(module):
-    proc = run_python(
-        f"import sys, {module}\n"
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
-    )
+    proc = run_python(f"import sys, {module}\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n")
     assert proc.stdout.strip() == "[]"
 
 

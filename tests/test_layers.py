@@ -8,15 +8,22 @@ from edgebnn.layers import QuantActivation, QuantDense
 
 
 def small_bnn():
-    return keras.Sequential([
-        keras.Input((12,)),
-        QuantDense(8, input_quantizer="quantized_bits(6, 0, keep_negative=False)", kernel_quantizer="ste_sign",
-                   kernel_constraint=WeightClip(0.8), use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
-        keras.layers.BatchNormalization(),
-        QuantActivation("quantized_bits(6, 2)"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((12,)),
+            QuantDense(
+                8,
+                input_quantizer="quantized_bits(6, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                kernel_constraint=WeightClip(0.8),
+                use_bias=False,
+            ),
+            keras.layers.BatchNormalization(),
+            QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(6, 2)"),
+        ]
+    )
 
 
 @pytest.mark.train

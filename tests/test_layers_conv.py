@@ -39,8 +39,11 @@ def np_conv(x, w, stride, pads, pad_value, dilation=1):
 def np_depthwise(x, w, stride, pads, pad_value):
     """w: (kh, kw, cin, mult); output channel c * mult + m, as Keras orders them."""
     cin, mult = w.shape[-2:]
-    outs = [np_conv(x[..., c:c + 1], w[:, :, c:c + 1, m:m + 1], stride, pads, pad_value)
-            for c in range(cin) for m in range(mult)]
+    outs = [
+        np_conv(x[..., c : c + 1], w[:, :, c : c + 1, m : m + 1], stride, pads, pad_value)
+        for c in range(cin)
+        for m in range(mult)
+    ]
     return np.concatenate(outs, axis=-1)
 
 
@@ -57,8 +60,16 @@ CASES = [(1, 5, (1, 1)), (2, 6, (0, 1)), (2, 5, (1, 1))]
 @pytest.mark.parametrize("stride,size,pad", CASES)
 def test_conv2d_binary_matches_numpy(pad_value, stride, size, pad):
     x = RNG.normal(size=(3, size, size, 2)).astype(np.float32)
-    layer = QuantConv2D(4, 3, strides=stride, padding="same", input_quantizer="ste_sign", kernel_quantizer="ste_sign",
-                        use_bias=False, pad_values=pad_value)
+    layer = QuantConv2D(
+        4,
+        3,
+        strides=stride,
+        padding="same",
+        input_quantizer="ste_sign",
+        kernel_quantizer="ste_sign",
+        use_bias=False,
+        pad_values=pad_value,
+    )
     _, got = keras_out(layer, x)
     w = sign(keras.ops.convert_to_numpy(layer.kernel))
     want = np_conv(sign(x), w, stride, [pad, pad], pad_value)
@@ -69,8 +80,16 @@ def test_pad_values_change_the_border_only():
     x = RNG.normal(size=(2, 5, 5, 3)).astype(np.float32)
     outs = {}
     for pv in (0.0, 1.0):
-        layer = QuantConv2D(2, 3, padding="same", input_quantizer="ste_sign", kernel_quantizer="ste_sign",
-                            kernel_initializer=keras.initializers.Constant(1.0), use_bias=False, pad_values=pv)
+        layer = QuantConv2D(
+            2,
+            3,
+            padding="same",
+            input_quantizer="ste_sign",
+            kernel_quantizer="ste_sign",
+            kernel_initializer=keras.initializers.Constant(1.0),
+            use_bias=False,
+            pad_values=pv,
+        )
         outs[pv] = keras_out(layer, x)[1]
     assert np.array_equal(outs[0.0][:, 1:-1, 1:-1], outs[1.0][:, 1:-1, 1:-1])
     assert not np.array_equal(outs[0.0], outs[1.0])
@@ -81,8 +100,17 @@ def test_pad_values_change_the_border_only():
 @pytest.mark.parametrize("pad_value", [0.0, 1.0, -1.0])
 def test_conv1d_binary_matches_numpy_with_bias(pad_value):
     x = RNG.normal(size=(2, 7, 3)).astype(np.float32)
-    layer = QuantConv1D(5, 3, strides=2, padding="same", input_quantizer="ste_sign", kernel_quantizer="ste_sign",
-                        bias_quantizer="quantized_bits(4, 1)", bias_initializer="random_normal", pad_values=pad_value)
+    layer = QuantConv1D(
+        5,
+        3,
+        strides=2,
+        padding="same",
+        input_quantizer="ste_sign",
+        kernel_quantizer="ste_sign",
+        bias_quantizer="quantized_bits(4, 1)",
+        bias_initializer="random_normal",
+        pad_values=pad_value,
+    )
     _, got = keras_out(layer, x)
     w = sign(keras.ops.convert_to_numpy(layer.kernel))
     b = np.round(keras.ops.convert_to_numpy(layer.bias) * 4) / 4  # step 2**-2, values well inside the range
@@ -93,8 +121,9 @@ def test_conv1d_binary_matches_numpy_with_bias(pad_value):
 
 def test_conv1d_causal():
     x = RNG.normal(size=(2, 6, 2)).astype(np.float32)
-    layer = QuantConv1D(3, 3, dilation_rate=2, padding="causal", input_quantizer="ste_sign",
-                        kernel_quantizer="ste_sign", use_bias=False)
+    layer = QuantConv1D(
+        3, 3, dilation_rate=2, padding="causal", input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False
+    )
     _, got = keras_out(layer, x)
     want = np_conv(sign(x), sign(keras.ops.convert_to_numpy(layer.kernel)), 1, [(4, 0)], 0.0, dilation=2)
     assert np.array_equal(got, want)
@@ -106,8 +135,16 @@ def test_conv1d_causal():
 @pytest.mark.parametrize("stride,size,pad", CASES)
 def test_depthwise_binary_matches_numpy(pad_value, stride, size, pad):
     x = RNG.normal(size=(2, size, size, 3)).astype(np.float32)
-    layer = QuantDepthwiseConv2D(3, strides=stride, depth_multiplier=2, padding="same", input_quantizer="ste_sign",
-                                 depthwise_quantizer="ste_sign", use_bias=False, pad_values=pad_value)
+    layer = QuantDepthwiseConv2D(
+        3,
+        strides=stride,
+        depth_multiplier=2,
+        padding="same",
+        input_quantizer="ste_sign",
+        depthwise_quantizer="ste_sign",
+        use_bias=False,
+        pad_values=pad_value,
+    )
     _, got = keras_out(layer, x)
     w = sign(keras.ops.convert_to_numpy(layer.kernel))
     assert np.array_equal(got, np_depthwise(sign(x), w, stride, [pad, pad], pad_value))
@@ -117,9 +154,18 @@ def test_depthwise_binary_matches_numpy(pad_value, stride, size, pad):
 @pytest.mark.parametrize("stride,size,pad", CASES)
 def test_separable_binary_matches_numpy(pad_value, stride, size, pad):
     x = RNG.normal(size=(2, size, size, 3)).astype(np.float32)
-    layer = QuantSeparableConv2D(4, 3, strides=stride, depth_multiplier=2, padding="same", input_quantizer="ste_sign",
-                                 depthwise_quantizer="ste_sign", pointwise_quantizer="ste_sign", use_bias=False,
-                                 pad_values=pad_value)
+    layer = QuantSeparableConv2D(
+        4,
+        3,
+        strides=stride,
+        depth_multiplier=2,
+        padding="same",
+        input_quantizer="ste_sign",
+        depthwise_quantizer="ste_sign",
+        pointwise_quantizer="ste_sign",
+        use_bias=False,
+        pad_values=pad_value,
+    )
     _, got = keras_out(layer, x)
     wd = sign(keras.ops.convert_to_numpy(layer.depthwise_kernel))
     wp = sign(keras.ops.convert_to_numpy(layer.pointwise_kernel))
@@ -128,9 +174,11 @@ def test_separable_binary_matches_numpy(pad_value, stride, size, pad):
 
 
 def test_channels_first_is_refused():
-    for make in (lambda: QuantConv2D(2, 3, data_format="channels_first"),
-                 lambda: QuantDepthwiseConv2D(3, data_format="channels_first"),
-                 lambda: QuantSeparableConv2D(2, 3, data_format="channels_first")):
+    for make in (
+        lambda: QuantConv2D(2, 3, data_format="channels_first"),
+        lambda: QuantDepthwiseConv2D(3, data_format="channels_first"),
+        lambda: QuantSeparableConv2D(2, 3, data_format="channels_first"),
+    ):
         with pytest.raises(ValueError, match="channels_last.* only"):
             make()
 
@@ -151,22 +199,73 @@ B_Q = "quantized_bits(8, 3)"
 
 def round_trip_models():
     return {
-        "dense": ((6,), QuantDense(5, input_quantizer=IN_Q, kernel_quantizer="ste_sign", bias_quantizer=B_Q,
-                                   bias_initializer="random_normal", activation="relu")),
-        "conv1d": ((7, 3), QuantConv1D(4, 3, padding="same", strides=2, input_quantizer="ste_sign",
-                                       kernel_quantizer="ste_sign", bias_quantizer=B_Q,
-                                       bias_initializer="random_normal", pad_values=-1.0)),
-        "conv2d": ((6, 6, 3), QuantConv2D(4, (3, 2), padding="same", strides=(2, 1), dilation_rate=1,
-                                          input_quantizer=IN_Q, kernel_quantizer="quantized_bits(4, 0)",
-                                          bias_quantizer=B_Q, bias_initializer="random_normal", pad_values=1.0)),
-        "depthwise": ((5, 5, 3), QuantDepthwiseConv2D(3, depth_multiplier=2, padding="same",
-                                                      input_quantizer="ste_sign", depthwise_quantizer="ste_sign",
-                                                      bias_quantizer=B_Q, bias_initializer="random_normal",
-                                                      pad_values=1.0)),
-        "separable": ((5, 5, 3), QuantSeparableConv2D(4, 3, padding="same", input_quantizer="ste_sign",
-                                                      depthwise_quantizer="ste_sign", pointwise_quantizer="ste_sign",
-                                                      bias_quantizer=B_Q, bias_initializer="random_normal",
-                                                      pad_values=-1.0)),
+        "dense": (
+            (6,),
+            QuantDense(
+                5,
+                input_quantizer=IN_Q,
+                kernel_quantizer="ste_sign",
+                bias_quantizer=B_Q,
+                bias_initializer="random_normal",
+                activation="relu",
+            ),
+        ),
+        "conv1d": (
+            (7, 3),
+            QuantConv1D(
+                4,
+                3,
+                padding="same",
+                strides=2,
+                input_quantizer="ste_sign",
+                kernel_quantizer="ste_sign",
+                bias_quantizer=B_Q,
+                bias_initializer="random_normal",
+                pad_values=-1.0,
+            ),
+        ),
+        "conv2d": (
+            (6, 6, 3),
+            QuantConv2D(
+                4,
+                (3, 2),
+                padding="same",
+                strides=(2, 1),
+                dilation_rate=1,
+                input_quantizer=IN_Q,
+                kernel_quantizer="quantized_bits(4, 0)",
+                bias_quantizer=B_Q,
+                bias_initializer="random_normal",
+                pad_values=1.0,
+            ),
+        ),
+        "depthwise": (
+            (5, 5, 3),
+            QuantDepthwiseConv2D(
+                3,
+                depth_multiplier=2,
+                padding="same",
+                input_quantizer="ste_sign",
+                depthwise_quantizer="ste_sign",
+                bias_quantizer=B_Q,
+                bias_initializer="random_normal",
+                pad_values=1.0,
+            ),
+        ),
+        "separable": (
+            (5, 5, 3),
+            QuantSeparableConv2D(
+                4,
+                3,
+                padding="same",
+                input_quantizer="ste_sign",
+                depthwise_quantizer="ste_sign",
+                pointwise_quantizer="ste_sign",
+                bias_quantizer=B_Q,
+                bias_initializer="random_normal",
+                pad_values=-1.0,
+            ),
+        ),
     }
 
 

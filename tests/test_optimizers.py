@@ -47,17 +47,34 @@ def test_bop_defaults_and_config_round_trip():
 
 
 def mixed_model():
-    return keras.Sequential([
-        keras.Input((6, 6, 2)),
-        QuantConv2D(3, 3, padding="same", pad_values=1.0, input_quantizer="quantized_bits(4, 0)",
-                    kernel_quantizer="ste_sign", use_bias=False, name="binary_conv"),
-        keras.layers.BatchNormalization(name="bn"),
-        QuantSeparableConv2D(4, 3, input_quantizer="ste_sign", depthwise_quantizer="ste_sign",
-                             pointwise_quantizer="quantized_bits(4, 1)", name="sep"),
-        keras.layers.Flatten(),
-        QuantDense(3, input_quantizer="ste_sign", kernel_quantizer="ste_sign", bias_quantizer="ste_sign",
-                   name="binary_dense"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            QuantConv2D(
+                3,
+                3,
+                padding="same",
+                pad_values=1.0,
+                input_quantizer="quantized_bits(4, 0)",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+                name="binary_conv",
+            ),
+            keras.layers.BatchNormalization(name="bn"),
+            QuantSeparableConv2D(
+                4,
+                3,
+                input_quantizer="ste_sign",
+                depthwise_quantizer="ste_sign",
+                pointwise_quantizer="quantized_bits(4, 1)",
+                name="sep",
+            ),
+            keras.layers.Flatten(),
+            QuantDense(
+                3, input_quantizer="ste_sign", kernel_quantizer="ste_sign", bias_quantizer="ste_sign", name="binary_dense"
+            ),
+        ]
+    )
 
 
 def test_is_binary_kernel_picks_binary_kernels_only():
@@ -70,8 +87,10 @@ def test_is_binary_kernel_picks_binary_kernels_only():
 def test_case_optimizer_with_fit_and_save(tmp_path):
     keras.utils.set_random_seed(0)
     model = mixed_model()
-    model.compile(bop_optimizer(keras.optimizers.Adam(0.01), threshold=1e-6, gamma=1e-2),
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        bop_optimizer(keras.optimizers.Adam(0.01), threshold=1e-6, gamma=1e-2),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 6, 6, 2)).astype(np.float32)
     y = rng.integers(0, 3, 64)

@@ -19,6 +19,9 @@ def test_tests_share_helpers_through_conftest_and_helper_modules_only():
     helpers in tests/graphs.py and tests/bn.py)."""
     import re
 
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("*.py")
-                 if re.search(r"^\s*(from|import) test_\w+", p.read_text(), flags=re.M)]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("*.py")
+        if re.search(r"^\s*(from|import) test_\w+", p.read_text(), flags=re.M)
+    ]
     assert offenders == []

@@ -76,14 +76,14 @@ def assert_exact(got, x, t):
     bad = np.flatnonzero(got != want)
     if bad.size:
         i = bad[:5]
-        raise AssertionError(f"{t}: {bad.size} of {x.size} differ, e.g. x={x[i].tolist()} "
-                             f"keras={got[i].tolist()} fixed={want[i].tolist()}")
+        raise AssertionError(
+            f"{t}: {bad.size} of {x.size} differ, e.g. x={x[i].tolist()} keras={got[i].tolist()} fixed={want[i].tolist()}"
+        )
 
 
 def _qbits(t):
     """The quantized_bits whose grid is ``t`` (None for the 1-bit binary case)."""
-    q = qz.QuantizedBits(t.width, t.integer - t.signed, keep_negative=t.signed, rounding=t.rounding,
-                         overflow=t.overflow)
+    q = qz.QuantizedBits(t.width, t.integer - t.signed, keep_negative=t.signed, rounding=t.rounding, overflow=t.overflow)
     if t.signed and t.width == 1:
         assert q.hardware().kind == "binary"
         return None
@@ -129,8 +129,12 @@ def test_quantized_relu_is_its_fixed_type_on_every_float32_near_ties(bits, integ
 def test_wrap_of_huge_finite_values_is_exact():
     """Beyond 2**(23 + width) every float32 is a multiple of 2**width: WRAP gives 0, not NaN."""
     x = np.array([3e38, -3e38, 2.0**100, -(2.0**40) - 2.0**17, 2.0**30 + 2.0**8], dtype=F32)
-    for t in (FixedType(4, 2, True, "RND_CONV", "WRAP"), FixedType(12, 3, True, "TRN", "WRAP"),
-              FixedType(3, 1, False, "RND", "WRAP"), FixedType(8, 0, True, "RND_ZERO", "WRAP")):
+    for t in (
+        FixedType(4, 2, True, "RND_CONV", "WRAP"),
+        FixedType(12, 3, True, "TRN", "WRAP"),
+        FixedType(3, 1, False, "RND", "WRAP"),
+        FixedType(8, 0, True, "RND_ZERO", "WRAP"),
+    ):
         assert_exact(keras.ops.convert_to_numpy(qz.fixed_quantize(x, t)), x, t)
 
 
@@ -168,8 +172,7 @@ def test_quantized_tanh_hard_rounds_the_exact_value(bits, symmetric):
         np.testing.assert_array_equal(y.astype(np.float64), want)
 
 
-@pytest.mark.parametrize("bits,integer,slope", [(1, 0, 0.0), (3, 0, 0.0), (4, 1, 0.0), (4, 1, 0.25), (6, -1, 0.125),
-                                                (3, 2, 1.0)])
+@pytest.mark.parametrize("bits,integer,slope", [(1, 0, 0.0), (3, 0, 0.0), (4, 1, 0.0), (4, 1, 0.25), (6, -1, 0.125), (3, 2, 1.0)])
 def test_quantized_relu_sigmoid_rounds_the_exact_value(bits, integer, slope):
     q = qz.QuantizedRelu(bits, integer, use_sigmoid=1, negative_slope=slope)
     m, m_i, _ = q._consts()

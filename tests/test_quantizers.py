@@ -39,9 +39,14 @@ def test_quantized_bits_unsigned_and_symmetric(fwd_grad):
 @pytest.mark.parametrize("rounding,overflow", list(itertools.product(ROUNDING_MODES, OVERFLOW_MODES)))
 def test_keras_rounding_agrees_with_fixed_type(rounding, overflow):
     """The training-side quantization and the fixed-point core are one semantics."""
-    for t in (FixedType(5, 2, True, rounding, overflow), FixedType(4, 1, False, rounding, overflow),
-              FixedType(6, -1, True, rounding, overflow), FixedType(1, 0, True, rounding, overflow),
-              FixedType(1, 1, False, rounding, overflow), FixedType(12, 9, True, rounding, overflow)):
+    for t in (
+        FixedType(5, 2, True, rounding, overflow),
+        FixedType(4, 1, False, rounding, overflow),
+        FixedType(6, -1, True, rounding, overflow),
+        FixedType(1, 0, True, rounding, overflow),
+        FixedType(1, 1, False, rounding, overflow),
+        FixedType(12, 9, True, rounding, overflow),
+    ):
         codes = np.arange(-300, 300)
         x = np.concatenate([codes * t.lsb / 2, codes * t.lsb / 4, [-0.0, 0.0]]).astype(np.float32)
         got = keras.ops.convert_to_numpy(qz.fixed_quantize(x, t))
@@ -70,8 +75,11 @@ def test_repr_is_the_short_string_a_user_writes_and_reads_back():
     nested = qz.get("partial('ste_sign', [0], other='quantized_bits(4, 1, overflow=\\'SAT\\')')")
     assert repr(nested) == "partial('ste_sign', [0], other=\"quantized_bits(4, 1, overflow='SAT')\")"
     rng = np.random.default_rng(0)
-    strings = [make(rng, *args) for _ in range(200) for make, args in
-               ((fuzz._fixed_quantizer, ()), (fuzz._activation_quantizer, (4,)), (fuzz._kernel_quantizer, ()))]
+    strings = [
+        make(rng, *args)
+        for _ in range(200)
+        for make, args in ((fuzz._fixed_quantizer, ()), (fuzz._activation_quantizer, (4,)), (fuzz._kernel_quantizer, ()))
+    ]
     for q in map(qz.get, strings):
         assert qz.get(repr(q)) == q and len(repr(q)) < 160, repr(q)
 
@@ -82,11 +90,23 @@ def test_quantizers_serialize():
         assert back == q and back is not q
 
 
-@pytest.mark.parametrize("q", [
-    qz.SteTern(ternary_weight_networks=True), qz.XnorSign(), qz.XnorSign(per_channel=False, po2=True),
-    qz.MagnitudeAwareSign(), qz.Ternary(alpha="auto"), qz.Ternary(alpha="auto_po2"), qz.Binary(alpha="auto_po2"),
-    qz.QuantizedBits(4, 1, alpha="auto"), qz.QuantizedBits(4, 1, alpha="auto_po2"), qz.DoReFa(2, "weights"),
-    qz.DoReFa(2)], ids=repr)
+@pytest.mark.parametrize(
+    "q",
+    [
+        qz.SteTern(ternary_weight_networks=True),
+        qz.XnorSign(),
+        qz.XnorSign(per_channel=False, po2=True),
+        qz.MagnitudeAwareSign(),
+        qz.Ternary(alpha="auto"),
+        qz.Ternary(alpha="auto_po2"),
+        qz.Binary(alpha="auto_po2"),
+        qz.QuantizedBits(4, 1, alpha="auto"),
+        qz.QuantizedBits(4, 1, alpha="auto_po2"),
+        qz.DoReFa(2, "weights"),
+        qz.DoReFa(2),
+    ],
+    ids=repr,
+)
 def test_tensor_statistics_work_with_an_unknown_batch_dimension(q):
     """Quantizers whose scale or threshold is a statistic of the tensor, used as activations:
     Keras traces them with a None batch dimension and runs them at any batch size."""

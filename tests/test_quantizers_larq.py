@@ -160,8 +160,16 @@ def test_xnor_sign_gradient_through_the_scale(fwd_grad):
 def test_outputs_lie_on_declared_grids():
     x = np.random.default_rng(0).normal(scale=1.5, size=(64, 8)).astype(np.float32)
     x[:4] = [[0.0] * 8, [-0.0] * 8, [0.5] * 8, [1.0] * 8]
-    for q in (qz.SteSign(), qz.ApproxSign(), qz.SwishSign(), qz.SteHeaviside(), qz.SteTern(), qz.DoReFa(1),
-              qz.DoReFa(1, "weights"), qz.SteTern(ternary_weight_networks=True)):
+    for q in (
+        qz.SteSign(),
+        qz.ApproxSign(),
+        qz.SwishSign(),
+        qz.SteHeaviside(),
+        qz.SteTern(),
+        qz.DoReFa(1),
+        qz.DoReFa(1, "weights"),
+        qz.SteTern(ternary_weight_networks=True),
+    ):
         y = keras.ops.convert_to_numpy(q(x))
         hw = q.hardware()
         assert hw.type.contains(y), q
@@ -181,8 +189,17 @@ def test_ste_tern_twn_as_activation_with_an_unknown_batch_dimension():
     inp = keras.Input((4,))
     model = keras.Model(inp, edgebnn.layers.QuantActivation(q)(inp))
     # multiples of 1/32: every sum is exact, so the threshold is known exactly
-    rows = f32([[1.0, -0.5, 0.3125, 0.0], [0.125, -0.125, 0.375, -1.0], [0.5, 0.5, -0.25, 0.0],
-                [2.0, 0.0, 0.0, -0.125], [0.25, -0.25, 0.75, 0.5], [0.0, 0.0, 0.0, 0.375], [-0.5, 1.5, 0.25, 0.125]])
+    rows = f32(
+        [
+            [1.0, -0.5, 0.3125, 0.0],
+            [0.125, -0.125, 0.375, -1.0],
+            [0.5, 0.5, -0.25, 0.0],
+            [2.0, 0.0, 0.0, -0.125],
+            [0.25, -0.25, 0.75, 0.5],
+            [0.0, 0.0, 0.0, 0.375],
+            [-0.5, 1.5, 0.25, 0.125],
+        ]
+    )
     for x in (rows[:1], rows):  # batch sizes 1 and 7
         delta = f32(0.7) * f32(np.abs(x).sum()) / f32(x.size)
         want = np.where(x >= delta, 1, np.where(x <= -delta, -1, 0)).astype(f32)

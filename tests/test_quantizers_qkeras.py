@@ -47,12 +47,18 @@ def test_quantized_bits_numeric_alpha(fwd_grad):
 # bench/reference_quantizers.py's reference environment.
 _AUTO_REF = {  # quantized_bits(4, 0, alpha=...) on x = [col, 2 col], col = [0.5, -0.25, 0.125, -1]
     # "auto": s = 2 max|x| / 14, no refinement, not a power of two: the max maps to itself
-    "auto": [[0.4285714626312256, 0.8571429252624512], [-0.2857142984867096, -0.5714285969734192],
-             [0.1428571492433548, 0.2857142984867096], [-1.0, -2.0]],
+    "auto": [
+        [0.4285714626312256, 0.8571429252624512],
+        [-0.2857142984867096, -0.5714285969734192],
+        [0.1428571492433548, 0.2857142984867096],
+        [-1.0, -2.0],
+    ],
     "auto_po2": [[0.5, 1.0], [-0.25, -0.5], [0.125, 0.25], [-0.875, -1.75]],
 }
-_AUTO_1D_REF = {"auto": [0.30000001192092896, -0.10000000149011612, 0.10000000149011612, 0.699999988079071],
-                "auto_po2": [0.25, -0.125, 0.046875, 0.75]}  # 1-D: per-element po2 refinement
+_AUTO_1D_REF = {
+    "auto": [0.30000001192092896, -0.10000000149011612, 0.10000000149011612, 0.699999988079071],
+    "auto_po2": [0.25, -0.125, 0.046875, 0.75],
+}  # 1-D: per-element po2 refinement
 
 
 @pytest.mark.parametrize("alpha", ["auto", "auto_po2"])
@@ -96,10 +102,10 @@ def test_quantized_relu_clips_output_to_relu_upper_bound(fwd_grad):
 def test_binary_ternary_auto_1d_scale_per_element(fwd_grad):
     # QKeras 0.9.0's _get_scale averages over nothing for a 1-D tensor
     x = [1.0, -0.375, 0.0, 0.25]
-    np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto").scale(x)),
-                                  f32([0.9999998807907104, 0.3749999701976776, 0.0, 0.2499999701976776]))
-    np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto_po2").scale(x)),
-                                  f32([1.0, 0.5, 1.1920928955078125e-07, 0.25]))
+    np.testing.assert_array_equal(
+        np.ravel(qz.Binary(alpha="auto").scale(x)), f32([0.9999998807907104, 0.3749999701976776, 0.0, 0.2499999701976776])
+    )
+    np.testing.assert_array_equal(np.ravel(qz.Binary(alpha="auto_po2").scale(x)), f32([1.0, 0.5, 1.1920928955078125e-07, 0.25]))
     y, _ = fwd_grad(qz.Ternary(alpha="auto"), x + [0.1])
     np.testing.assert_array_equal(y, f32([0.9999998807907104, -0.3749999701976776, 0.0, 0.0, 0.0]))
     y, _ = fwd_grad(qz.Ternary(alpha="auto_po2"), x + [0.1])
@@ -289,10 +295,19 @@ def test_no_silent_alpha_rewrite():
 
 def test_qkeras_outputs_lie_on_declared_grids():
     x = np.random.default_rng(1).normal(scale=2.0, size=(256, 4)).astype(np.float32)
-    for q in (qz.QuantizedBits(5, 1), qz.QuantizedBits(6, 2, symmetric=True), qz.QuantizedRelu(4, 2),
-              qz.QuantizedRelu(5, 1, negative_slope=0.125), qz.QuantizedRelu(4, 1, use_sigmoid=1),
-              qz.QuantizedTanh(4), qz.QuantizedTanh(5, use_real_tanh=True), qz.Binary(), qz.Ternary(),
-              qz.QuantizedPo2(5), qz.QuantizedReluPo2(4, negative_slope=0.25)):
+    for q in (
+        qz.QuantizedBits(5, 1),
+        qz.QuantizedBits(6, 2, symmetric=True),
+        qz.QuantizedRelu(4, 2),
+        qz.QuantizedRelu(5, 1, negative_slope=0.125),
+        qz.QuantizedRelu(4, 1, use_sigmoid=1),
+        qz.QuantizedTanh(4),
+        qz.QuantizedTanh(5, use_real_tanh=True),
+        qz.Binary(),
+        qz.Ternary(),
+        qz.QuantizedPo2(5),
+        qz.QuantizedReluPo2(4, negative_slope=0.25),
+    ):
         y = keras.ops.convert_to_numpy(q(x)).astype(np.float64)
         assert q.hardware().type.contains(y), q
     for q in (qz.QuantizedBits(4, 0, alpha="auto_po2"), qz.Binary(alpha="auto_po2"), qz.Ternary(alpha="auto_po2")):
@@ -312,16 +327,25 @@ def test_quantized_bits_stays_bit_exact_for_every_mode():
 def test_kind_fixed_means_a_plain_conversion():
     """freeze may export a "fixed" quantizer as a cast: q(x) must equal type.quantize(x) everywhere."""
     x = np.concatenate([np.arange(-3000, 3000) / 512, [-0.0, 1e-30, 1e6, -1e6]]).astype(np.float32)
-    fixed = [qz.QuantizedBits(5, 1), qz.QuantizedBits(4, 0, keep_negative=False), qz.QuantizedBits(6, 2, True),
-             qz.QuantizedBits(5, 1, use_stochastic_rounding=True, seed=1), qz.QuantizedRelu(4, 1),
-             qz.QuantizedRelu(6, 0), qz.QuantizedRelu(3, 2, use_stochastic_rounding=True, seed=1)]
+    fixed = [
+        qz.QuantizedBits(5, 1),
+        qz.QuantizedBits(4, 0, keep_negative=False),
+        qz.QuantizedBits(6, 2, True),
+        qz.QuantizedBits(5, 1, use_stochastic_rounding=True, seed=1),
+        qz.QuantizedRelu(4, 1),
+        qz.QuantizedRelu(6, 0),
+        qz.QuantizedRelu(3, 2, use_stochastic_rounding=True, seed=1),
+    ]
     for q in fixed:
         hw = q.hardware()
         assert hw.kind == "fixed", q
         y = keras.ops.convert_to_numpy(q(x)).astype(np.float64)
         np.testing.assert_array_equal(y, hw.type.quantize(x.astype(np.float64)), err_msg=repr(q))
-    for q in (qz.QuantizedTanh(4, use_real_tanh=True), qz.QuantizedRelu(4, 1, use_sigmoid=1),
-              qz.QuantizedRelu(4, 1, negative_slope=0.5)):
+    for q in (
+        qz.QuantizedTanh(4, use_real_tanh=True),
+        qz.QuantizedRelu(4, 1, use_sigmoid=1),
+        qz.QuantizedRelu(4, 1, negative_slope=0.5),
+    ):
         hw = q.hardware()
         y = keras.ops.convert_to_numpy(q(x)).astype(np.float64)
         assert hw.kind == "grid" and hw.type.contains(y) and not np.array_equal(y, hw.type.quantize(x.astype(np.float64)))

@@ -19,11 +19,14 @@ def np_(t):
     return keras.ops.convert_to_numpy(t)
 
 
-@pytest.mark.parametrize("q,plain", [
-    (qz.QuantizedBits(4, 0, use_stochastic_rounding=True, seed=1), qz.QuantizedBits(4, 0)),
-    (qz.QuantizedRelu(3, 1, use_stochastic_rounding=True, seed=2), qz.QuantizedRelu(3, 1)),
-    (qz.QuantizedTanh(4, use_stochastic_rounding=True, seed=3), qz.QuantizedTanh(4)),
-])
+@pytest.mark.parametrize(
+    "q,plain",
+    [
+        (qz.QuantizedBits(4, 0, use_stochastic_rounding=True, seed=1), qz.QuantizedBits(4, 0)),
+        (qz.QuantizedRelu(3, 1, use_stochastic_rounding=True, seed=2), qz.QuantizedRelu(3, 1)),
+        (qz.QuantizedTanh(4, use_stochastic_rounding=True, seed=3), qz.QuantizedTanh(4)),
+    ],
+)
 def test_inference_is_deterministic_plain_rounding(q, plain):
     x = f32(np.concatenate([np.arange(-80, 80) / 32, np.arange(-80, 80) / 17]))  # ties included
     ref = np_(plain(x))
@@ -147,16 +150,37 @@ def test_partial_quantizer_other_and_axis():
 # ----------------------------------------------------------------------- serialization
 
 ALL = [
-    qz.SteSign(0.5), qz.SteSign(None), qz.ApproxSign(), qz.SwishSign(2.0), qz.MagnitudeAwareSign(0.75),
-    qz.SteHeaviside(None), qz.SteTern(0.1, True, 0.5), qz.DoReFa(3), qz.DoReFa(2, "weights"), qz.NoOp(1),
+    qz.SteSign(0.5),
+    qz.SteSign(None),
+    qz.ApproxSign(),
+    qz.SwishSign(2.0),
+    qz.MagnitudeAwareSign(0.75),
+    qz.SteHeaviside(None),
+    qz.SteTern(0.1, True, 0.5),
+    qz.DoReFa(3),
+    qz.DoReFa(2, "weights"),
+    qz.NoOp(1),
     qz.QuantizedBits(6, 2, symmetric=True, rounding="RND", overflow="WRAP"),
-    qz.QuantizedBits(4, 1, alpha="auto_po2", scale_axis=0), qz.QuantizedBits(4, 0, alpha=[0.5, 0.25, 1.0, 2.0]),
+    qz.QuantizedBits(4, 1, alpha="auto_po2", scale_axis=0),
+    qz.QuantizedBits(4, 0, alpha=[0.5, 0.25, 1.0, 2.0]),
     qz.QuantizedBits(5, 1, use_stochastic_rounding=True, seed=3),
-    qz.QuantizedRelu(4, 1, use_sigmoid=1, negative_slope=0.25, use_stochastic_rounding=True, seed=9,
-                     relu_upper_bound=3.0, is_quantized_clip=False),
-    qz.QuantizedTanh(5, use_real_tanh=True), qz.Binary(True, "auto"), qz.Ternary(0.5, 0.2),
-    qz.Ternary("auto_po2", number_of_unrolls=3), qz.QuantizedPo2(5, 2.0, quadratic_approximation=True),
-    qz.QuantizedReluPo2(4, 1.0, 0.5, log2_rounding="floor"), qz.XnorSign(False, True, None, True),
+    qz.QuantizedRelu(
+        4,
+        1,
+        use_sigmoid=1,
+        negative_slope=0.25,
+        use_stochastic_rounding=True,
+        seed=9,
+        relu_upper_bound=3.0,
+        is_quantized_clip=False,
+    ),
+    qz.QuantizedTanh(5, use_real_tanh=True),
+    qz.Binary(True, "auto"),
+    qz.Ternary(0.5, 0.2),
+    qz.Ternary("auto_po2", number_of_unrolls=3),
+    qz.QuantizedPo2(5, 2.0, quadratic_approximation=True),
+    qz.QuantizedReluPo2(4, 1.0, 0.5, log2_rounding="floor"),
+    qz.XnorSign(False, True, None, True),
     qz.PartialQuantizer("ste_sign", [3, 1], axis=0, other=qz.QuantizedBits(4, 0)),
 ]
 
@@ -175,11 +199,21 @@ def test_every_quantizer_round_trips(q):
 
 def test_every_alias_resolves():
     expect = {
-        "ste_sign": qz.SteSign, "approx_sign": qz.ApproxSign, "swish_sign": qz.SwishSign,
-        "magnitude_aware_sign": qz.MagnitudeAwareSign, "ste_heaviside": qz.SteHeaviside, "ste_tern": qz.SteTern,
-        "dorefa_quantizer": qz.DoReFa, "dorefa": qz.DoReFa, "quantized_bits": qz.QuantizedBits,
-        "quantized_relu": qz.QuantizedRelu, "quantized_tanh": qz.QuantizedTanh, "binary": qz.Binary,
-        "ternary": qz.Ternary, "quantized_po2": qz.QuantizedPo2, "quantized_relu_po2": qz.QuantizedReluPo2,
+        "ste_sign": qz.SteSign,
+        "approx_sign": qz.ApproxSign,
+        "swish_sign": qz.SwishSign,
+        "magnitude_aware_sign": qz.MagnitudeAwareSign,
+        "ste_heaviside": qz.SteHeaviside,
+        "ste_tern": qz.SteTern,
+        "dorefa_quantizer": qz.DoReFa,
+        "dorefa": qz.DoReFa,
+        "quantized_bits": qz.QuantizedBits,
+        "quantized_relu": qz.QuantizedRelu,
+        "quantized_tanh": qz.QuantizedTanh,
+        "binary": qz.Binary,
+        "ternary": qz.Ternary,
+        "quantized_po2": qz.QuantizedPo2,
+        "quantized_relu_po2": qz.QuantizedReluPo2,
         "xnor_sign": qz.XnorSign,
     }
     for alias, cls in expect.items():

@@ -25,18 +25,27 @@ def test_digits_bnn_by_hand():
 
 
 def conv_model():
-    return keras.Sequential([
-        keras.Input((6, 6, 2)),
-        QuantConv2D(3, 3, padding="same", input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign",
-                    name="conv"),
-        QuantActivation("ste_sign", name="act1"),
-        QuantDepthwiseConv2D(3, strides=2, padding="same", depthwise_quantizer="ste_sign", use_bias=False, name="dw"),
-        QuantSeparableConv2D(4, 3, input_quantizer="ste_sign", depthwise_quantizer="ste_sign",
-                             pointwise_quantizer="quantized_bits(2, 0)", use_bias=False, name="sep"),
-        QuantActivation("ste_sign", name="act2"),
-        keras.layers.Flatten(name="flat"),
-        QuantDense(2, kernel_quantizer="quantized_bits(2, 0)", name="dense"),
-    ], name="small")
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            QuantConv2D(3, 3, padding="same", input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", name="conv"),
+            QuantActivation("ste_sign", name="act1"),
+            QuantDepthwiseConv2D(3, strides=2, padding="same", depthwise_quantizer="ste_sign", use_bias=False, name="dw"),
+            QuantSeparableConv2D(
+                4,
+                3,
+                input_quantizer="ste_sign",
+                depthwise_quantizer="ste_sign",
+                pointwise_quantizer="quantized_bits(2, 0)",
+                use_bias=False,
+                name="sep",
+            ),
+            QuantActivation("ste_sign", name="act2"),
+            keras.layers.Flatten(name="flat"),
+            QuantDense(2, kernel_quantizer="quantized_bits(2, 0)", name="dense"),
+        ],
+        name="small",
+    )
 
 
 def test_conv_model_by_hand():
@@ -91,8 +100,9 @@ def test_package_attribute_is_callable():
     assert s.mac_count == 2234
 
 
-@pytest.mark.parametrize("alias,bits", [("ste_sign", 1), ("ste_tern", 2), ("ste_heaviside", 1),
-                                        ("quantized_bits(6, 2)", 6), ("noop(precision=3)", 3)])
+@pytest.mark.parametrize(
+    "alias,bits", [("ste_sign", 1), ("ste_tern", 2), ("ste_heaviside", 1), ("quantized_bits(6, 2)", 6), ("noop(precision=3)", 3)]
+)
 def test_bits_from_the_quantizer_catalogue(alias, bits):
     from edgebnn.quantizers import get
     from edgebnn.summary import quantizer_bits
@@ -101,9 +111,13 @@ def test_bits_from_the_quantizer_catalogue(alias, bits):
 
 
 def test_ternary_weights_count_as_ternarized():
-    model = keras.Sequential([keras.Input((5,)),
-                              QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_tern", use_bias=False),
-                              QuantDense(2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False)])
+    model = keras.Sequential(
+        [
+            keras.Input((5,)),
+            QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_tern", use_bias=False),
+            QuantDense(2, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False),
+        ]
+    )
     s = summary(model)
     assert s.params == {1: 8, 2: 20} and s.macs == {(1, 1): 8, (1, 2): 20}
     assert s.ternarized_mac_ratio == 20 / 28 and s.binarized_mac_ratio == 8 / 28

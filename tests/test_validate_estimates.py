@@ -27,8 +27,9 @@ def test_three_row_subset_prints_rows_and_the_median_line(tmp_path):
         w.writeheader()
         for rid in ("6", "95", "2"):  # two MLPs (one with post-synthesis numbers) and a CNN
             w.writerow(rows[rid])
-    out = subprocess.run([sys.executable, str(SCRIPT), str(subset)], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(subset)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     lines = out.strip().splitlines()
     assert LINE.match(lines[-1]), lines[-1]
     assert sum(1 for line in lines if line.startswith("median abs error:")) == 1
@@ -46,7 +47,11 @@ def test_parsing_helpers():
     import validate_estimates as v
 
     assert v.parse_architecture("Dense(4->128) -> relu -> Dense(128->3) -> softmax") == [
-        ("dense", 4, 128), ("relu", 128, 128), ("dense", 128, 3), ("softmax", 3, 3)]
+        ("dense", 4, 128),
+        ("relu", 128, 128),
+        ("dense", 128, 3),
+        ("softmax", 3, 3),
+    ]
     assert v.parse_types("ap_fixed<16,6>;ap_ufixed<8,0,AP_RND_CONV,AP_SAT>") == [(True, 16, 6), (False, 8, 0)]
     with pytest.raises(v.NotCovered, match="convolution"):
         v.parse_architecture("Conv2D(in=28x28x1,k=3x3,f=4,s=1,out=26x26) -> relu")

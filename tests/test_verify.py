@@ -20,15 +20,22 @@ pytestmark = pytest.mark.csim  # every test reads the project the module compile
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    model = keras.Sequential([
-        keras.Input((10,)),
-        QuantDense(16, input_quantizer="quantized_bits(6, 0, keep_negative=False)", kernel_quantizer="ste_sign",
-                   use_bias=False, name="d0"),
-        keras.layers.BatchNormalization(name="bn0"),
-        QuantDense(8, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d1"),
-        keras.layers.BatchNormalization(name="bn1"),
-        QuantActivation("quantized_bits(5, 2)", name="out"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((10,)),
+            QuantDense(
+                16,
+                input_quantizer="quantized_bits(6, 0, keep_negative=False)",
+                kernel_quantizer="ste_sign",
+                use_bias=False,
+                name="d0",
+            ),
+            keras.layers.BatchNormalization(name="bn0"),
+            QuantDense(8, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d1"),
+            keras.layers.BatchNormalization(name="bn1"),
+            QuantActivation("quantized_bits(5, 2)", name="out"),
+        ]
+    )
     rng = np.random.default_rng(0)
     randomize_bn(model, rng, beta_scale=0.5)
     graph = freeze(model)

@@ -53,8 +53,9 @@ def hls_tool_family(tool) -> str:
             return "vivado_hls"
         if "vitis" in t:
             return "vitis_hls"
-    raise TargetError(f"unknown hls_tool {tool!r}; use 'vitis_hls' (Vitis HLS 2020.2 and later) or 'vivado_hls' "
-                      "(Vivado HLS up to 2020.1)")
+    raise TargetError(
+        f"unknown hls_tool {tool!r}; use 'vitis_hls' (Vitis HLS 2020.2 and later) or 'vivado_hls' (Vivado HLS up to 2020.1)"
+    )
 
 
 def check_reuse_factor(value, where: str = "") -> int:
@@ -160,7 +161,8 @@ class Target:
             if unknown:
                 raise TargetError(
                     f"reuse factor given for {', '.join(map(repr, unknown))}, which is not a dense node of graph "
-                    f"{graph_name!r}; its dense and conv2d nodes are {', '.join(weighted) or 'none'}")
+                    f"{graph_name!r}; its dense and conv2d nodes are {', '.join(weighted) or 'none'}"
+                )
         return {name: self.reuse_factor_of(name) for name in weighted}
 
     @property
@@ -172,8 +174,16 @@ class Target:
         """The options as plain JSON types (the board by name)."""
         board = None if self.board is None else _board_value(self.board, "name", required=False)
         rf = dict(self.reuse_factor) if isinstance(self.reuse_factor, Mapping) else self.reuse_factor
-        return {"backend": self.backend, "io_type": self.io_type, "strategy": self.strategy, "reuse_factor": rf,
-                "clock_period_ns": self.clock_ns, "hls_tool": self.tool, "part": self.device_part, "board": board}
+        return {
+            "backend": self.backend,
+            "io_type": self.io_type,
+            "strategy": self.strategy,
+            "reuse_factor": rf,
+            "clock_period_ns": self.clock_ns,
+            "hls_tool": self.tool,
+            "part": self.device_part,
+            "board": board,
+        }
 
 
 def make_target(target: Target | None, **options) -> Target:
@@ -185,8 +195,9 @@ def make_target(target: Target | None, **options) -> Target:
     if not isinstance(target, Target):
         raise TargetError(f"target must be an edgebnn.backends.target.Target, got {type(target).__name__}")
     if given:
-        raise TargetError(f"give either target or its options ({', '.join(given)}), not both; "
-                          "use target.replace(...) to change an option")
+        raise TargetError(
+            f"give either target or its options ({', '.join(given)}), not both; use target.replace(...) to change an option"
+        )
     return target
 
 

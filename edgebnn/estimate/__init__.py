@@ -42,17 +42,42 @@ from edgebnn.graph import Graph
 from .fit import Fit, fit
 from .report import Estimate, LayerEstimate
 
-__all__ = ["CONSTANTS", "IO_TYPES", "KNOWN_OPS", "STRATEGIES", "Estimate", "EstimateError", "Fit", "LayerEstimate",
-           "ModelConstants", "Target", "estimate", "fit", "hls_tool_family", "valid_reuse_factors"]
+__all__ = [
+    "CONSTANTS",
+    "IO_TYPES",
+    "KNOWN_OPS",
+    "STRATEGIES",
+    "Estimate",
+    "EstimateError",
+    "Fit",
+    "LayerEstimate",
+    "ModelConstants",
+    "Target",
+    "estimate",
+    "fit",
+    "hls_tool_family",
+    "valid_reuse_factors",
+]
 
 _TYPE_KEYS = ("accum", "result", "weight")
 
 
-def estimate(graph, board=None, strategy: str | None = None, reuse_factor=None, io_type: str | None = None,
-             clock_period: float | None = None, utilization_limit: float = 0.8,
-             constants: ModelConstants = CONSTANTS, types: Mapping | None = None,
-             multipliers: str = "auto", hls_tool: str | None = None, softmax=None,
-             softmax_implementation: str = "stable", target: Target | None = None) -> Estimate:
+def estimate(
+    graph,
+    board=None,
+    strategy: str | None = None,
+    reuse_factor=None,
+    io_type: str | None = None,
+    clock_period: float | None = None,
+    utilization_limit: float = 0.8,
+    constants: ModelConstants = CONSTANTS,
+    types: Mapping | None = None,
+    multipliers: str = "auto",
+    hls_tool: str | None = None,
+    softmax=None,
+    softmax_implementation: str = "stable",
+    target: Target | None = None,
+) -> Estimate:
     """Estimate resources and latency of ``graph`` on ``board``.
 
     What the design is built for is one :class:`~edgebnn.backends.target.Target`: pass it as
@@ -94,28 +119,31 @@ def estimate(graph, board=None, strategy: str | None = None, reuse_factor=None, 
         graph = Graph.load(graph)
     if not isinstance(graph, Graph):
         raise EstimateError(f"estimate needs a deployment graph or its file path, got {type(graph).__name__}")
-    target = make_target(target, strategy=strategy, reuse_factor=reuse_factor, io_type=io_type,
-                         clock_period_ns=clock_period, hls_tool=hls_tool)
+    target = make_target(
+        target, strategy=strategy, reuse_factor=reuse_factor, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool
+    )
     if board is None:
         board = target.board
     if board is None:
-        raise EstimateError("estimate needs a board: give board= (a name such as 'pynq-z2', a .yaml path or an "
-                            "edgebnn.boards.Board) or a target with one")
+        raise EstimateError(
+            "estimate needs a board: give board= (a name such as 'pynq-z2', a .yaml path or an "
+            "edgebnn.boards.Board) or a target with one"
+        )
     board = load_board(board)
     if target.board is not board:
         target = target.replace(board=board)
     strategy, io_type, tool = target.strategy, target.io_type, target.tool
     clock = target.clock_ns
-    if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) \
-            or not 0 < utilization_limit <= 1:
+    if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) or not 0 < utilization_limit <= 1:
         raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
     rf_of = target.reuse_factors([n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS], graph.name)
     if multipliers not in MULTIPLIERS:
         raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
     widths = _resolve_types(graph, types)
     if softmax_implementation not in SOFTMAX_IMPLEMENTATIONS:
-        raise EstimateError(f"unknown softmax_implementation {softmax_implementation!r}; use one of "
-                            f"{', '.join(SOFTMAX_IMPLEMENTATIONS)}")
+        raise EstimateError(
+            f"unknown softmax_implementation {softmax_implementation!r}; use one of {', '.join(SOFTMAX_IMPLEMENTATIONS)}"
+        )
     if softmax not in (None, True, False):
         raise EstimateError(f"softmax must be None (from the graph), True or False, got {softmax!r}")
 
@@ -140,8 +168,19 @@ def estimate(graph, board=None, strategy: str | None = None, reuse_factor=None, 
     dsp_needed = sum(r.dsp for r in rows)
     rows = _cap_dsp(rows, board, warnings)
     rf_shown = dict(target.reuse_factor) if isinstance(target.reuse_factor, Mapping) else target.reuse_factor
-    est = Estimate(graph.name, board, strategy, rf_shown, io_type, float(clock), float(utilization_limit),
-                   tuple(rows), tuple(warnings), dsp_needed, tool)
+    est = Estimate(
+        graph.name,
+        board,
+        strategy,
+        rf_shown,
+        io_type,
+        float(clock),
+        float(utilization_limit),
+        tuple(rows),
+        tuple(warnings),
+        dsp_needed,
+        tool,
+    )
     return est
 
 
@@ -154,8 +193,9 @@ def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
         raise EstimateError(f"types must map node names (or '*') to {{'accum'|'result'|'weight': type}}, got {types!r}")
     for name in types:
         if name != "*" and name not in out:
-            raise EstimateError(f"types names node {name!r}, which graph {graph.name!r} does not have; its nodes are "
-                                f"{', '.join(out)}")
+            raise EstimateError(
+                f"types names node {name!r}, which graph {graph.name!r} does not have; its nodes are {', '.join(out)}"
+            )
     for node in graph.nodes:
         for key in ("*", node.name):
             spec = types.get(key) or {}
@@ -167,8 +207,10 @@ def _resolve_types(graph: Graph, types) -> dict[str, dict[str, FixedType]]:
                 if what in ("accum", "weight") and node.op not in WEIGHTED_OPS:
                     if key == "*":
                         continue
-                    raise EstimateError(f"types[{key!r}][{what!r}]: node {node.name!r} is a {node.op} node, "
-                                        f"only dense and conv2d nodes have an {what} type")
+                    raise EstimateError(
+                        f"types[{key!r}][{what!r}]: node {node.name!r} is a {node.op} node, "
+                        f"only dense and conv2d nodes have an {what} type"
+                    )
                 try:
                     out[node.name][what] = value if isinstance(value, FixedType) else FixedType.from_string(value)
                 except (ValueError, TypeError) as err:

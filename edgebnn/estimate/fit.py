@@ -15,10 +15,20 @@ from edgebnn.graph import Graph
 from .report import Estimate
 
 
-def fit(graph, board=None, strategy: str | None = None, limit: float = 0.8, io_type: str | None = None,
-        clock_period: float | None = None, types: Mapping | None = None, multipliers: str = "auto",
-        constants: ModelConstants = CONSTANTS, hls_tool: str | None = None, softmax=None,
-        target: Target | None = None) -> Fit:
+def fit(
+    graph,
+    board=None,
+    strategy: str | None = None,
+    limit: float = 0.8,
+    io_type: str | None = None,
+    clock_period: float | None = None,
+    types: Mapping | None = None,
+    multipliers: str = "auto",
+    constants: ModelConstants = CONSTANTS,
+    hls_tool: str | None = None,
+    softmax=None,
+    target: Target | None = None,
+) -> Fit:
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
     The other options are one :class:`~edgebnn.backends.target.Target` (``target``, whose reuse
@@ -47,10 +57,14 @@ def fit(graph, board=None, strategy: str | None = None, limit: float = 0.8, io_t
             return Fit(rf, est, tuple(tried), "")
         last = est
     over = {k: f"{v:.0f}%" for k, v in last.utilization.items() if v > 100 * limit}
-    reason = (f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
-              f"reuse factor {candidates[-1]} needs " + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
-              + " of the board; try " + ("" if target.strategy == "Resource" else "the Resource strategy, ")
-              + "narrower weights or a larger board")
+    reason = (
+        f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
+        f"reuse factor {candidates[-1]} needs "
+        + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
+        + " of the board; try "
+        + ("" if target.strategy == "Resource" else "the Resource strategy, ")
+        + "narrower weights or a larger board"
+    )
     return Fit(None, None, tuple(tried), reason)
 
 
@@ -71,6 +85,8 @@ class Fit:
         if not self.fits:
             return self.reason
         e = self.estimate
-        return (f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
-                f"{self.reuse_factor} (latency {e.latency_cycles} cycles, II {e.ii}; tried "
-                f"{len(self.tried)} value(s))")
+        return (
+            f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
+            f"{self.reuse_factor} (latency {e.latency_cycles} cycles, II {e.ii}; tried "
+            f"{len(self.tried)} value(s))"
+        )

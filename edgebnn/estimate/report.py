@@ -57,8 +57,9 @@ class Estimate:
         have = self.available
         if self.dsp_needed > have["dsp"] * self.utilization_limit:
             return False
-        return all(used == 0 or (have[key] > 0 and used / have[key] <= self.utilization_limit)
-                   for key, used in self.totals.items())
+        return all(
+            used == 0 or (have[key] > 0 and used / have[key] <= self.utilization_limit) for key, used in self.totals.items()
+        )
 
     @property
     def latency_cycles(self) -> int:
@@ -113,7 +114,11 @@ class Estimate:
         lines = [
             f"estimate of graph '{self.graph}' on {self.board.name} ({self.board.part}): {self.strategy}, "
             f"reuse factor {rf}, {self.io_type}, clock {self.clock_period_ns:g} ns, {self.hls_tool}",
-            line(head), rule, *(line(r) for r in body[:-3]), rule, *(line(r) for r in body[-3:]),
+            line(head),
+            rule,
+            *(line(r) for r in body[:-3]),
+            rule,
+            *(line(r) for r in body[-3:]),
             f"fits under {100 * self.utilization_limit:g}% of every resource: {'yes' if self.fits else 'no'}; "
             f"latency {self.latency_cycles} cycles = {self.latency_ns:g} ns, II {self.ii} cycles",
         ]

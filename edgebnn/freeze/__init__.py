@@ -78,8 +78,7 @@ def plan(model, strip_softmax: bool = False) -> list[Step]:
     return _plan(model, strip_softmax)[0]
 
 
-def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None,
-           strip_softmax: bool = False) -> Graph:
+def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None, strip_softmax: bool = False) -> Graph:
     """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
 
     ``strip_softmax=True`` drops a softmax that ends the model (hardware cannot compute it
@@ -97,8 +96,7 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             run(step, freezing)
     nodes, caveats = freezing.nodes, freezing.caveats
     inexact = _inexact(nodes)
-    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact,
-            "keras_caveats": caveats}
+    meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact, "keras_caveats": caveats}
     for caveat in caveats:
         warnings.warn(f"node {caveat['node']!r}: {caveat['reason']}", FreezeWarning, stacklevel=2)
     if inexact:
@@ -106,7 +104,8 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             f"the accumulators of {', '.join(inexact)} need more than 24 significant bits, so Keras's float32 "
             "arithmetic cannot compute them exactly: Keras may differ from the deployed model, while the emulator "
             "and the C-simulation still agree bit for bit; use narrower inputs or weights for a bit-exact Keras model",
-            FreezeWarning, stacklevel=2,
+            FreezeWarning,
+            stacklevel=2,
         )
     if planning.stripped is not None:
         layer = planning.stripped
@@ -114,7 +113,8 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
         warnings.warn(
             f"the softmax of layer {layer.name!r} is not part of the graph: it computes the logits (argmax is "
             "unchanged); apply softmax in software if probabilities are needed",
-            FreezeWarning, stacklevel=2,
+            FreezeWarning,
+            stacklevel=2,
         )
     return Graph(name or model.name, nodes, meta)
 

@@ -11,8 +11,10 @@ from .items import FreezeError
 def layer_chain(model) -> list:
     """The model's layers in order (the InputLayer left out); refuses anything but a chain."""
     if not isinstance(model, keras.Model):
-        raise FreezeError(f"freeze needs a Keras model (keras.Sequential or keras.Model), got {type(model).__name__}; "
-                          "load a saved one with keras.saving.load_model(path, safe_mode=True)")
+        raise FreezeError(
+            f"freeze needs a Keras model (keras.Sequential or keras.Model), got {type(model).__name__}; "
+            "load a saved one with keras.saving.load_model(path, safe_mode=True)"
+        )
     layers = [l for l in model.layers if not isinstance(l, keras.layers.InputLayer)]
     if not isinstance(model, keras.Sequential):
         prev = None

@@ -37,16 +37,19 @@ def on_declared_grid(layer, which: str, tensor):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} multiplies the weights by a scale{_scale_text(hw)}, which "
             f"freeze cannot deploy yet; use a {which} without a scale (e.g. ste_sign, ste_tern, or quantized_bits "
-            "without alpha)")
+            "without alpha)"
+        )
     if isinstance(hw, forms.Partial) and hw.type is None:
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} leaves the channels outside {list(hw.channels)} off a "
             f"fixed-point grid (real-valued or scaled), which freeze cannot deploy yet; give it other= a quantizer "
-            "without a scale, such as quantized_bits(4, 0)")
+            "without a scale, such as quantized_bits(4, 0)"
+        )
     if not isinstance(hw, _ON_A_GRID) or not hw.type.contains(values):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} gave weights off its grid {hw.type}; please report this "
-            "to edgebnn with the model")
+            "to edgebnn with the model"
+        )
     return hw.type, hw.type.codes(values)
 
 
@@ -89,7 +92,8 @@ def check_requantizer(quantizer, layer, which: str) -> None:
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale{_scale_text(hw)}, so they "
             "lie on no fixed-point grid and freeze cannot derive exact thresholds for them yet; use an unscaled "
-            "quantizer (e.g. quantized_relu(2) instead of DoReFa, or quantized_bits without alpha)")
+            "quantizer (e.g. quantized_relu(2) instead of DoReFa, or quantized_bits without alpha)"
+        )
     if isinstance(hw, forms.Partial) and (hw.rest is None or hw.type is None):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} leaves the channels outside {list(hw.channels)} real-valued (or "

@@ -94,8 +94,7 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     inp = keras.Input(shape=(1,), dtype="float32")
     alone = keras.Model(inp, _Apply(op)(inp))
     alone.jit_compile = jit
-    scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0),
-                        dtype=np.float32).reshape(-1)
+    scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0), dtype=np.float32).reshape(-1)
     differ = scalar != vector[rows, cols]
     if not differ.any():
         return 0

@@ -33,7 +33,21 @@ from .ops.maxpool2d import maxpool2d_node
 from .ops.threshold import threshold_node
 
 __all__ = [
-    "FORMAT", "FORMAT_VERSION", "OPS", "REGISTRY", "Graph", "GraphError", "Node", "OpSpec",
-    "avgpool2d_node", "cast_node", "conv2d_node", "dense_node", "flatten_node", "input_node", "maxpool2d_node", "spec",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "OPS",
+    "REGISTRY",
+    "Graph",
+    "GraphError",
+    "Node",
+    "OpSpec",
+    "avgpool2d_node",
+    "cast_node",
+    "conv2d_node",
+    "dense_node",
+    "flatten_node",
+    "input_node",
+    "maxpool2d_node",
+    "spec",
     "threshold_node",
 ]

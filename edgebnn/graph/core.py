@@ -92,8 +92,9 @@ class Graph(Nodes):
                     "attrs": node.attrs,
                     "source": node.source,
                     # what load must find: each array's dtype and shape
-                    "params": {k: {"dtype": arrays[f"n{i}/{k}"].dtype.str, "shape": list(arrays[f"n{i}/{k}"].shape)}
-                               for k in keys},
+                    "params": {
+                        k: {"dtype": arrays[f"n{i}/{k}"].dtype.str, "shape": list(arrays[f"n{i}/{k}"].shape)} for k in keys
+                    },
                 }
             )
         header = {
@@ -131,10 +132,11 @@ class Graph(Nodes):
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise GraphError(f"{where} is not an edgebnn graph; pass the graph.npz that edgebnn wrote")
         if header.get("version") != FORMAT_VERSION:
-            raise GraphError(f"{where} has format version {header.get('version')!r}, this edgebnn reads version "
-                             f"{FORMAT_VERSION} (with a checksum); {again}")
-        if checksum is None or checksum.dtype != np.uint8 \
-                or checksum.tobytes() != _graph_checksum(header_bytes, arrays).encode():
+            raise GraphError(
+                f"{where} has format version {header.get('version')!r}, this edgebnn reads version "
+                f"{FORMAT_VERSION} (with a checksum); {again}"
+            )
+        if checksum is None or checksum.dtype != np.uint8 or checksum.tobytes() != _graph_checksum(header_bytes, arrays).encode():
             raise GraphError(f"{where} is corrupt or was edited (checksum mismatch); {again}")
         try:
             nodes = []
@@ -142,10 +144,15 @@ class Graph(Nodes):
                 params = {}
                 for key, spec in h["params"].items():
                     value = arrays.pop(f"n{i}/{key}")
-                    if value.dtype.kind not in "iufb" or value.dtype.str != spec["dtype"] \
-                            or list(value.shape) != list(spec["shape"]):
-                        raise GraphError(f"node {h['name']!r}: array {key!r} is {value.dtype.str} {value.shape}, "
-                                         f"the header promises {spec['dtype']} {tuple(spec['shape'])}")
+                    if (
+                        value.dtype.kind not in "iufb"
+                        or value.dtype.str != spec["dtype"]
+                        or list(value.shape) != list(spec["shape"])
+                    ):
+                        raise GraphError(
+                            f"node {h['name']!r}: array {key!r} is {value.dtype.str} {value.shape}, "
+                            f"the header promises {spec['dtype']} {tuple(spec['shape'])}"
+                        )
                     params[key] = value
                 nodes.append(
                     Node(
@@ -200,21 +207,18 @@ def _read_graph_arrays(path, where: str, again: str) -> dict[str, np.ndarray]:
         with open(path, "rb") as fh:
             blob = fh.read()
     except IsADirectoryError:
-        raise GraphError(f"{where} is a folder; pass a graph.npz file (the command line also takes a run "
-                         "folder)") from None
+        raise GraphError(f"{where} is a folder; pass a graph.npz file (the command line also takes a run folder)") from None
     except OSError as err:
         raise GraphError(f"cannot read {where}: {err.strerror or err}; check the path") from None
     if not blob:
         raise GraphError(f"{where} is empty; {again}")
     if not blob.startswith(b"PK"):
-        raise GraphError(f"{where} is not an edgebnn graph (not a NumPy .npz archive); pass the graph.npz "
-                         "that edgebnn wrote")
+        raise GraphError(f"{where} is not an edgebnn graph (not a NumPy .npz archive); pass the graph.npz that edgebnn wrote")
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except Exception:  # noqa: BLE001 - zipfile, zlib and format errors of a damaged archive
         raise GraphError(f"{where} is truncated or corrupt (it cannot be unpacked); {again}") from None
     if "__header__" not in arrays:
-        raise GraphError(f"{where} is not an edgebnn graph (it has no header); pass the graph.npz that "
-                         "edgebnn wrote")
+        raise GraphError(f"{where} is not an edgebnn graph (it has no header); pass the graph.npz that edgebnn wrote")
     return arrays

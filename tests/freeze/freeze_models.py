@@ -13,17 +13,21 @@ IN_Q = "quantized_bits(4, 0, keep_negative=False)"
 def dense_model(*after, units=3, n_in=4, **dense):
     """Input -> QuantDense -> the layers ``after``."""
     dense.setdefault("use_bias", False)
-    return keras.Sequential([keras.Input((n_in,)),
-                             QuantDense(units, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d", **dense),
-                             *after])
+    return keras.Sequential(
+        [keras.Input((n_in,)), QuantDense(units, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d", **dense), *after]
+    )
 
 
 def conv_model(*after, filters=2, **conv):
     """Input (6, 6, 1) -> QuantConv2D 3x3 -> the layers ``after``."""
     conv.setdefault("use_bias", False)
-    return keras.Sequential([keras.Input((6, 6, 1)),
-                             QuantConv2D(filters, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c", **conv),
-                             *after])
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QuantConv2D(filters, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c", **conv),
+            *after,
+        ]
+    )
 
 
 def layers_of(model):

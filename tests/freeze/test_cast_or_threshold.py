@@ -12,7 +12,11 @@ def _req(quantizer, *ops):
 
 
 def test_cast_only_for_a_conversion_after_relus():
-    steps = [_req("quantized_bits(4, 2)", op(relu=True)), _req("quantized_bits(4, 2)"),
-             _req("quantized_bits(4, 2)", op(relu=True), op("bn")), _req("ste_sign", op(relu=True))]
+    steps = [
+        _req("quantized_bits(4, 2)", op(relu=True)),
+        _req("quantized_bits(4, 2)"),
+        _req("quantized_bits(4, 2)", op(relu=True), op("bn")),
+        _req("ste_sign", op(relu=True)),
+    ]
     out, _ = run(cast_or_threshold.run, steps)
     assert [s.kind for s in out] == ["cast", "cast", "requant", "requant"]

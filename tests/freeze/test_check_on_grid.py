@@ -14,9 +14,12 @@ def test_a_pool_on_a_quantized_tensor_or_an_accumulator_passes_unchanged():
 
 
 def test_a_pool_among_float_ops_is_refused_with_where_to_pool_instead():
-    with pytest.raises(FreezeError, match=r"layer 'a' \(Layer\) averages the real-valued outputs of bn, "
-                                          r"whose float32 mean cannot be moved past them exactly; pool after the "
-                                          r"activation .* or directly on the accumulator of 'c', before the"):
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'a' \(Layer\) averages the real-valued outputs of bn, "
+        r"whose float32 mean cannot be moved past them exactly; pool after the "
+        r"activation .* or directly on the accumulator of 'c', before the",
+    ):
         run(check_on_grid.run, [step("conv2d", "c"), op("bn"), step("avgpool2d", "a"), quantize()])
     with pytest.raises(FreezeError, match=r"accumulator of 'c' \(with a quantized bias or none\)"):
         run(check_on_grid.run, [step("conv2d", "c"), op("c.bias", bias=True), step("avgpool2d", "a"), quantize()])

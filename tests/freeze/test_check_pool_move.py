@@ -11,10 +11,13 @@ from edgebnn.layers import QuantActivation
 
 
 def _model(gamma):
-    model = conv_model(keras.layers.MaxPooling2D(2, name="mp"), keras.layers.BatchNormalization(name="bn"),
-                       QuantActivation("ste_sign", name="s"), use_bias=True)
-    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in
-                                       (gamma, [0.1, -0.2], [0.3, -0.5], [1.0, 2.0])])
+    model = conv_model(
+        keras.layers.MaxPooling2D(2, name="mp"),
+        keras.layers.BatchNormalization(name="bn"),
+        QuantActivation("ste_sign", name="s"),
+        use_bias=True,
+    )
+    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in (gamma, [0.1, -0.2], [0.3, -0.5], [1.0, 2.0])])
     model.get_layer("c").bias.assign(np.asarray([0.25, -0.5], np.float32))
     return model
 
@@ -26,8 +29,11 @@ def _checked(gamma):
 
 
 def test_a_decreasing_requantization_is_refused_and_an_increasing_one_passes():
-    with pytest.raises(FreezeError, match=r"layer 'mp' \(MaxPooling2D\) sits between c\.bias and the quantizer of "
-                                          r"'s'.*decreases in channel\(s\) \[1\]"):
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'mp' \(MaxPooling2D\) sits between c\.bias and the quantizer of "
+        r"'s'.*decreases in channel\(s\) \[1\]",
+    ):
         _checked([1.0, -1.5])
     _checked([1.0, 1.5])
 

@@ -23,16 +23,28 @@ def test_binary_weights_become_codes_on_their_grid():
 def test_scaled_weights_and_forms_without_hardware_are_refused():
     for q in ("magnitude_aware_sign", "xnor_sign", "quantized_bits(4, 0, alpha='auto')", "dorefa(k_bit=2, mode='weights')"):
         layer = _layer(q)
-        with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer .* multiplies the "
-                                              r"weights by a scale.*; use a kernel_quantizer without a scale"):
+        with pytest.raises(
+            FreezeError,
+            match=r"layer 'd' \(QuantDense\): its kernel_quantizer .* multiplies the "
+            r"weights by a scale.*; use a kernel_quantizer without a scale",
+        ):
             forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
     with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer cannot be deployed"):
         forms.hardware(_layer("noop(8)").kernel_quantizer, _layer("noop(8)"), "kernel_quantizer")
 
 
-@pytest.mark.parametrize("q", ["ste_tern", "ternary", "ste_tern(ternary_weight_networks=True)", "ste_heaviside",
-                               "quantized_po2(4)", "quantized_tanh(3)",
-                               "partial('ste_sign', [1], other='quantized_bits(4, 0)')"])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "ste_tern",
+        "ternary",
+        "ste_tern(ternary_weight_networks=True)",
+        "ste_heaviside",
+        "quantized_po2(4)",
+        "quantized_tanh(3)",
+        "partial('ste_sign', [1], other='quantized_bits(4, 0)')",
+    ],
+)
 def test_weights_of_every_form_on_a_grid_become_codes(q):
     """Weights are constants: ternary, unipolar, power-of-two, grid and partial forms on one grid
     are integer codes of that type (exactly the quantized kernel)."""

@@ -11,9 +11,14 @@ from edgebnn.layers import QuantActivation
 
 
 def test_each_kind_traces_like_its_node():
-    model = conv_model(keras.layers.Activation("relu"), keras.layers.MaxPooling2D(2),
-                       QuantActivation("quantized_bits(3, 1)"), keras.layers.Flatten(),
-                       keras.layers.BatchNormalization(), QuantActivation("ste_sign"))
+    model = conv_model(
+        keras.layers.Activation("relu"),
+        keras.layers.MaxPooling2D(2),
+        QuantActivation("quantized_bits(3, 1)"),
+        keras.layers.Flatten(),
+        keras.layers.BatchNormalization(),
+        QuantActivation("ste_sign"),
+    )
     kinds = [s.kind for s in plan(model)]
     assert kinds == ["input", "conv2d", "cast", "maxpool2d", "flatten", "requant"] and set(kinds) <= set(KINDS)
     graph = freeze(model)

@@ -19,9 +19,11 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert handler_for(keras.layers.SpatialDropout2D(0.1)) is noop_module
     assert handler_for(QuantConv1D(2, 3)) is None  # a Conv1D is not a QuantConv2D
     msg = str(unsupported(keras.layers.Dense(2, name="x")))
-    assert msg == ("layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
-                   "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
-                   "Flatten and Dropout")
+    assert msg == (
+        "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
+        "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
+        "Flatten and Dropout"
+    )
     assert len(HANDLERS) == 9
     with pytest.raises(FreezeError, match="cannot be frozen"):
         lowered(keras.layers.Dense(2, name="x"))

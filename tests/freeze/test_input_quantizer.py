@@ -21,8 +21,13 @@ def test_the_first_quantizer_becomes_the_input_step_and_later_ones_stay():
     assert (out[0].name, out[0].kind, out[0].sources) == ("input", "input", ["d"]) and out[1] is later
 
 
-@pytest.mark.parametrize("q, words", [(None, "is the first layer and needs a fixed-point input_quantizer"),
-                                      ("ste_sign", "gives binary values, not the plain ap_fixed conversion")])
+@pytest.mark.parametrize(
+    "q, words",
+    [
+        (None, "is the first layer and needs a fixed-point input_quantizer"),
+        ("ste_sign", "gives binary values, not the plain ap_fixed conversion"),
+    ],
+)
 def test_an_input_quantizer_that_is_not_a_conversion_is_refused(q, words):
     from edgebnn.freeze.passes import input_quantizer
 

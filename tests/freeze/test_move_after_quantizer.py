@@ -21,10 +21,18 @@ def test_directly_on_an_accumulator_or_a_quantized_tensor_nothing_moves():
 
 
 def test_a_per_channel_op_or_quantizer_after_a_moved_flatten_is_refused():
-    with pytest.raises(FreezeError, match=r"layer 'bn' \(Activation\) normalizes the flattened real-valued outputs "
-                                          r"of c; quantize before 'flatten' \(Flatten\)"):
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'bn' \(Activation\) normalizes the flattened real-valued outputs "
+        r"of c; quantize before 'flatten' \(Flatten\)",
+    ):
         run(move_after_quantizer.run, [step("conv2d"), op("c"), step("flatten"), op("bn", per_channel=True)])
-    with pytest.raises(FreezeError, match=r"treats the features of the flattened tensor differently, but the "
-                                          r"real-valued outputs of c before 'flatten'"):
-        run(move_after_quantizer.run, [step("conv2d"), op("c"), step("flatten"),
-                                       quantize("partial('ste_sign', [0], other='quantized_bits(4, 2)')")])
+    with pytest.raises(
+        FreezeError,
+        match=r"treats the features of the flattened tensor differently, but the "
+        r"real-valued outputs of c before 'flatten'",
+    ):
+        run(
+            move_after_quantizer.run,
+            [step("conv2d"), op("c"), step("flatten"), quantize("partial('ste_sign', [0], other='quantized_bits(4, 2)')")],
+        )

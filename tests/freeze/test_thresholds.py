@@ -12,8 +12,9 @@ from edgebnn.layers import QuantActivation
 
 def test_the_threshold_node_reproduces_keras_on_every_accumulator_value():
     model = dense_model(keras.layers.BatchNormalization(name="bn"), QuantActivation("quantized_bits(3, 1)", name="q"))
-    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in
-                                       ([0.7, -1.3, 0.0], [0.1, 0.2, -0.3], [0.5, -0.25, 0.0], [1.0, 0.5, 2.0])])
+    model.get_layer("bn").set_weights(
+        [np.asarray(v, np.float32) for v in ([0.7, -1.3, 0.0], [0.1, 0.2, -0.3], [0.5, -0.25, 0.0], [1.0, 0.5, 2.0])]
+    )
     steps, freezing = frozen_until(model, "q")
     node = thresholds.node(steps["q"], freezing)
     codes, values = thresholds.grid(freezing.nodes[-1])

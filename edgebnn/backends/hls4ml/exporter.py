@@ -83,10 +83,21 @@ def export(
     Returns:
         an :class:`HLSProject`; call ``.predict(x)`` to run the C-simulation.
     """
-    target = make_target(target, board=board, part=part, clock_period_ns=clock_period, backend=backend,
-                         io_type=io_type, strategy=strategy, reuse_factor=reuse_factor)
-    if not isinstance(project_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name) \
-            or keyword.iskeyword(project_name):
+    target = make_target(
+        target,
+        board=board,
+        part=part,
+        clock_period_ns=clock_period,
+        backend=backend,
+        io_type=io_type,
+        strategy=strategy,
+        reuse_factor=reuse_factor,
+    )
+    if (
+        not isinstance(project_name, str)
+        or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name)
+        or keyword.iskeyword(project_name)
+    ):
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
     final = check_output_path(output_dir)
     check_graph(graph, target.io_type)
@@ -102,14 +113,16 @@ def export(
         out = io.StringIO()
         with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out):
             warnings.simplefilter("always")
-            model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]],
-                                               [names[chain.output.name]])
+            model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]], [names[chain.output.name]])
             messages += check_model(model, chain, names, target)
             model.write()
         # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
         # and then restores the lower-case strategy its templates need: nothing the user must know
-        messages += [f"hls4ml: {w.message}" for w in caught
-                     if not re.match(r"Overriding attribute 'strategy' of layer '\w+' \(PointwiseConv2D\)", str(w.message))]
+        messages += [
+            f"hls4ml: {w.message}"
+            for w in caught
+            if not re.match(r"Overriding attribute 'strategy' of layer '\w+' \(PointwiseConv2D\)", str(w.message))
+        ]
         messages += _printed_warnings(out.getvalue())
         if graph.output.type.width > 53:
             messages.append(
@@ -138,11 +151,12 @@ def check_output_path(output_dir) -> pathlib.Path:
     text = str(final)
     bad = sorted({c for c in text if c in '"\\' or ord(c) < 32 or ord(c) == 127})
     if bad:
-        names = ", ".join({'"': "a double quote", "\\": "a backslash"}.get(c, f"the control character {c!r}")
-                          for c in bad)
+        names = ", ".join({'"': "a double quote", "\\": "a backslash"}.get(c, f"the control character {c!r}") for c in bad)
         shown = repr(text) if any(ord(c) < 32 or ord(c) == 127 for c in bad) else f"'{text}'"
-        raise EdgebnnError(f"HLS project folder {shown} contains {names}, which hls4ml's C-simulation build cannot "
-                           "handle; choose a folder path without it")
+        raise EdgebnnError(
+            f"HLS project folder {shown} contains {names}, which hls4ml's C-simulation build cannot "
+            "handle; choose a folder path without it"
+        )
     return final
 
 
@@ -159,8 +173,9 @@ def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
         op.check(node, previous, io_type, where)
         for key in ("weight", "bias", "thresholds", "levels"):
             if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
-                raise EdgebnnError(f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write "
-                                   "exactly; use narrower types")
+                raise EdgebnnError(
+                    f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write exactly; use narrower types"
+                )
         previous = node
 
 
@@ -179,5 +194,4 @@ def _printed_warnings(text: str) -> list[str]:
         else:
             current = None
     # the final-Reshape one is expected: check_model accounts for the removed no-op
-    return [f"hls4ml: {' '.join(m)}" for m in messages
-            if "ReuseFactor" not in m[0] and "Final layer is a Reshape" not in m[0]]
+    return [f"hls4ml: {' '.join(m)}" for m in messages if "ReuseFactor" not in m[0] and "Final layer is a Reshape" not in m[0]]

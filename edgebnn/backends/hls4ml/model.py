@@ -104,8 +104,7 @@ def hls_config(chain: Chain, names, output_dir, project_name, target: Target, tr
     if target.clock_ns is not None:
         kwargs["clock_period"] = target.clock_ns
     config = get_backend(backend).create_initial_config(**kwargs)
-    config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend,
-                  InputData=None, OutputPredictions=None)
+    config.update(OutputDir=output_dir, ProjectName=project_name, Backend=backend, InputData=None, OutputPredictions=None)
     config["WriterConfig"]["WriteTar"] = False
     # weights compiled into the C-simulation library (as for synthesis) instead of read at its
     # first call from a folder path built into it: the library then works wherever the folder
@@ -156,8 +155,10 @@ def check_model(model, chain: Chain, names: dict[str, str], target: Target) -> l
     want = [(name, cls) for name, cls, _ in expected]
     got = [(layer.name, layer.class_name) for layer in layers]
     if got != want:
-        raise RuntimeError(f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
-                           "bit-exact, please report this to edgebnn")
+        raise RuntimeError(
+            f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
+            "bit-exact, please report this to edgebnn"
+        )
     messages = []
     for layer, (name, _, node) in zip(layers, expected):
         expect_precision(backend, layer, "result", layer.get_output_variable().type.precision, precision(node.type))

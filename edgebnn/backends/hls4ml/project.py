@@ -67,8 +67,10 @@ class HLSProject:
         except OSError:
             ours = False
         if not ours:
-            raise EdgebnnError(f"HLS project folder {self.path!r} no longer holds the project this object exported "
-                               "(another export replaced it or it was changed); export the graph again")
+            raise EdgebnnError(
+                f"HLS project folder {self.path!r} no longer holds the project this object exported "
+                "(another export replaced it or it was changed); export the graph again"
+            )
         # hls4ml builds in, and loads the library from, the configured output folder
         self.model.config.config["OutputDir"] = self.path
         out = io.StringIO()
@@ -76,9 +78,7 @@ class HLSProject:
             with contextlib.redirect_stdout(out):
                 self.model._compile()  # ModelGraph.compile() would first rewrite the whole project
         except Exception as err:
-            raise RuntimeError(
-                f"could not build or load the C-simulation of {self.path!r} ({err}):\n{out.getvalue()}"
-            ) from err
+            raise RuntimeError(f"could not build or load the C-simulation of {self.path!r} ({err}):\n{out.getvalue()}") from err
         self._compiled = True
         return self
 
@@ -145,8 +145,10 @@ def check_compiler() -> None:
     Cheap: call it before training when the run will C-simulate.
     """
     if shutil.which("g++") is None:
-        raise EdgebnnError("g++ was not found on PATH; install it (e.g. 'apt-get install g++' or Xcode's command "
-                           "line tools) to build the C-simulation, or skip the C-simulation")
+        raise EdgebnnError(
+            "g++ was not found on PATH; install it (e.g. 'apt-get install g++' or Xcode's command "
+            "line tools) to build the C-simulation, or skip the C-simulation"
+        )
 
 
 def _flush_c_stdio() -> None:

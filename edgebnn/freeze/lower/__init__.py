@@ -55,8 +55,7 @@ def starts(layer) -> bool:
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
     labels = [h.LABEL for h in HANDLERS.values()]
-    return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} "
-                       f"and {labels[-1]}")
+    return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
 
 
 def run(items: Iterable, planning) -> Iterator:

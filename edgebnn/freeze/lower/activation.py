@@ -13,8 +13,7 @@ LABEL = "elementwise Activation"
 # elementwise activations whose float32 results TensorFlow computes identically at every tensor
 # position (checked against one-element tensors); any other may differ by a few ulps between the
 # vectorized body and the scalar tail of a tensor, so Keras's own output can depend on the layout
-_LAYOUT_STABLE = {"linear", "relu", "relu6", "tanh", "softsign", "hard_sigmoid", "hard_silu", "hard_swish",
-                  "leaky_relu", "sign"}
+_LAYOUT_STABLE = {"linear", "relu", "relu6", "tanh", "softsign", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "sign"}
 
 
 # activations TensorFlow's grappler remapper fuses into a Conv2D or MatMul (with its bias) and
@@ -37,9 +36,14 @@ def float_op(layer, label: str, fn, activation) -> FloatOp:
             f"layer {layer.name!r} ({type(layer).__name__}) applies {name}, which is not elementwise and not "
             "exact in hardware; remove it and train with from_logits=True (argmax is unchanged)"
         )
-    return FloatOp(label, fn, relu=activation is keras.activations.relu,
-                   layout_sensitive=layout_sensitive(activation), fusable=name if name in _FUSABLE else None,
-                   layer=layer)
+    return FloatOp(
+        label,
+        fn,
+        relu=activation is keras.activations.relu,
+        layout_sensitive=layout_sensitive(activation),
+        fusable=name if name in _FUSABLE else None,
+        layer=layer,
+    )
 
 
 def lower(source: Layer) -> Iterator:
@@ -47,4 +51,3 @@ def lower(source: Layer) -> Iterator:
     layer = source.layer
     if layer.activation is not keras.activations.linear:
         yield float_op(layer, layer.name, lambda x, l=layer: l(x), layer.activation)
-

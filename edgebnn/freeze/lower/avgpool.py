@@ -41,12 +41,12 @@ def lower(source: Layer) -> Iterator:
 def keras_eval(step: Step, x):
     """The mean as Keras computes it (float32; exact while the window sums are, see
     passes/float32_exactness)."""
-    return ops.average_pool(x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides),
-                            padding="valid", data_format="channels_last")
+    return ops.average_pool(
+        x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides), padding="valid", data_format="channels_last"
+    )
 
 
 def node(step: Step, freezing):
     """The avgpool2d node reading the last node."""
     layer = step.layer
-    return avgpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides),
-                          ",".join(step.sources))
+    return avgpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))

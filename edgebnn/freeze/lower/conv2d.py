@@ -42,8 +42,14 @@ def keras_eval(step: Step, x):
     """The accumulator as Keras computes it."""
     layer = step.layer
     x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
-    x = ops.conv(x, layer.quantized_kernel(), strides=strides, padding=padding,
-                 dilation_rate=layer.dilation_rate, data_format=layer.data_format)
+    x = ops.conv(
+        x,
+        layer.quantized_kernel(),
+        strides=strides,
+        padding=padding,
+        dilation_rate=layer.dilation_rate,
+        data_format=layer.data_format,
+    )
     return weighted.add_quantized_bias(layer, x)
 
 
@@ -65,5 +71,6 @@ def node(step: Step, freezing):
                 f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
             )
         pad_code = int(src.type.codes(np.array([pad]))[0])
-    return conv2d_node(step.name, src, w_codes, w_type, (sh, sw), padding, pad_code, bias, bias_type,
-                       source=",".join(step.sources))
+    return conv2d_node(
+        step.name, src, w_codes, w_type, (sh, sw), padding, pad_code, bias, bias_type, source=",".join(step.sources)
+    )

@@ -19,8 +19,10 @@ def check(layer, padding_reason: str = "") -> None:
     if layer.data_format != "channels_last":
         raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
     if layer.padding != "valid":
-        raise FreezeError(f"{where(layer)} has padding={layer.padding!r}; only padding='valid' can be frozen"
-                          + (f": {padding_reason}" if padding_reason else ""))
+        raise FreezeError(
+            f"{where(layer)} has padding={layer.padding!r}; only padding='valid' can be frozen"
+            + (f": {padding_reason}" if padding_reason else "")
+        )
     if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
         raise FreezeError(f"{where(layer)} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
 
@@ -34,12 +36,12 @@ def lower(source: Layer) -> Iterator:
 
 def keras_eval(step: Step, x):
     """The pool as Keras computes it."""
-    return ops.max_pool(x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides),
-                        padding="valid", data_format="channels_last")
+    return ops.max_pool(
+        x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides), padding="valid", data_format="channels_last"
+    )
 
 
 def node(step: Step, freezing):
     """The maxpool2d node reading the last node."""
     layer = step.layer
-    return maxpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides),
-                          ",".join(step.sources))
+    return maxpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))

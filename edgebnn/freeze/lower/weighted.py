@@ -23,8 +23,7 @@ def lower(source: Layer, kind: str) -> Iterator:
         raise FreezeError(f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'")
     yield Step(layer.name, kind, layer, sources=[layer.name])
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
-        yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer,
-                      per_channel=True)
+        yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
 

@@ -25,13 +25,20 @@ def _layout(step: Step, freezing) -> dict | None:
     """The thresholds follow the vectorized result (the accumulator values were evaluated in
     one large tensor); where a value's quantized output differs when evaluated alone, Keras
     itself is not deterministic across batch layouts."""
-    return _first(step, freezing, "layout", lambda i, op, src: op.layout_sensitive is not None, replay.layout_flips,
-                  lambda op, n, src: (
-                      f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on the "
-                      f"element's position in the tensor, and {n} accumulator value(s) of {src.name!r} lie within "
-                      "those few ulps of a quantization step, so Keras's own output there depends on the batch layout "
-                      "(e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A layout-stable "
-                      "activation (relu, tanh, hard_sigmoid, softsign) avoids this"))
+    return _first(
+        step,
+        freezing,
+        "layout",
+        lambda i, op, src: op.layout_sensitive is not None,
+        replay.layout_flips,
+        lambda op, n, src: (
+            f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on the "
+            f"element's position in the tensor, and {n} accumulator value(s) of {src.name!r} lie within "
+            "those few ulps of a quantization step, so Keras's own output there depends on the batch layout "
+            "(e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A layout-stable "
+            "activation (relu, tanh, hard_sigmoid, softsign) avoids this"
+        ),
+    )
 
 
 def _fused(step: Step, freezing) -> dict | None:
@@ -44,12 +51,20 @@ def _fused(step: Step, freezing) -> dict | None:
     def fused(i, op, src):  # only what directly follows the accumulator (and its bias) is fused
         return op.fusable is not None and src.op in ("dense", "conv2d") and all(o.bias for o in step.float_ops[:i])
 
-    return _first(step, freezing, "fused", fused, replay.near_steps, lambda op, n, src: (
-        f"{op.fusable} in {op.label!r} may run fused into the {src.op} of {src.name!r} in model.predict "
-        f"(TensorFlow's graph optimizer), where its float32 results differ by a few ulps from the same activation "
-        f"alone, and {n} accumulator value(s) lie within those ulps of a quantization step, so Keras's own output "
-        "there depends on how TensorFlow runs the model; the deployed model follows the activation computed alone "
-        "(as eager Keras does). A piecewise-linear activation (relu, relu6, leaky_relu, hard_sigmoid) avoids this"))
+    return _first(
+        step,
+        freezing,
+        "fused",
+        fused,
+        replay.near_steps,
+        lambda op, n, src: (
+            f"{op.fusable} in {op.label!r} may run fused into the {src.op} of {src.name!r} in model.predict "
+            f"(TensorFlow's graph optimizer), where its float32 results differ by a few ulps from the same activation "
+            f"alone, and {n} accumulator value(s) lie within those ulps of a quantization step, so Keras's own output "
+            "there depends on how TensorFlow runs the model; the deployed model follows the activation computed alone "
+            "(as eager Keras does). A piecewise-linear activation (relu, relu6, leaky_relu, hard_sigmoid) avoids this"
+        ),
+    )
 
 
 def _first(step: Step, freezing, kind: str, applies, count, reason) -> dict | None:
@@ -75,9 +90,13 @@ def _replayed(step: Step, freezing):
 def _xla_bias(step: Step, op) -> dict:
     layer = op.label.rsplit(".", 1)[0]
     return {
-        "node": step.name, "layer": layer, "kind": "xla_bias",
-        "reason": (f"layer {layer!r} adds a float bias under XLA (jit_compile=True), which folds the bias into the dot "
-                   "product at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; the "
-                   "deployed model adds the bias to the exact sum, as Keras does without XLA. For a layout-independent "
-                   "Keras model give the layer a bias_quantizer or compile it with jit_compile=False"),
+        "node": step.name,
+        "layer": layer,
+        "kind": "xla_bias",
+        "reason": (
+            f"layer {layer!r} adds a float bias under XLA (jit_compile=True), which folds the bias into the dot "
+            "product at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; the "
+            "deployed model adds the bias to the exact sum, as Keras does without XLA. For a layout-independent "
+            "Keras model give the layer a bias_quantizer or compile it with jit_compile=False"
+        ),
     }

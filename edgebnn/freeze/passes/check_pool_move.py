@@ -29,8 +29,10 @@ def run(step: Step, freezing) -> None:
 def check(pool: Step, req, acc, jit: bool) -> None:
     """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact."""
     step = pool.moved_from
-    advice = (f"so the maximum cannot move after the quantizer exactly; pool after the activation "
-              f"(put {pool.name!r} after {step.name!r}) or directly on the accumulator before the normalization")
+    advice = (
+        f"so the maximum cannot move after the quantizer exactly; pool after the activation "
+        f"(put {pool.name!r} after {step.name!r}) or directly on the accumulator before the normalization"
+    )
     if req.op == "cast":  # float ops are relus (non-decreasing): the conversion must be non-decreasing
         t = req.type
         lo, hi = acc.lo, acc.hi
@@ -38,8 +40,10 @@ def check(pool: Step, req, acc, jit: bool) -> None:
             lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
         wraps = not (t.contains(_on_grid(lo, t)) and t.contains(_on_grid(hi, t)))
         if wraps and t.overflow not in ("SAT", "SAT_SYM"):
-            raise FreezeError(f"{where(pool.layer)} sits before the quantizer of {step.name!r}, whose conversion onto "
-                              f"{t} overflows with {t.overflow} and is not monotone, {advice}")
+            raise FreezeError(
+                f"{where(pool.layer)} sits before the quantizer of {step.name!r}, whose conversion onto "
+                f"{t} overflows with {t.overflow} and is not monotone, {advice}"
+            )
         return
     codes, values = grid(acc)
     before = replay.evaluate(step, values, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)

@@ -24,8 +24,14 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                         "give it an input_quantizer or insert a QuantActivation before it"
                     )
                 continue
-            step = Step(item.name, "requant", item.layer, item.quantizer, list(pending),
-                        [op.layer.name for op in pending] + [item.layer.name])
+            step = Step(
+                item.name,
+                "requant",
+                item.layer,
+                item.quantizer,
+                list(pending),
+                [op.layer.name for op in pending] + [item.layer.name],
+            )
             became[id(item)] = step
             pending.clear()
             yield step

@@ -35,7 +35,9 @@ def check_conv_weights(node: Node, src: Node, where: str) -> None:
     w = node.params["weight"]
     check_weights(
         dataclasses.replace(node, shape=(node.shape[-1],), params={**node.params, "weight": w.reshape(-1, w.shape[3])}),
-        dataclasses.replace(src, shape=(w.shape[0] * w.shape[1] * w.shape[2],)), where)
+        dataclasses.replace(src, shape=(w.shape[0] * w.shape[1] * w.shape[2],)),
+        where,
+    )
 
 
 def im2col(x: np.ndarray, kh: int, kw: int, strides, padding, pad_code: int) -> np.ndarray:

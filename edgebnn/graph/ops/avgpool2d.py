@@ -36,14 +36,17 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     src = inputs[0]
     pool = node.attrs["pool"]
     if window_bits(pool) is None:
-        raise GraphError(f"{where}: a {pool[0]}x{pool[1]} window does not hold a power of two of values, so its mean "
-                         "is on no fixed-point grid")
+        raise GraphError(
+            f"{where}: a {pool[0]}x{pool[1]} window does not hold a power of two of values, so its mean is on no fixed-point grid"
+        )
     want = pooled_shape(src.shape, pool, node.attrs["strides"])
     if node.shape != want:
         raise GraphError(f"{where}: pools an (H, W, C) input into {want}")
     if node.type.lsb_exp != src.type.lsb_exp - window_bits(pool):
-        raise GraphError(f"{where}: its type {node.type} must have a step of 2**{src.type.lsb_exp - window_bits(pool)}, "
-                         f"the input's step divided by the window size")
+        raise GraphError(
+            f"{where}: its type {node.type} must have a step of 2**{src.type.lsb_exp - window_bits(pool)}, "
+            f"the input's step divided by the window size"
+        )
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
@@ -63,6 +66,9 @@ def avgpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str 
 
 
 SPEC = OpSpec(
-    op="avgpool2d", n_inputs=1, validate=validate, execute=execute,
+    op="avgpool2d",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
     attrs={"pool": "[ph, pw] window size, ph * pw a power of two", "strides": "[sh, sw]"},
 )

@@ -48,6 +48,9 @@ def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str
 
 
 SPEC = OpSpec(
-    op="cast", n_inputs=1, validate=validate, execute=execute,
+    op="cast",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
     attrs={"relu": "true: y = type(relu(x)); false: y = type(x)"},
 )

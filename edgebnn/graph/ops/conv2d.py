@@ -21,8 +21,7 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     give, a pad code of the input type, and weight and bias codes as for dense."""
     src = inputs[0]
     w = node.params.get("weight")
-    if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] \
-            or w.shape[3] != node.shape[-1]:
+    if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] or w.shape[3] != node.shape[-1]:
         raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, F) with C={src.shape[-1]}")
     (pt, pb), (pl, pr) = node.attrs["padding"]
     sh, sw = node.attrs["strides"]
@@ -44,9 +43,18 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
     return weighted_sum(node, inputs[0], cols, w.reshape(kh * kw * c, f))
 
 
-def conv2d_node(name: str, src: Node, weight, weight_type: FixedType, strides=(1, 1),
-                padding=((0, 0), (0, 0)), pad_code: int = 0, bias=None, bias_type: FixedType | None = None,
-                source: str = "") -> Node:
+def conv2d_node(
+    name: str,
+    src: Node,
+    weight,
+    weight_type: FixedType,
+    strides=(1, 1),
+    padding=((0, 0), (0, 0)),
+    pad_code: int = 0,
+    bias=None,
+    bias_type: FixedType | None = None,
+    source: str = "",
+) -> Node:
     """A conv2d node (see the module docstring) with the narrowest exact accumulator type."""
     weight = np.asarray(weight, dtype=np.int64)
     kh, kw, c, f = weight.shape
@@ -62,13 +70,15 @@ def conv2d_node(name: str, src: Node, weight, weight_type: FixedType, strides=(1
     ho = (src.shape[0] + pt + pb - kh) // sh + 1
     wo = (src.shape[1] + pl + pr - kw) // sw + 1
     flat.params["weight"] = weight
-    flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]],
-                      pad_code=int(pad_code))
+    flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]], pad_code=int(pad_code))
     return Node(name, "conv2d", [src.name], (ho, wo, f), flat.type, flat.params, flat.attrs, source)
 
 
 SPEC = OpSpec(
-    op="conv2d", n_inputs=1, validate=validate, execute=execute,
+    op="conv2d",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
     params={"weight": "int codes (kh, kw, C, F) on attrs['weight_type']"},
     attrs={
         "weight_type": "fixed-point type of the weight codes",

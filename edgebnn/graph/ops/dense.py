@@ -28,8 +28,9 @@ def describe(node: Node) -> str:
     return f" weight {node.attrs['weight_type']}"
 
 
-def dense_node(name: str, src: Node, weight, weight_type: FixedType, bias=None,
-               bias_type: FixedType | None = None, source: str = "") -> Node:
+def dense_node(
+    name: str, src: Node, weight, weight_type: FixedType, bias=None, bias_type: FixedType | None = None, source: str = ""
+) -> Node:
     """A dense node whose accumulator type is the narrowest exact one for these weights."""
     weight = np.asarray(weight, dtype=np.int64)
     w_vals = weight_type.from_codes(weight)
@@ -50,7 +51,11 @@ def dense_node(name: str, src: Node, weight, weight_type: FixedType, bias=None,
 
 
 SPEC = OpSpec(
-    op="dense", n_inputs=1, validate=validate, execute=execute, describe=describe,
+    op="dense",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
+    describe=describe,
     params={"weight": "int codes (n_in, n_out) on attrs['weight_type']"},
     attrs={"weight_type": "fixed-point type of the weight codes"},
     optional_params={"bias": "int codes (n_out,) on attrs['bias_type'], added to the sum"},

@@ -12,8 +12,7 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     """Output (prod(input shape),) with per-feature bounds."""
     src = inputs[0]
     if node.shape != (int(np.prod(src.shape)),) or node.lo.shape != node.shape:
-        raise GraphError(f"{where}: flattens {src.shape} into ({int(np.prod(src.shape))},) with "
-                         "per-feature bounds")
+        raise GraphError(f"{where}: flattens {src.shape} into ({int(np.prod(src.shape))},) with per-feature bounds")
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:

@@ -23,8 +23,7 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
 def input_node(name: str, shape, type_: FixedType, source: str = "") -> Node:
     """The graph input of ``shape`` (no batch axis) on ``type_``; its bounds are the type's range."""
     c = shape[-1]
-    return Node(name, "input", [], tuple(shape), type_,
-                {"lo": np.full(c, type_.min), "hi": np.full(c, type_.max)}, {}, source)
+    return Node(name, "input", [], tuple(shape), type_, {"lo": np.full(c, type_.min), "hi": np.full(c, type_.max)}, {}, source)
 
 
 SPEC = OpSpec(op="input", n_inputs=0, validate=validate, execute=execute)

@@ -32,6 +32,9 @@ def maxpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str 
 
 
 SPEC = OpSpec(
-    op="maxpool2d", n_inputs=1, validate=validate, execute=execute,
+    op="maxpool2d",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
     attrs={"pool": "[ph, pw] window size", "strides": "[sh, sw]"},
 )

@@ -57,7 +57,11 @@ def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType
 
 
 SPEC = OpSpec(
-    op="threshold", n_inputs=1, validate=validate, execute=execute, describe=describe,
+    op="threshold",
+    n_inputs=1,
+    validate=validate,
+    execute=execute,
+    describe=describe,
     params={
         "thresholds": "int codes (C, K) on the input's type, ascending per channel",
         "levels": "int codes (C, K+1) on the node's type: the output for 0..K thresholds reached",

@@ -28,8 +28,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of an avgpool2d node: window adder trees of the input width (the reuse factor
     and the live outputs do not apply)."""
     c = ctx.c
@@ -52,6 +53,13 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
         ff = trees * widths[node.name]["result"].width if ctx.boundary else 0
         ii = 1
     lut = math.ceil(trees * adder_bits * c.lut_per_adder_bit) + line_lut
-    detail = {"pool": [ph, pw], "strides": list(node.attrs["strides"]), "channels": ch, "adders": trees * adders,
-              "adder_levels": k, "input_bits": wx, "line_buffer_lut": line_lut}
+    detail = {
+        "pool": [ph, pw],
+        "strides": list(node.attrs["strides"]),
+        "channels": ch,
+        "adders": trees * adders,
+        "adder_levels": k,
+        "input_bits": wx,
+        "line_buffer_lut": line_lut,
+    }
     return LayerEstimate(node.name, "avgpool2d", lut, ff, 0, bram, 0, latency, ii, detail)

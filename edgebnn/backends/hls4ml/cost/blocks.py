@@ -174,8 +174,13 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
         # has written it out: both arrays live across the process's sequential phases, so they
         # are registers (n_in * Wx + n_out * Wr bits) besides the dense's own pipeline registers
         arrays = row.detail["n_in"] * row.detail["input_bits"] + row.detail["n_out"] * row.detail["result_bits"]
-    return dataclasses.replace(row, ff=row.ff + fifo + arrays, latency=latency, ii=ii,
-                               detail={**row.detail, "stream_fifo_bits": fifo, "stream_array_bits": arrays})
+    return dataclasses.replace(
+        row,
+        ff=row.ff + fifo + arrays,
+        latency=latency,
+        ii=ii,
+        detail={**row.detail, "stream_fifo_bits": fifo, "stream_array_bits": arrays},
+    )
 
 
 def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict[str, np.ndarray]:
@@ -226,6 +231,9 @@ def _cap_dsp(rows: list[LayerEstimate], board: Board, warnings: list[str]) -> li
         dsp = math.floor(r.dsp * keep)
         moved = r.dsp - dsp
         extra = math.ceil(moved * r.detail.get("lut_per_dsp", 0.0))
-        out.append(dataclasses.replace(r, dsp=dsp, lut=r.lut + extra,
-                                       detail={**r.detail, "dsp_moved_to_lut": moved, "lut_for_moved_dsp": extra}))
+        out.append(
+            dataclasses.replace(
+                r, dsp=dsp, lut=r.lut + extra, detail={**r.detail, "dsp_moved_to_lut": moved, "lut_for_moved_dsp": extra}
+            )
+        )
     return out

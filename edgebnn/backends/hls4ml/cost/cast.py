@@ -27,8 +27,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a cast node: output selects, incrementers and saturation compares of the
     live elements (the reuse factor does not apply)."""
     c = ctx.c
@@ -59,6 +60,12 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
     ff = n * to.width if latency else 0
     if stream:
         latency += pixels - 1
-    detail = {"elements": n, "input_bits": ti.width, "output_bits": to.width, "relu": relu,
-              "rounds": rounds, "saturates": saturates}
+    detail = {
+        "elements": n,
+        "input_bits": ti.width,
+        "output_bits": to.width,
+        "relu": relu,
+        "rounds": rounds,
+        "saturates": saturates,
+    }
     return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, pixels if stream else 1, detail)

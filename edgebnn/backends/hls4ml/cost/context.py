@@ -98,16 +98,18 @@ class ModelConstants:
     # chains hls4ml's layers inside the top pipeline (boundary 0); Vitis HLS (2020.2+) keeps each
     # layer a pipelined function with registered I/O and a slower, more conservative operator
     # library (the CSV's Vitis HLS 2021.1 designs take about 3x the cycles of Vivado HLS ones).
-    timing_ns: Mapping = dataclasses.field(default_factory=lambda: {
-        "vivado_hls": {
-            "DSP48E1": {"add": 1.2, "dsp_mult": 4.5, "lut_mult": 2.5, "compare": 1.2, "layer": 0.0, "rom": 1},
-            "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 0.0, "rom": 1},
-        },
-        "vitis_hls": {
-            "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
-            "DSP48E2": {"add": 1.4, "dsp_mult": 5.0, "lut_mult": 1.8, "compare": 1.0, "layer": 2.5, "rom": 2},
-        },
-    })
+    timing_ns: Mapping = dataclasses.field(
+        default_factory=lambda: {
+            "vivado_hls": {
+                "DSP48E1": {"add": 1.2, "dsp_mult": 4.5, "lut_mult": 2.5, "compare": 1.2, "layer": 0.0, "rom": 1},
+                "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 0.0, "rom": 1},
+            },
+            "vitis_hls": {
+                "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
+                "DSP48E2": {"add": 1.4, "dsp_mult": 5.0, "lut_mult": 1.8, "compare": 1.0, "layer": 2.5, "rom": 2},
+            },
+        }
+    )
 
 
 CONSTANTS = ModelConstants()
@@ -164,5 +166,3 @@ class _Context:
         """Cycles beyond the first that combinational logic of ``ns`` needs (it chains into
         the cycle of the register or memory read that follows it)."""
         return max(0, self.cycles(ns) - 1)
-
-

@@ -37,8 +37,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a conv2d node: one im2col dense unit (:mod:`.dense`) used once per output
     pixel (io_parallel) or once per input pixel (io_stream line buffers)."""
     c = ctx.c

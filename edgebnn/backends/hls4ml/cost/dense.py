@@ -102,8 +102,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a dense node (the rules in the module docstring); ``live`` masks the outputs
     some later node reads (None: all)."""
     c = ctx.c
@@ -124,8 +125,15 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
     wa = widths[node.name]["accum"].width
     wr = widths[node.name]["result"].width
     bias_terms = (np.asarray(bias) != 0).astype(np.int64) if bias is not None else np.zeros(n_out, np.int64)
-    detail: dict[str, Any] = {"n_in": n_in, "n_out": n_out, "input_bits": wx, "weight_bits": wt.width,
-                              "accumulator_bits": wa, "result_bits": wr, "dead_outputs": n_dead}
+    detail: dict[str, Any] = {
+        "n_in": n_in,
+        "n_out": n_out,
+        "input_bits": wx,
+        "weight_bits": wt.width,
+        "accumulator_bits": wa,
+        "result_bits": wr,
+        "dead_outputs": n_dead,
+    }
 
     if ctx.strategy == "Resource":
         valid = valid_reuse_factors(n_in, n_out_full)
@@ -157,7 +165,7 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
         shift_add = present & ~free & (digits < c.mult_min_csd_digits)
         we = _signed_bits(mag, wt.signed)
         terms = present.sum(axis=0) + bias_terms
-    real = present & ~free & ~shift_add                     # "mul" operations
+    real = present & ~free & ~shift_add  # "mul" operations
     wide = (we > c.lut_mult_max_bits) & (wx > c.lut_mult_max_bits)
     if ctx.multipliers == "dsp":
         dsp_prod = real
@@ -167,8 +175,13 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
         dsp_prod = real & wide
     lut_prod = real & ~dsp_prod
     n_real = int(real.sum())
-    detail["products"] = {"zero": int((~present).sum()), "free": int(free.sum()), "shift_add": int(shift_add.sum()),
-                          "lut": int(lut_prod.sum()), "dsp": int(dsp_prod.sum())}
+    detail["products"] = {
+        "zero": int((~present).sum()),
+        "free": int(free.sum()),
+        "shift_add": int(shift_add.sum()),
+        "lut": int(lut_prod.sum()),
+        "dsp": int(dsp_prod.sum()),
+    }
 
     # sharing: hls4ml's multiplier_limit bounds the "mul" instances; II follows from it
     if weights_in_memory:
@@ -266,7 +279,13 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
     p = _positions(node)
     ii_total = ii * p
     latency += (p - 1) * ii
-    detail.update(adders=adders, lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux},
-                  adder_levels=levels, path_ns=round(path_ns, 3), lut_per_dsp=lut_per_dsp, ii=ii)
+    detail.update(
+        adders=adders,
+        lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux},
+        adder_levels=levels,
+        path_ns=round(path_ns, 3),
+        lut_per_dsp=lut_per_dsp,
+        ii=ii,
+    )
     lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux))
     return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)

@@ -14,8 +14,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a flatten node: wires in io_parallel; io_stream repacks one input pixel per cycle."""
     pixels = int(np.prod(src.shape[:-1]))
     latency = pixels if ctx.io_type == "io_stream" else 0

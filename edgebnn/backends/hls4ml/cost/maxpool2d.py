@@ -28,8 +28,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a maxpool2d node: comparators and selects of the input width (the reuse
     factor and the live outputs do not apply)."""
     c = ctx.c
@@ -55,6 +56,13 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
         ff = int(np.prod(node.shape)) * wx if ctx.boundary else 0
         ii = 1
     lut = math.ceil(comparators * per_comparator) + line_lut
-    detail = {"pool": [ph, pw], "strides": list(node.attrs["strides"]), "channels": ch, "comparators": comparators,
-              "compare_levels": levels, "input_bits": wx, "line_buffer_lut": line_lut}
+    detail = {
+        "pool": [ph, pw],
+        "strides": list(node.attrs["strides"]),
+        "channels": ch,
+        "comparators": comparators,
+        "compare_levels": levels,
+        "input_bits": wx,
+        "line_buffer_lut": line_lut,
+    }
     return LayerEstimate(node.name, "maxpool2d", lut, ff, 0, bram, 0, latency, ii, detail)

@@ -37,8 +37,12 @@ class LayerEstimate:
     def to_dict(self) -> dict[str, Any]:
         """The row as plain JSON types."""
         return {
-            "name": self.name, "op": self.op, **self.resources(),
-            "latency": self.latency, "ii": self.ii, "detail": _jsonable(self.detail),
+            "name": self.name,
+            "op": self.op,
+            **self.resources(),
+            "latency": self.latency,
+            "ii": self.ii,
+            "detail": _jsonable(self.detail),
         }
 
 

@@ -69,9 +69,21 @@ def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> La
     mult_ns = ctx.ns("dsp_mult") if use_dsp else ctx.ns("lut_mult")
     rom_each = _bram18(tb, c.softmax_table_size, c.bram18_shapes)
     bram = (math.ceil(n / 2) + 1) * rom_each
-    latency = (ctx.boundary + 2 * ctx.rom + ctx.extra_cycles(pre_ns) + ctx.extra_cycles(levels * ctx.ns("add"))
-               + max(1, ctx.cycles(mult_ns)))
+    latency = (
+        ctx.boundary
+        + 2 * ctx.rom
+        + ctx.extra_cycles(pre_ns)
+        + ctx.extra_cycles(levels * ctx.ns("add"))
+        + max(1, ctx.cycles(mult_ns))
+    )
     ff = max(0, latency - 1) * n * tb + n * wr
-    detail = {"n": n, "implementation": implementation, "input_bits": wi, "table_bits": tb,
-              "table_size": c.softmax_table_size, "exp_table_copies": math.ceil(n / 2), "adder_levels": levels}
+    detail = {
+        "n": n,
+        "implementation": implementation,
+        "input_bits": wi,
+        "table_bits": tb,
+        "table_size": c.softmax_table_size,
+        "exp_table_copies": math.ceil(n / 2),
+        "adder_levels": levels,
+    }
     return LayerEstimate("softmax", "softmax", math.ceil(lut), ff, dsp, bram, 0, latency, 1, detail)

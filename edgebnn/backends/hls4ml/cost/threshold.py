@@ -27,8 +27,9 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str],
-         live: np.ndarray | None = None) -> LayerEstimate:
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
     """The row of a threshold node: live comparators and the level logic (the reuse factor
     and the live outputs do not apply)."""
     c = ctx.c
@@ -46,7 +47,11 @@ def cost(node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[s
     ff = p * t.shape[0] * wo
     ns = ctx.ns("compare") + (ctx.ns("add") if any(k >= 2 for k in live) else 0.0)
     latency = max(1, ctx.cycles(ns)) + (pixels - 1 if stream else 0)
-    detail = {"channels": t.shape[0], "thresholds_per_channel": t.shape[1], "live_comparators": comparators,
-              "input_bits": wi, "output_bits": wo}
-    return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency,
-                         pixels if stream else 1, detail)
+    detail = {
+        "channels": t.shape[0],
+        "thresholds_per_channel": t.shape[1],
+        "live_comparators": comparators,
+        "input_bits": wi,
+        "output_bits": wo,
+    }
+    return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency, pixels if stream else 1, detail)

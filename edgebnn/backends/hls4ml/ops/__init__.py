@@ -41,8 +41,7 @@ LOWERINGS: dict[str, ModuleType] = {
 }
 
 # what every module in LOWERINGS defines
-INTERFACE = ("ELEMENTWISE", "hls_class", "check", "layer", "precisions", "reuse_factor", "config_names",
-             "hls_layers", "verify")
+INTERFACE = ("ELEMENTWISE", "hls_class", "check", "layer", "precisions", "reuse_factor", "config_names", "hls_layers", "verify")
 
 
 def lowering(node: Node) -> ModuleType:
@@ -50,5 +49,6 @@ def lowering(node: Node) -> ModuleType:
     try:
         return LOWERINGS[node.op]
     except (KeyError, TypeError):
-        raise EdgebnnError(f"graph node {node.name!r} ({node.op}) cannot be exported to hls4ml; "
-                           f"export supports {', '.join(LOWERINGS)} nodes") from None
+        raise EdgebnnError(
+            f"graph node {node.name!r} ({node.op}) cannot be exported to hls4ml; export supports {', '.join(LOWERINGS)} nodes"
+        ) from None

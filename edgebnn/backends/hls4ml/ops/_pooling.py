@@ -22,11 +22,26 @@ def pooling_layer(node: Node, src: Node, class_name: str) -> dict:
     (its Keras converters' name, from which hls4ml takes the pool op): shapes, pool size and
     strides, valid padding."""
     (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
-    return dict(class_name=class_name, data_format="channels_last",
-                in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_filt=int(src.shape[2]),
-                n_chan=int(src.shape[2]), out_height=int(node.shape[0]), out_width=int(node.shape[1]),
-                pool_height=int(ph), pool_width=int(pw), stride_height=int(sh), stride_width=int(sw),
-                padding="valid", pad_top=0, pad_bottom=0, pad_left=0, pad_right=0, count_pad=False)
+    return dict(
+        class_name=class_name,
+        data_format="channels_last",
+        in_height=int(src.shape[0]),
+        in_width=int(src.shape[1]),
+        n_filt=int(src.shape[2]),
+        n_chan=int(src.shape[2]),
+        out_height=int(node.shape[0]),
+        out_width=int(node.shape[1]),
+        pool_height=int(ph),
+        pool_width=int(pw),
+        stride_height=int(sh),
+        stride_width=int(sw),
+        padding="valid",
+        pad_top=0,
+        pad_bottom=0,
+        pad_left=0,
+        pad_right=0,
+        count_pad=False,
+    )
 
 
 def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
@@ -34,6 +49,7 @@ def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
     with ``pool_op`` (Max or Average)."""
     expect_precision(backend, layer, "accumulator", layer.get_attr("accum_t").precision, accum)
     if layer.get_attr("pool_op") != pool_op:
-        raise RuntimeError(f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; "
-                           "please report this to edgebnn")
+        raise RuntimeError(
+            f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; please report this to edgebnn"
+        )
     return []

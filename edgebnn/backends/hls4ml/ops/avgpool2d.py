@@ -18,8 +18,18 @@ from .common import own_config_names as config_names
 from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "accumulator", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
-           "reuse_factor", "verify"]
+__all__ = [
+    "ELEMENTWISE",
+    "accumulator",
+    "check",
+    "config_names",
+    "hls_class",
+    "hls_layers",
+    "layer",
+    "precisions",
+    "reuse_factor",
+    "verify",
+]
 
 ELEMENTWISE = False
 
@@ -32,8 +42,9 @@ def hls_class(node: Node) -> str:
 def accumulator(node: Node) -> FixedType:
     """The window sum's type: the node's grid with ``k`` more integer bits (``N = 2**k``)."""
     k = (node.attrs["pool"][0] * node.attrs["pool"][1]).bit_length() - 1
-    return node.type.replace(width=node.type.width + k, integer=node.type.integer + k, rounding="TRN", overflow="WRAP",
-                             sat_bits=0)
+    return node.type.replace(
+        width=node.type.width + k, integer=node.type.integer + k, rounding="TRN", overflow="WRAP", sat_bits=0
+    )
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:

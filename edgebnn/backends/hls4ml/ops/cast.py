@@ -12,8 +12,7 @@ from .common import own_config_names as config_names
 from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
-           "reuse_factor", "verify"]
+__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
 
 # elementwise: commutes with a flatten, and streams one packet out per packet in
 ELEMENTWISE = True
@@ -35,8 +34,7 @@ def check(node: Node, src: Node, io_type: str, where: str) -> None:
 
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): the activation and its size."""
-    return dict(class_name="Activation", activation="relu" if node.attrs["relu"] else "linear",
-                n_in=int(np.prod(node.shape)))
+    return dict(class_name="Activation", activation="relu" if node.attrs["relu"] else "linear", n_in=int(np.prod(node.shape)))
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:

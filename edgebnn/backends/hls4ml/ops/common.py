@@ -74,8 +74,10 @@ def expect_precision(backend, layer, what: str, precision_, text: str) -> None:
     # transform_types wraps precisions in backend subclasses, hence isinstance
     ok = isinstance(precision_, type(want_p)) and precision_ == want_p
     if not ok:
-        raise RuntimeError(f"hls4ml changed the {what} type of layer {layer.name!r} to {precision_} "
-                           f"(expected {text}); please report this to edgebnn")
+        raise RuntimeError(
+            f"hls4ml changed the {what} type of layer {layer.name!r} to {precision_} "
+            f"(expected {text}); please report this to edgebnn"
+        )
 
 
 def same_reuse_factor(node: Node, backend, strategy: str, reuse_factor: int) -> int:
@@ -122,8 +124,10 @@ def verify_weighted(layer, node: Node, prec: dict[str, str], backend, reuse_fact
     valid = backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
     if layer.get_attr("strategy", "").lower() == "resource" and rf not in valid:
         # its C++ would fail an assertion, which aborts the process running the C-simulation
-        raise RuntimeError(f"hls4ml left layer {layer.name!r} with the invalid reuse factor {rf}; "
-                           f"use one of {', '.join(map(str, valid))}, and please report this to edgebnn")
+        raise RuntimeError(
+            f"hls4ml left layer {layer.name!r} with the invalid reuse factor {rf}; "
+            f"use one of {', '.join(map(str, valid))}, and please report this to edgebnn"
+        )
     if rf != reuse_factor:
         return [
             f"hls4ml changed the reuse factor of layer {node.name!r} from {reuse_factor} to {rf}; "
@@ -135,8 +139,9 @@ def verify_weighted(layer, node: Node, prec: dict[str, str], backend, reuse_fact
 def check_packing(layer) -> None:
     """Post-flow check of an elementwise layer in io_stream: one packet out per packet in."""
     # hls4ml's activations (and our threshold) need both the same
-    packing = [(t.n_elem, t.n_pack, t.unpack) for t in
-               (layer.get_input_variable().type, layer.get_output_variable().type)]
+    packing = [(t.n_elem, t.n_pack, t.unpack) for t in (layer.get_input_variable().type, layer.get_output_variable().type)]
     if packing[0] != packing[1]:
-        raise RuntimeError(f"hls4ml streams layer {layer.name!r} in packets of {packing[0][0]} values and "
-                           f"writes packets of {packing[1][0]}; please report this to edgebnn")
+        raise RuntimeError(
+            f"hls4ml streams layer {layer.name!r} in packets of {packing[0][0]} values and "
+            f"writes packets of {packing[1][0]}; please report this to edgebnn"
+        )

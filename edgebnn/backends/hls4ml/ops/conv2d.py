@@ -14,8 +14,7 @@ from ....graph import Node
 from .common import bias_values, check_accumulator, verify_weighted, weight_values, weighted_precisions
 from .common import own_config_names as config_names
 
-__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
-           "reuse_factor", "verify"]
+__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
 
 ELEMENTWISE = False
 
@@ -60,12 +59,26 @@ def layer(node: Node, src: Node) -> dict:
     kh, kw, c, f = (int(d) for d in w.shape)
     (pt, pb), (pl, pr) = node.attrs["padding"]
     sh, sw = node.attrs["strides"]
-    return dict(class_name="Conv2D", data_format="channels_last",
-                in_height=int(src.shape[0]), in_width=int(src.shape[1]), n_chan=c,
-                out_height=int(node.shape[0]), out_width=int(node.shape[1]), n_filt=f,
-                filt_height=kh, filt_width=kw, stride_height=int(sh), stride_width=int(sw),
-                pad_top=int(pt), pad_bottom=int(pb), pad_left=int(pl), pad_right=int(pr),
-                weight_data=weight_values(node), bias_data=bias_values(node))
+    return dict(
+        class_name="Conv2D",
+        data_format="channels_last",
+        in_height=int(src.shape[0]),
+        in_width=int(src.shape[1]),
+        n_chan=c,
+        out_height=int(node.shape[0]),
+        out_width=int(node.shape[1]),
+        n_filt=f,
+        filt_height=kh,
+        filt_width=kw,
+        stride_height=int(sh),
+        stride_width=int(sw),
+        pad_top=int(pt),
+        pad_bottom=int(pb),
+        pad_left=int(pl),
+        pad_right=int(pr),
+        weight_data=weight_values(node),
+        bias_data=bias_values(node),
+    )
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:

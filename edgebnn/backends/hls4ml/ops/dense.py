@@ -10,8 +10,7 @@ from .common import bias_values, check_accumulator, own_hls_layer, verify_weight
 from .common import own_config_names as config_names
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
-           "reuse_factor", "verify"]
+__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
 
 ELEMENTWISE = False
 
@@ -34,8 +33,14 @@ def check(node: Node, src: Node, io_type: str, where: str) -> None:
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): sizes, weights and bias as values."""
     w = node.params["weight"]
-    return dict(class_name="Dense", n_in=int(w.shape[0]), n_out=int(w.shape[1]), data_format="channels_last",
-                weight_data=weight_values(node), bias_data=bias_values(node))
+    return dict(
+        class_name="Dense",
+        n_in=int(w.shape[0]),
+        n_out=int(w.shape[1]),
+        data_format="channels_last",
+        weight_data=weight_values(node),
+        bias_data=bias_values(node),
+    )
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:

@@ -10,8 +10,7 @@ from ....graph import Node
 from .common import own_config_names, precision
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions",
-           "reuse_factor", "verify"]
+__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
 
 ELEMENTWISE = False
 

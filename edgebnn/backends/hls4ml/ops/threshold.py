@@ -12,8 +12,19 @@ from .common import expect_precision, own_hls_layer, precision
 from .common import own_config_names as config_names
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "THRESHOLD_CLASS", "check", "config_names", "hls_class", "hls_layers", "layer",
-           "precisions", "reuse_factor", "tables", "verify"]
+__all__ = [
+    "ELEMENTWISE",
+    "THRESHOLD_CLASS",
+    "check",
+    "config_names",
+    "hls_class",
+    "hls_layers",
+    "layer",
+    "precisions",
+    "reuse_factor",
+    "tables",
+    "verify",
+]
 
 THRESHOLD_CLASS = "EdgebnnThreshold"
 # elementwise: commutes with a flatten, and streams one packet out per packet in
@@ -44,10 +55,14 @@ def layer(node: Node, src: Node) -> dict:
     t, lv = tables(node)
     # one table row per channel: the last axis, or every flat feature of a threshold moved
     # before a flatten in io_stream (the template's channel is the flat index % n_chan)
-    return dict(class_name=THRESHOLD_CLASS, n_in=int(np.prod(node.shape)), n_chan=int(t.shape[0]),
-                n_thresholds=int(t.shape[1]),
-                thresholds_data=src.type.from_codes(t).reshape(-1),
-                levels_data=node.type.from_codes(lv).reshape(-1))
+    return dict(
+        class_name=THRESHOLD_CLASS,
+        n_in=int(np.prod(node.shape)),
+        n_chan=int(t.shape[0]),
+        n_thresholds=int(t.shape[1]),
+        thresholds_data=src.type.from_codes(t).reshape(-1),
+        levels_data=node.type.from_codes(lv).reshape(-1),
+    )
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:
