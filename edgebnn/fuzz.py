@@ -588,13 +588,12 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
 
 def load_failure(folder) -> Case:
     """The case saved by :func:`save_failure` (loaded with Keras ``safe_mode``)."""
-    import keras
 
-    from . import constraints, layers, quantizers  # noqa: F401 - registers edgebnn's objects with Keras
+    from .layers import load_model
 
     folder = pathlib.Path(folder)
     info = json.loads((folder / "outcome.json").read_text())
-    model = keras.saving.load_model(folder / "model.keras", safe_mode=True)
+    model = load_model(folder / "model.keras")
     model.compile(jit_compile=info["jit"])
     with np.load(folder / "inputs.npz", allow_pickle=False) as data:
         x = data["x"]

@@ -355,3 +355,13 @@ class QuantActivation(keras.layers.Layer):
         config = dict(config)
         config["quantizer"] = q.get(config["quantizer"])
         return cls(**config)
+
+
+# ------------------------------------------------------------------------------- loading
+def load_model(path, compile: bool = True):
+    """A saved ``.keras`` model with edgebnn's layers, loaded with Keras ``safe_mode`` (no code
+    in the file runs). edgebnn's layers, quantizers, constraints and optimizers are registered
+    with Keras first, so no ``custom_objects`` are needed whatever was imported before."""
+    from . import constraints, optimizers  # noqa: F401 - they register themselves with Keras
+
+    return keras.saving.load_model(path, compile=compile, safe_mode=True)

@@ -63,3 +63,21 @@ def test_dense_bias_quantizer():
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(x)), want)
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.quantized_bias()), [0.25, -1.0])
     assert QuantDense.from_config(layer.get_config()).bias_quantizer == layer.bias_quantizer
+
+
+def test_load_model_needs_no_earlier_import_of_the_layers(tmp_path):
+    """edgebnn.load_model registers edgebnn's objects itself: a fresh interpreter that imported
+    only the package root loads a saved model (plain keras.saving.load_model could not)."""
+    import subprocess
+    import sys
+
+    model = small_bnn()
+    model.save(tmp_path / "m.keras")
+    code = (
+        "import edgebnn, keras\n"
+        f"m = edgebnn.load_model({str(tmp_path / 'm.keras')!r})\n"
+        "print(type(m.layers[0]).__name__, m.layers[0].kernel_quantizer)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == f"QuantDense {model.layers[0].kernel_quantizer}"
