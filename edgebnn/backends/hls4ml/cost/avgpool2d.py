@@ -23,7 +23,7 @@ import numpy as np
 
 from edgebnn.graph import Node
 
-from .blocks import _adder_tree, _line_buffers
+from .blocks import _adder_tree, _pool_frame
 from .context import _Context
 from .row import LayerEstimate
 
@@ -33,33 +33,19 @@ def cost(
 ) -> LayerEstimate:
     """The row of an avgpool2d node: window adder trees of the input width (the reuse factor
     and the live outputs do not apply)."""
-    c = ctx.c
     ph, pw = node.attrs["pool"]
-    ch = int(node.shape[-1])
     wx = widths[src.name]["result"].width
     k = (ph * pw).bit_length() - 1
     adders, adder_bits = _adder_tree(np.array([ph * pw]), wx, wx + k)
-    levels = ctx.cycles(k * ctx.ns("add"))
-    bram, line_lut = 0, 0
-    if ctx.io_type == "io_stream":
-        pixels = src.shape[0] * src.shape[1]
-        trees = ch
-        _, line_lut, bram = _line_buffers(ph, ch, wx, src.shape[1], c)
-        ff = ph * pw * ch * wx  # the window
-        ii, latency = pixels, pixels + levels
-    else:
-        trees = int(np.prod(node.shape))
-        latency = levels + ctx.boundary
-        ff = trees * widths[node.name]["result"].width if ctx.boundary else 0
-        ii = 1
-    lut = math.ceil(trees * adder_bits * c.lut_per_adder_bit) + line_lut
+    frame = _pool_frame(node, src, ctx, widths, ctx.cycles(k * ctx.ns("add")), widths[node.name]["result"].width)
+    lut = math.ceil(frame["units"] * adder_bits * ctx.c.lut_per_adder_bit) + frame["line_lut"]
     detail = {
         "pool": [ph, pw],
         "strides": list(node.attrs["strides"]),
-        "channels": ch,
-        "adders": trees * adders,
+        "channels": int(node.shape[-1]),
+        "adders": frame["units"] * adders,
         "adder_levels": k,
         "input_bits": wx,
-        "line_buffer_lut": line_lut,
+        "line_buffer_lut": frame["line_lut"],
     }
-    return LayerEstimate(node.name, "avgpool2d", lut, ff, 0, bram, 0, latency, ii, detail)
+    return LayerEstimate(node.name, "avgpool2d", lut, frame["ff"], 0, frame["bram"], 0, frame["latency"], frame["ii"], detail)

@@ -151,6 +151,43 @@ def _line_buffers(kernel_rows: int, channels: int, bits: int, depth: int, c: Mod
     return lines, lines * math.ceil(depth / c.srl_bits_per_lut), 0
 
 
+def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_bits: int) -> dict:
+    """What hls4ml's pooling layers share around their window logic (``ph x pw`` windows over
+    ``C`` channels, ``Wx`` the input width):
+
+    * io_parallel: one window unit per output element (``Ho*Wo*C``); II 1, latency the unit's
+      ``cycles`` plus the tool's layer boundary, whose output registers (``out_bits`` per
+      element) exist only where the boundary is a cycle.
+    * io_stream: line buffers as for conv2d (``(ph-1) * C`` shift registers of ``W * Wx`` bits,
+      :func:`_line_buffers`), the ``ph*pw*C*Wx`` window in FFs and ``C`` units used once per input
+      pixel: ``II = H*W``, latency ``H*W`` plus the unit's ``cycles``.
+
+    Returns ``units``, ``ff``, ``bram``, ``line_lut``, ``latency`` and ``ii``."""
+    ph, pw = node.attrs["pool"]
+    ch = int(node.shape[-1])
+    wx = widths[src.name]["result"].width
+    if ctx.io_type == "io_stream":
+        pixels = src.shape[0] * src.shape[1]
+        _, line_lut, bram = _line_buffers(ph, ch, wx, src.shape[1], ctx.c)
+        return {
+            "units": ch,
+            "ff": ph * pw * ch * wx,
+            "bram": bram,
+            "line_lut": line_lut,
+            "latency": pixels + cycles,
+            "ii": pixels,
+        }
+    units = int(np.prod(node.shape))
+    return {
+        "units": units,
+        "ff": units * out_bits if ctx.boundary else 0,
+        "bram": 0,
+        "line_lut": 0,
+        "latency": cycles + ctx.boundary,
+        "ii": 1,
+    }
+
+
 def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:
     """io_stream: each node's output goes through a FIFO (depth 1 for io_parallel-shaped
     dense outputs, in registers: the node's output bits, or ``bits`` for a row without a

@@ -23,7 +23,7 @@ import numpy as np
 
 from edgebnn.graph import Node
 
-from .blocks import _line_buffers
+from .blocks import _pool_frame
 from .context import _Context
 from .row import LayerEstimate
 
@@ -35,34 +35,20 @@ def cost(
     factor and the live outputs do not apply)."""
     c = ctx.c
     (ph, pw) = node.attrs["pool"]
-    ch = int(node.shape[-1])
     wx = widths[src.name]["result"].width
     per_window = ph * pw - 1
     per_comparator = wx * (c.lut_per_compare_bit + c.lut_per_cast_bit)  # compare + 2:1 select
     levels = math.ceil(math.log2(ph * pw)) if ph * pw > 1 else 0
-    compare = ctx.cycles(levels * ctx.ns("compare"))
-    bram, line_lut = 0, 0
-    if ctx.io_type == "io_stream":
-        h, wdt = src.shape[0], src.shape[1]
-        pixels = h * wdt
-        comparators = ch * per_window
-        _, line_lut, bram = _line_buffers(ph, ch, wx, wdt, c)
-        ff = ph * pw * ch * wx  # the window
-        ii = pixels
-        latency = pixels + compare
-    else:
-        comparators = int(np.prod(node.shape)) * per_window
-        latency = compare + ctx.boundary
-        ff = int(np.prod(node.shape)) * wx if ctx.boundary else 0
-        ii = 1
-    lut = math.ceil(comparators * per_comparator) + line_lut
+    frame = _pool_frame(node, src, ctx, widths, ctx.cycles(levels * ctx.ns("compare")), wx)
+    comparators = frame["units"] * per_window
+    lut = math.ceil(comparators * per_comparator) + frame["line_lut"]
     detail = {
         "pool": [ph, pw],
         "strides": list(node.attrs["strides"]),
-        "channels": ch,
+        "channels": int(node.shape[-1]),
         "comparators": comparators,
         "compare_levels": levels,
         "input_bits": wx,
-        "line_buffer_lut": line_lut,
+        "line_buffer_lut": frame["line_lut"],
     }
-    return LayerEstimate(node.name, "maxpool2d", lut, ff, 0, bram, 0, latency, ii, detail)
+    return LayerEstimate(node.name, "maxpool2d", lut, frame["ff"], 0, frame["bram"], 0, frame["latency"], frame["ii"], detail)
