@@ -588,7 +588,6 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
 
 def load_failure(folder) -> Case:
     """The case saved by :func:`save_failure` (loaded with Keras ``safe_mode``)."""
-
     from .layers import load_model
 
     folder = pathlib.Path(folder)

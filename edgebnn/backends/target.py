@@ -152,10 +152,11 @@ class Target:
             return self.reuse_factor.get(node, 1)
         return self.reuse_factor
 
-    def reuse_factors(self, weighted, graph_name: str) -> dict[str, int]:
-        """The reuse factor of each of the graph's ``weighted`` nodes (names); a per-node
-        reuse factor that names no weighted node of the graph is refused."""
-        weighted = list(weighted)
+    def reuse_factors(self, graph) -> dict[str, int]:
+        """The reuse factor of each weighted node (one with a weight matrix: dense, conv2d) of
+        ``graph``; a per-node reuse factor that names no weighted node of it is refused."""
+        weighted = [node.name for node in graph.nodes if "weight" in node.params]
+        graph_name = graph.name
         if isinstance(self.reuse_factor, Mapping):
             unknown = sorted(set(self.reuse_factor) - set(weighted))
             if unknown:

@@ -136,7 +136,7 @@ def estimate(
     clock = target.clock_ns
     if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) or not 0 < utilization_limit <= 1:
         raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
-    rf_of = target.reuse_factors([n.name for n in graph.compute_nodes() if n.op in WEIGHTED_OPS], graph.name)
+    rf_of = target.reuse_factors(graph)
     if multipliers not in MULTIPLIERS:
         raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
     widths = _resolve_types(graph, types)

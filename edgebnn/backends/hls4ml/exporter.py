@@ -101,7 +101,7 @@ def export(
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
     final = check_output_path(output_dir)
     check_graph(graph, target.io_type)
-    target.reuse_factors([n.name for n in graph.nodes if "weight" in n.params], graph.name)
+    target.reuse_factors(graph)  # a per-node reuse factor must name a weighted node
 
     threshold_layer.register(BACKENDS)
     names = hls_names(graph)
