@@ -71,6 +71,13 @@ def every_op_graph(pad_code=0) -> Graph:
     return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
 
 
+# every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
+# one C-simulation per graph and io type); a new family of ops adds its own graph here
+OP_GRAPHS = {
+    "every_op": every_op_graph,
+}
+
+
 def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT>", out_levels=None):
     """Input -> [dense(binary weights) -> sign threshold] * n -> dense, random thresholds.
 

@@ -1,6 +1,6 @@
 """Every graph op x every consumer: the emulator executes it, each backend lowers it and costs it,
 or refuses it explicitly with a reason. A new op in edgebnn.graph.ops fails here until every
-consumer handles or refuses it, and until tests/graphs.py's every_op_graph holds it.
+consumer handles or refuses it, and until one of tests/graphs.py's OP_GRAPHS holds it.
 
 Consumers today: the emulator (graph/ops/<op>.py ``execute``), the hls4ml export
 (backends/hls4ml/ops/<op>.py) and the hls4ml cost model (backends/hls4ml/cost/<op>.py)."""
@@ -9,25 +9,31 @@ import inspect
 
 import numpy as np
 import pytest
-from graphs import PYNQ, assert_csim_equals_emulator, edge_inputs, every_op_graph, export_quietly
+from graphs import OP_GRAPHS, PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
 
 from edgebnn.backends.hls4ml import cost, ops
 from edgebnn.emulate import emulate
 from edgebnn.estimate import estimate
 from edgebnn.graph import OPS, REGISTRY
 
-GRAPH = every_op_graph()
+GRAPHS = {name: build() for name, build in OP_GRAPHS.items()}
 
 
-def test_the_example_graph_holds_every_op():
-    assert sorted(n.op for n in GRAPH.nodes) == sorted(OPS)
+def _graph_of(op: str):
+    """The first example graph that holds a node of ``op``."""
+    return next(g for g in GRAPHS.values() if any(n.op == op for n in g.nodes))
+
+
+def test_the_example_graphs_hold_every_op():
+    assert {n.op for g in GRAPHS.values() for n in g.nodes} == set(OPS)
 
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulator_executes_it(op):
-    node = next(n for n in GRAPH.nodes if n.op == op)
+    graph = _graph_of(op)
+    node = next(n for n in graph.nodes if n.op == op)
     assert callable(REGISTRY[op].execute)
-    out = emulate(GRAPH, edge_inputs(GRAPH, n=40), return_all=True)[node.name]
+    out = emulate(graph, edge_inputs(graph, n=40), return_all=True)[node.name]
     assert out.shape == (40, *node.shape)
     assert node.type.contains(out)
     assert np.all(out >= node.lo) and np.all(out <= node.hi)  # the declared bounds hold
@@ -53,16 +59,20 @@ def test_hls4ml_cost_costs_or_refuses_it(op):
         assert isinstance(reason, str) and reason and "\n" not in reason
 
 
+@pytest.mark.parametrize("name", OP_GRAPHS)
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
-def test_estimate_gives_each_costed_node_a_row(io_type):
-    est = estimate(GRAPH, "pynq-z2", io_type=io_type)
+def test_estimate_gives_each_costed_node_a_row(io_type, name):
+    graph = GRAPHS[name]
+    est = estimate(graph, "pynq-z2", io_type=io_type)
     rows = {r.name: r.op for r in est.rows}
-    for node in GRAPH.compute_nodes():
+    for node in graph.compute_nodes():
         assert rows.get(node.name) == node.op or node.op in cost.FREE
 
 
 @pytest.mark.csim
+@pytest.mark.parametrize("name", OP_GRAPHS)
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
-def test_exported_graph_of_every_op_simulates_exactly(tmp_path, io_type):
-    project = export_quietly(GRAPH, tmp_path / "p", board=PYNQ, io_type=io_type)
-    assert_csim_equals_emulator(project, GRAPH, edge_inputs(GRAPH, n=160))
+def test_exported_graph_of_every_op_simulates_exactly(tmp_path, io_type, name):
+    graph = GRAPHS[name]
+    project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type=io_type)
+    assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=160))

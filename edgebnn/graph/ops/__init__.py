@@ -56,7 +56,16 @@ class OpSpec:
 from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
 from . import input as input_op
 
-_MODULES = (input_op, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast)
+_MODULES = (
+    input_op,
+    dense,
+    conv2d,
+    maxpool2d,
+    avgpool2d,
+    flatten,
+    threshold,
+    cast,
+)
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)
 
