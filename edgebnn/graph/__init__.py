@@ -11,7 +11,7 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+``cast``, ``depthwise_conv2d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -27,6 +27,7 @@ from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
+from .ops.depthwise_conv2d import depthwise_conv2d_node
 from .ops.flatten import flatten_node
 from .ops.input import input_node
 from .ops.maxpool2d import maxpool2d_node
@@ -45,6 +46,7 @@ __all__ = [
     "cast_node",
     "conv2d_node",
     "dense_node",
+    "depthwise_conv2d_node",
     "flatten_node",
     "input_node",
     "maxpool2d_node",

@@ -22,9 +22,9 @@ from types import ModuleType
 
 import keras
 
-from ...layers import QuantActivation, QuantConv2D, QuantDense
+from ...layers import QuantActivation, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
 from ..items import FreezeError, Layer, where
-from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+from . import activation, avgpool, batchnorm, conv2d, dense, depthwise, noop, pooling, quant_activation, reshape, separable
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -36,6 +36,8 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.AveragePooling2D: avgpool,
     keras.layers.Flatten: reshape,
     keras.layers.Dropout: noop,
+    QuantDepthwiseConv2D: depthwise,
+    QuantSeparableConv2D: separable,
 }
 
 

@@ -1,5 +1,8 @@
 """``QuantConv2D``: an exact conv2d node (explicit padding amounts with TensorFlow's "same"
-split, ``pad_values`` as a code of the quantized input's type, strides)."""
+split, ``pad_values`` as a code of the quantized input's type, strides). A ``dilation_rate``
+becomes the dilated kernel (``graph.ops._weighted.dilated``: the taps that far apart, zero weights
+between them): hls4ml 1.3.0's convolutions do not dilate, so the node holds the kernel the
+hardware multiplies and the emulator, export and cost model read that one kernel."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import numpy as np
 from keras import ops
 
 from ...graph import conv2d_node
+from ...graph.ops._weighted import dilated
 from ...layers import _conv_input, _same_padding
 from ..items import FreezeError, Layer, Step, where
 from . import weighted
@@ -19,11 +23,9 @@ KIND = "conv2d"
 
 
 def check(layer) -> None:
-    """Refuse the options the conv2d node does not have."""
+    """Refuse the options the conv2d node does not have (shared by the depthwise layers)."""
     if layer.data_format != "channels_last":
         raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
-    if tuple(layer.dilation_rate) != (1, 1):
-        raise FreezeError(f"{where(layer)} has dilation_rate={tuple(layer.dilation_rate)}; only dilation 1 can be frozen")
     if getattr(layer, "groups", 1) != 1:
         raise FreezeError(f"{where(layer)} has groups={layer.groups}; only groups=1 can be frozen")
     if layer.padding not in ("valid", "same"):
@@ -54,11 +56,21 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The conv2d node reading the last node."""
+    """The conv2d node reading the last node (its kernel dilated by the layer's dilation_rate)."""
     layer, src = step.layer, freezing.nodes[-1]
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
-    kh, kw = layer.kernel_size
-    sh, sw = layer.strides
+    w_codes = dilated(w_codes, layer.dilation_rate)
+    padding, pad_code = explicit_padding(layer, src, w_codes.shape[:2])
+    return conv2d_node(
+        step.name, src, w_codes, w_type, layer.strides, padding, pad_code, bias, bias_type, source=",".join(step.sources)
+    )
+
+
+def explicit_padding(layer, src, kernel_hw) -> tuple:
+    """(padding [[top, bottom], [left, right]], pad code) of the convolution ``layer`` (its
+    kernel of (height, width) ``kernel_hw``, dilation included) on the node ``src``: TensorFlow's
+    "same" split, and ``pad_values`` as a code of the quantized input's type."""
+    (kh, kw), (sh, sw) = kernel_hw, layer.strides
     padding = ((0, 0), (0, 0))
     if layer.padding == "same":
         padding = (_same_padding(src.shape[0], kh, sh, 1), _same_padding(src.shape[1], kw, sw, 1))
@@ -71,6 +83,4 @@ def node(step: Step, freezing):
                 f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
             )
         pad_code = int(src.type.codes(np.array([pad]))[0])
-    return conv2d_node(
-        step.name, src, w_codes, w_type, (sh, sw), padding, pad_code, bias, bias_type, source=",".join(step.sources)
-    )
+    return padding, pad_code

@@ -1,6 +1,7 @@
-"""What ``QuantDense`` and ``QuantConv2D`` share: their lowering into an input quantizer, an
-accumulator step, a float bias and an activation; their quantized bias in Keras; their integer
-weights and bias for the node."""
+"""What the weighted layers (``QuantDense``, ``QuantConv2D``, ``QuantDepthwiseConv2D``,
+``QuantSeparableConv2D``) share: their lowering into an input quantizer, accumulator steps, a
+float bias and an activation; their quantized bias in Keras; their integer weights and bias for
+the node."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from ..items import FloatOp, FreezeError, Layer, Quantize, Step, where
 from . import activation
 
 
-def lower(source: Layer, kind: str) -> Iterator:
-    """The items of a weighted layer whose accumulator step is of ``kind``."""
+def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -> Iterator:
+    """The items of a weighted layer whose accumulator step is of ``kind`` (or whose ``steps``
+    are these, in order), each of its ``kernels`` (quantizer attributes) quantized."""
     layer = source.layer
     # its input quantizer (None when it has none) comes first: it ends the float ops before
     yield Quantize(layer, layer.input_quantizer, "input_quantizer", f"{layer.name}_input")
-    if layer.kernel_quantizer is None:
-        raise FreezeError(f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'")
-    yield Step(layer.name, kind, layer, sources=[layer.name])
+    for which in kernels:
+        if getattr(layer, which) is None:
+            raise FreezeError(f"{where(layer)} has a float kernel; give it a {which} such as 'ste_sign'")
+    yield from steps or [Step(layer.name, kind, layer, sources=[layer.name])]
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
         yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
@@ -35,10 +38,13 @@ def add_quantized_bias(layer, x):
     return x
 
 
-def weights(layer):
-    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer."""
-    w_type, w_codes = forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+def weights(layer, which: str = "kernel_quantizer", kernel=None, with_bias: bool = True):
+    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer: the
+    kernel ``kernel`` (default its ``quantized_kernel()``) on the grid of its quantizer
+    ``which``, and its quantized bias unless ``with_bias`` is False."""
+    kernel = layer.quantized_kernel() if kernel is None else kernel
+    w_type, w_codes = forms.on_declared_grid(layer, which, kernel)
     bias = bias_type = None
-    if layer.use_bias and layer.bias_quantizer is not None:
+    if with_bias and layer.use_bias and layer.bias_quantizer is not None:
         bias_type, bias = forms.on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
     return w_type, w_codes, bias, bias_type

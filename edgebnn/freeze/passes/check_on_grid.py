@@ -23,7 +23,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             pending.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
             pending.clear()
-        elif isinstance(item, Step) and item.kind in ("dense", "conv2d"):
+        elif isinstance(item, Step) and item.kind in ("dense", "conv2d", "depthwise_conv2d", "pointwise"):
             accumulator = item
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""

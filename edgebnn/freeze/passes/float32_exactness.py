@@ -7,10 +7,13 @@ import math
 
 import numpy as np
 
+from ...graph.ops.depthwise_conv2d import as_conv2d
+
 
 def inexact(nodes: list) -> list[str]:
-    """The dense and conv2d nodes whose accumulators, and the avgpool2d nodes whose window
-    sums, float32 may round."""
+    """The dense, conv2d and depthwise_conv2d nodes whose accumulators (a separable layer's
+    intermediate depthwise result among them), and the avgpool2d nodes whose window sums,
+    float32 may round."""
     return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
@@ -35,6 +38,12 @@ def float32_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
+def depthwise_exact(node, nodes: list) -> bool:
+    """:func:`float32_exact` of the depthwise_conv2d node as the conv2d of its full kernel (the
+    zeros outside each channel's block add nothing to the bound)."""
+    return float32_exact(as_conv2d(node), nodes)
+
+
 def mean_exact(node, nodes: list) -> bool:
     """Every partial window sum of the avgpool2d node is an integer multiple of its input's grid
     below 2**24 in magnitude (at most the window size times the largest input, which on the
@@ -44,4 +53,4 @@ def mean_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
-CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact}
+CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact, "depthwise_conv2d": depthwise_exact}

@@ -1,5 +1,6 @@
-"""What dense and conv2d share: the check of weight and bias codes, the exact weighted sum on
-integer codes, and im2col (conv2d as a weighted sum over windows)."""
+"""What dense, conv2d and depthwise_conv2d share: the check of weight and bias codes, the exact
+weighted sum on integer codes, im2col (a convolution as a weighted sum over windows), the output
+shape of a convolution and the kernel of a dilated one."""
 
 from __future__ import annotations
 
@@ -49,6 +50,34 @@ def im2col(x: np.ndarray, kh: int, kw: int, strides, padding, pad_code: int) -> 
     x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=int(pad_code))
     win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]  # N,Ho,Wo,C,kh,kw
     return win.transpose(0, 1, 2, 4, 5, 3).reshape(*win.shape[:3], kh * kw * c)
+
+
+def conv_shape(src_shape, kh: int, kw: int, strides, padding, channels: int) -> tuple[int, int, int]:
+    """The (Ho, Wo, ``channels``) output of a ``kh`` x ``kw`` kernel over an (H, W, C) input with
+    explicit ``padding`` [[top, bottom], [left, right]] and ``strides``."""
+    (pt, pb), (pl, pr) = padding
+    sh, sw = strides
+    return ((src_shape[0] + pt + pb - kh) // sh + 1, (src_shape[1] + pl + pr - kw) // sw + 1, channels)
+
+
+def convolve(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Cross-correlation as Keras computes it of the (N, H, W, C) codes ``x`` with the (kh, kw, C, F)
+    kernel ``w`` under the node's strides, padding and pad code: im2col, then the weighted sum."""
+    kh, kw, c, f = w.shape
+    cols = im2col(x, kh, kw, node.attrs["strides"], node.attrs["padding"], node.attrs["pad_code"])
+    return weighted_sum(node, src, cols, w.reshape(kh * kw * c, f))
+
+
+def dilated(weight, rate) -> np.ndarray:
+    """The kernel of a convolution with ``dilation_rate`` ``rate`` (rh, rw) as an undilated one:
+    the taps of the (kh, kw, ...) ``weight`` ``rate`` apart, zeros between them, shape
+    ((kh - 1) * rh + 1, (kw - 1) * rw + 1, ...). The same sums exactly (a zero weight adds 0)."""
+    weight = np.asarray(weight)
+    rh, rw = (int(r) for r in rate)
+    kh, kw = weight.shape[:2]
+    out = np.zeros(((kh - 1) * rh + 1, (kw - 1) * rw + 1, *weight.shape[2:]), dtype=weight.dtype)
+    out[::rh, ::rw] = weight
+    return out
 
 
 def weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 from ...fixed import FixedType
 from ..node import GraphError, Node
 from . import OpSpec
-from ._weighted import check_conv_weights, im2col, weighted_sum
+from ._weighted import check_conv_weights, conv_shape, convolve
 from .dense import dense_node
 from .input import input_node
 
@@ -23,12 +23,9 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     w = node.params.get("weight")
     if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] or w.shape[3] != node.shape[-1]:
         raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, F) with C={src.shape[-1]}")
-    (pt, pb), (pl, pr) = node.attrs["padding"]
-    sh, sw = node.attrs["strides"]
-    ho = (src.shape[0] + pt + pb - w.shape[0]) // sh + 1
-    wo = (src.shape[1] + pl + pr - w.shape[1]) // sw + 1
-    if node.shape != (ho, wo, w.shape[3]):
-        raise GraphError(f"{where}: output shape must be {(ho, wo, w.shape[3])} for these padding and strides")
+    want = conv_shape(src.shape, w.shape[0], w.shape[1], node.attrs["strides"], node.attrs["padding"], w.shape[3])
+    if node.shape != want:
+        raise GraphError(f"{where}: output shape must be {want} for these padding and strides")
     pad = int(node.attrs["pad_code"])
     if not src.type.min_code <= pad <= src.type.max_code:
         raise GraphError(f"{where}: pad_code {pad} is not a code of the input type {src.type}")
@@ -37,10 +34,7 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
     """Cross-correlation as Keras computes it: im2col over (kh, kw, C), then the weighted sum."""
-    w = node.params["weight"]  # (kh, kw, C, F)
-    kh, kw, c, f = w.shape
-    cols = im2col(codes[0], kh, kw, node.attrs["strides"], node.attrs["padding"], node.attrs["pad_code"])
-    return weighted_sum(node, inputs[0], cols, w.reshape(kh * kw * c, f))
+    return convolve(node, inputs[0], codes[0], node.params["weight"])
 
 
 def conv2d_node(
@@ -67,11 +61,10 @@ def conv2d_node(
     window = input_node("window", (kh * kw * c,), src.type)
     window.params.update(lo=np.tile(lo, kh * kw), hi=np.tile(hi, kh * kw))
     flat = dense_node(name, window, weight.reshape(-1, f), weight_type, bias, bias_type, source)
-    ho = (src.shape[0] + pt + pb - kh) // sh + 1
-    wo = (src.shape[1] + pl + pr - kw) // sw + 1
     flat.params["weight"] = weight
     flat.attrs.update(strides=[int(sh), int(sw)], padding=[[int(pt), int(pb)], [int(pl), int(pr)]], pad_code=int(pad_code))
-    return Node(name, "conv2d", [src.name], (ho, wo, f), flat.type, flat.params, flat.attrs, source)
+    shape = conv_shape(src.shape, kh, kw, strides, padding, f)
+    return Node(name, "conv2d", [src.name], shape, flat.type, flat.params, flat.attrs, source)
 
 
 SPEC = OpSpec(
