@@ -9,11 +9,13 @@ accumulator values the inputs reach, gamma of both signs and zero, tiny variance
 cancel after float32 rounding), elementwise activations (as layers and as the layers' own
 ``activation``), every activation, input and kernel quantizer and rounding/overflow mode freeze
 accepts (and the forms it cannot deploy yet, which must be refused in one sentence: ternary,
-power-of-two, XNOR and DoReFa kernels, dilation, "same" pooling, average windows of 3 or 9
+power-of-two, XNOR and DoReFa kernels, "same" pooling, average windows of 3 or 9
 values, an average between a BatchNormalization and its quantizer), a trailing softmax frozen
 with ``strip_softmax=True``, Sequential and functional models, with Keras compiled with or
 without XLA. Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
-ties and far out of range.
+ties and far out of range. A ``QuantConv2D`` is sometimes a ``QuantDepthwiseConv2D`` (depth
+multipliers 1 to 3) or a ``QuantSeparableConv2D`` instead, and any of them dilated (with strides
+too where Keras allows it: the depthwise layers).
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -229,18 +231,18 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             elif padding == "same" and rng.random() < 0.1:  # on the input's grid or not
                 pad_values = float(rng.choice([1.0, -1.0, 0.5, 0.3]))
             filters = int(rng.integers(1, 5))
-            if rng.random() < 0.03 and strides == (1, 1) and padding == "same":  # not deployable: refused
-                common["dilation_rate"] = (2, 2)
-            layer = QuantConv2D(filters, (kh, kw), strides=strides, padding=padding, pad_values=pad_values, **common)
-            if padding == "same":
-                cur = (-(-cur[0] // strides[0]), -(-cur[1] // strides[1]), filters)
+            common.update(_dilation(rng, cur, (kh, kw), strides, padding, allow_strides=False))
+            depthwise = _depthwise_conv(rng, cur, common, (kh, kw), strides, padding, pad_values)
+            if depthwise is not None:
+                cur = depthwise(add)
             else:
-                cur = ((cur[0] - kh) // strides[0] + 1, (cur[1] - kw) // strides[1] + 1, filters)
-            add(
-                layer,
-                f"QuantConv2D({filters}, ({kh}, {kw}), strides={strides}, padding={padding!r}, "
-                f"pad_values={pad_values}, {_args(common)})",
-            )
+                layer = QuantConv2D(filters, (kh, kw), strides=strides, padding=padding, pad_values=pad_values, **common)
+                cur = _conv_shape(cur, (kh, kw), strides, padding, common.get("dilation_rate"), filters)
+                add(
+                    layer,
+                    f"QuantConv2D({filters}, ({kh}, {kw}), strides={strides}, padding={padding!r}, "
+                    f"pad_values={pad_values}, {_args(common)})",
+                )
         else:
             if spatial:
                 add(keras.layers.Flatten(), "Flatten()")
@@ -318,6 +320,63 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
     return Case(seed, model, x, text, bool(model.jit_compile), strip)  # Keras may have declined XLA
+
+
+def _conv_shape(cur, kernel, strides, padding, dilation, channels) -> tuple:
+    """The (Ho, Wo, ``channels``) output of a convolution over the (H, W, C) tensor ``cur``."""
+    if padding == "same":
+        return (-(-cur[0] // strides[0]), -(-cur[1] // strides[1]), channels)
+    (kh, kw), (dh, dw) = kernel, dilation or (1, 1)
+    return ((cur[0] - (kh - 1) * dh - 1) // strides[0] + 1, (cur[1] - (kw - 1) * dw - 1) // strides[1] + 1, channels)
+
+
+def _dilation(rng, cur, kernel, strides, padding, allow_strides: bool) -> dict:
+    """Sometimes a ``dilation_rate`` (2 or 3 per axis) for a convolution over ``cur``: its dilated
+    kernel still fits a "valid" input; with strides only where Keras allows them
+    (``allow_strides``: the depthwise layers; Conv2D refuses strides with dilation)."""
+    if rng.random() > 0.25 or (not allow_strides and max(strides) > 1):
+        return {}
+    rate = []
+    for size, k in zip(cur[:2], kernel):
+        d = int(rng.integers(2, 4))
+        if padding == "valid" and k > 1:
+            d = min(d, (size - 1) // (k - 1))
+        rate.append(max(d, 1))
+    return {"dilation_rate": tuple(rate)} if max(rate) > 1 else {}
+
+
+def _depthwise_conv(rng, cur, common, kernel, strides, padding, pad_values):
+    """Sometimes (else None) a ``QuantDepthwiseConv2D`` (depth multiplier 1 to 3) or a
+    ``QuantSeparableConv2D`` (its own pointwise quantizer) in place of a ``QuantConv2D``, with the
+    block's kernel, strides, padding, ``pad_values``, quantizers and options (a dilation with
+    strides too, which Keras allows for these layers): a function that adds the layer and returns
+    the output shape."""
+    from .layers import QuantDepthwiseConv2D, QuantSeparableConv2D
+
+    if rng.random() > 0.35:
+        return None
+    opts = {k: v for k, v in common.items() if k != "kernel_quantizer"}
+    opts["depthwise_quantizer"] = common["kernel_quantizer"]
+    if "dilation_rate" not in opts:
+        opts.update(_dilation(rng, cur, kernel, strides, padding, allow_strides=True))
+    multiplier = int(rng.integers(1, 4))
+    geometry = dict(strides=strides, padding=padding, pad_values=pad_values, depth_multiplier=multiplier)
+    if rng.random() < 0.5:
+        layer = QuantDepthwiseConv2D(kernel, **geometry, **opts)
+        line = f"QuantDepthwiseConv2D({kernel}, {_args(geometry)}, {_args(opts)})"
+        channels = cur[2] * multiplier
+    else:
+        channels = int(rng.integers(1, 5))
+        opts["pointwise_quantizer"] = _kernel_quantizer(rng)
+        layer = QuantSeparableConv2D(channels, kernel, **geometry, **opts)
+        line = f"QuantSeparableConv2D({channels}, {kernel}, {_args(geometry)}, {_args(opts)})"
+    shape = _conv_shape(cur, kernel, strides, padding, opts.get("dilation_rate"), channels)
+
+    def add(add_layer):
+        add_layer(layer, line)
+        return shape
+
+    return add
 
 
 def _average_pool(rng, cur, add) -> tuple:

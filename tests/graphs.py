@@ -71,10 +71,35 @@ def every_op_graph(pad_code=0) -> Graph:
     return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
 
 
+def depthwise_graph() -> Graph:
+    """The depthwise family: input -> depthwise_conv2d (depth multiplier 2, 'same' padding, bias)
+    -> cast -> a separable pair (a 2x2 depthwise_conv2d at stride (1, 2), then a 1x1 conv2d with
+    bias reading its accumulator) -> threshold -> a dilated conv2d (a 2x2 kernel at dilation 2:
+    its 3x3 kernel with zeros between the taps) -> cast."""
+    from edgebnn.graph import cast_node, conv2d_node, depthwise_conv2d_node
+    from edgebnn.graph.ops._weighted import dilated
+
+    rng = np.random.default_rng(1)
+    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
+    inp = input_node("in", (6, 7, 2), FixedType.from_string("fixed<5,2,RND_CONV,SAT>"))
+    dw = depthwise_conv2d_node(
+        "dw", inp, rng.integers(-3, 4, (3, 3, 2, 2)), wt, padding=((1, 1), (1, 1)), bias=rng.integers(-20, 20, 4), bias_type=bt
+    )
+    cast = cast_node("cast", dw, FixedType.from_string("fixed<5,3,RND,SAT>"), relu=False)
+    sep_dw = depthwise_conv2d_node("sep_dw", cast, rng.integers(-3, 4, (2, 2, 4, 1)), wt, strides=(1, 2))
+    sep_pw = conv2d_node("sep_pw", sep_dw, rng.integers(-3, 4, (1, 1, 4, 3)), wt, bias=rng.integers(-20, 20, 3), bias_type=bt)
+    c = sep_pw.shape[-1]
+    thr = threshold_node("thr", sep_pw, [[-30, 10]] * c, [[-1, 0, 1]] * c, FixedType(2, 2))
+    dil = conv2d_node("dil", thr, dilated(rng.integers(-3, 4, (2, 2, 3, 2)), (2, 2)), wt)
+    out = cast_node("out", dil, FixedType.from_string("fixed<4,3,RND_CONV,SAT>"), relu=True)
+    return Graph("depthwise", [inp, dw, cast, sep_dw, sep_pw, thr, dil, out])
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
     "every_op": every_op_graph,
+    "depthwise": depthwise_graph,
 }
 
 

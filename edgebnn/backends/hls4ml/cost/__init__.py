@@ -1,8 +1,8 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
 :data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
-:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`; each
-module's docstring is the description of how that op is costed). Every cost function has the
+:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
+:mod:`.depthwise_conv2d`; each module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
     cost(node, src, rf, ctx, widths, warnings, live) -> LayerEstimate
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {
@@ -41,6 +41,7 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "flatten": flatten.cost,
     "threshold": threshold.cost,
     "cast": cast.cost,
+    "depthwise_conv2d": depthwise_conv2d.cost,
 }
 
 # graph ops that build no logic and get no row, and why
@@ -54,4 +55,4 @@ REFUSED: dict[str, str] = {}
 KNOWN_OPS = tuple(COSTS)
 
 # ops with a weight matrix: a reuse factor, accumulator and weight types
-WEIGHTED_OPS = ("dense", "conv2d")
+WEIGHTED_OPS = ("dense", "conv2d", "depthwise_conv2d")

@@ -41,9 +41,10 @@ from .row import LayerEstimate
 
 
 def _matrix_shape(node: Node) -> tuple[int, int]:
-    """(n_in, n_out) of a dense node's weights, or of a conv2d node's im2col dense unit."""
+    """(n_in, n_out) of a dense node's weights, or of a conv2d (depthwise_conv2d: its full
+    kernel's) node's im2col dense unit."""
     w = node.params["weight"]
-    return (int(np.prod(w.shape[:-1])), int(w.shape[-1]))
+    return (int(np.prod(w.shape[:-1])), int(node.shape[-1]))
 
 
 def _positions(node: Node) -> int:
