@@ -145,6 +145,17 @@ def _conv_input(layer, x):
     return x, padding, tuple(strides)
 
 
+def _static_shape(layer, inputs, out):
+    """``out`` with the static shape the layer gives ``inputs`` where the convolution lost it:
+    Keras's depthwise and separable convolutions with both strides and dilation run at stride 1
+    after a "same" padding of dynamic size and subsample, so in a traced graph (``predict``) the
+    spatial sizes become unknown and a next layer that pads with ``pad_values`` at a stride
+    could not compute its padding. The reshape keeps every value."""
+    if None in tuple(out.shape[1:]) and None not in tuple(inputs.shape[1:]):
+        out = ops.reshape(out, (-1, *layer.compute_output_shape(tuple(inputs.shape))[1:]))
+    return out
+
+
 # ---------------------------------------------------------------------------- shared part
 
 
@@ -218,7 +229,7 @@ class _QuantConv(_Quantized):
     def call(self, inputs, training=None):
         x = _quantize_input(self, inputs, training)
         x, padding, strides = _conv_input(self, x)
-        return _bias_and_activation(self, self._convolve(x, strides, padding, training), training)
+        return _bias_and_activation(self, _static_shape(self, inputs, self._convolve(x, strides, padding, training)), training)
 
     def _options(self, strides, padding) -> dict:
         return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate, "data_format": self.data_format}

@@ -9,6 +9,15 @@ rewrite those into steps and the steps into nodes:
 * a ``QuantDense`` becomes an exact dense node (integer kernel codes, accumulator type from
   interval analysis), a ``QuantConv2D`` an exact conv2d node (explicit padding amounts with
   TensorFlow's "same" split, ``pad_values`` as a code of the quantized input's type, strides);
+* a ``QuantDepthwiseConv2D`` becomes an exact depthwise_conv2d node (weight codes (kh, kw, C, M),
+  output channels in Keras's order ``c * M + m``; padding, ``pad_values``, strides and bias as
+  for conv2d); a ``QuantSeparableConv2D`` a depthwise_conv2d node (``<layer>_depthwise``, no
+  bias) and a 1x1 conv2d node reading its accumulator directly (the pointwise kernel, the
+  bias). Keras computes the intermediate in float32; freeze checks it as any accumulator
+  (``keras_float32_exact``, a FreezeWarning past 24 significant bits);
+* a ``dilation_rate`` (``QuantConv2D`` and the depthwise layers; with strides where Keras allows
+  them) becomes the dilated kernel, zero weights between the taps: the node holds what the
+  hardware multiplies;
 * a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
   quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
   thresholds stay per channel instead of per flattened feature;
