@@ -206,6 +206,32 @@ def test_dilated_convolutions_are_exact(padding):
     assert not conv.params["weight"][1::2].any() and not conv.params["weight"][:, 1:3].any()  # zeros between taps
 
 
+def test_a_strided_dilated_depthwise_layer_keeps_its_static_shape_for_the_next_padding():
+    """Keras computes strides with dilation at stride 1 after a padding of dynamic size; in
+    predict the next layer's pad_values at a stride needs the static shape, which the layer keeps."""
+    model = keras.Sequential(
+        [
+            keras.Input((7, 7, 2)),
+            QuantDepthwiseConv2D(
+                (2, 2), strides=2, dilation_rate=2, padding="same", input_quantizer=IN_Q, depthwise_quantizer="ste_sign"
+            ),
+            QuantDepthwiseConv2D(
+                (1, 2),
+                strides=2,
+                padding="same",
+                pad_values=1.0,
+                depth_multiplier=2,
+                input_quantizer="ste_sign",
+                depthwise_quantizer="ste_sign",
+                use_bias=False,
+            ),
+        ]
+    )
+    _randomize(model, 3)
+    graph = _assert_exact(model, _edge_x((7, 7, 2)))
+    assert graph.output.shape == (2, 2, 4)
+
+
 def test_refusals_name_the_layer_word_for_word():
     def first(layer, shape=(5, 5, 2)):
         return keras.Sequential([keras.Input(shape), layer, QuantActivation("ste_sign")])
