@@ -17,7 +17,9 @@ ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
-C-simulated in io_parallel or io_stream. Every outcome is one of
+C-simulated in io_parallel or io_stream, with a random backend (Vitis, Vivado), strategy
+(Latency, Resource) and reuse factors hls4ml keeps as given (model-wide or per weighted node).
+Every outcome is one of
 
 ``ok``        all agree;
 ``refused``   freeze or export said why it cannot be exact (a one-sentence error);
@@ -82,9 +84,14 @@ class Outcome:
     message: str = ""
     csim: str | None = None  # io type when C-simulated
     layers: list[str] = dataclasses.field(default_factory=list)
+    target: dict | None = None  # the other export options when C-simulated (backend, strategy, reuse_factor)
 
     def line(self) -> str:
-        where = f" [{self.csim}]" if self.csim else ""
+        t = dict(self.target or {})
+        rf = t.pop("reuse_factor", None)
+        rf = " ".join(f"{k}={v}" for k, v in rf.items()) if isinstance(rf, dict) else rf
+        options = [*map(str, t.values()), *([] if rf is None else [f"rf {rf}"])]
+        where = f" [{', '.join([self.csim, *options])}]" if self.csim else ""
         return f"seed {self.seed}{where}: {self.status}{': ' + self.message if self.message else ''}"
 
 
@@ -430,10 +437,14 @@ def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[n
 # ------------------------------------------------------------------------------- checks
 
 
-def check(case: Case, io_type: str | None = None, workdir: str | os.PathLike | None = None) -> Outcome:
+def check(
+    case: Case, io_type: str | None = None, workdir: str | os.PathLike | None = None, target: dict | None = None
+) -> Outcome:
     """Freeze, save/load, emulate, compare with Keras at batch sizes 1 and 32, and with
-    ``io_type`` also export and C-simulate; never raises for what the model does."""
-    out = Outcome(case.seed, "ok", csim=io_type, layers=case.layers)
+    ``io_type`` also export and C-simulate, with the export options ``target`` (backend,
+    strategy, reuse_factor; random ones from the case's seed when None, see
+    :func:`random_target`); never raises for what the model does."""
+    out = Outcome(case.seed, "ok", csim=io_type, layers=case.layers, target=target)
     try:
         _check(case, io_type, workdir, out)
     except Exception as err:  # noqa: BLE001 - the fuzzer reports every failure as data
@@ -480,9 +491,11 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             return
         from .backends.hls4ml import export
 
+        if out.target is None:
+            out.target = random_target(np.random.default_rng([case.seed, 1]), graph, io_type)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            project = export(graph, pathlib.Path(tmp) / "prj", io_type=io_type)
+            project = export(graph, pathlib.Path(tmp) / "prj", io_type=io_type, **out.target)
         project.compile()
         report = verify(None, graph, case.x, project=project)
         if report.stream_leftovers:
@@ -494,6 +507,24 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             if report.first_mismatches:
                 first = report.first_mismatches[0]
                 out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+
+
+def random_target(rng, graph, io_type: str) -> dict:
+    """Random export options for ``graph`` that hls4ml builds exactly as given: backend, strategy
+    and a reuse factor, model-wide or per weighted node, among those it keeps there
+    (``backends.hls4ml.reuse``; any of 1..8 under Latency)."""
+    from .backends.hls4ml import reuse
+
+    backend = str(rng.choice(["Vitis", "Vivado"]))
+    strategy = str(rng.choice(["Latency", "Resource"]))
+    weighted = reuse.matrices(graph)
+    choices = {name: reuse.allowed(*m, strategy, io_type) or list(range(1, 9)) for name, m in weighted.items()}
+    common = sorted(set.intersection(*(set(c) for c in choices.values()))) if choices else [1]
+    if choices and rng.random() < 0.5:
+        rf = {name: int(rng.choice(c)) for name, c in choices.items()}
+    else:
+        rf = int(rng.choice(common))
+    return {"backend": backend, "strategy": strategy, "reuse_factor": rf}
 
 
 def _explained(first, caveats) -> bool:
