@@ -71,10 +71,41 @@ def every_op_graph(pad_code=0) -> Graph:
     return Graph("every_op", [inp, conv, pool, avg, flat, dense, cast, thr])
 
 
+def lattice_graph(seed=0) -> Graph:
+    """Thresholds on the accumulator's lattice (``edgebnn.graph.lattice``), as freeze places them:
+    input -> dense (+-1 weights) -> sign -> dense (+-1 weights, 7 binary inputs: odd sums, step 2)
+    -> 3-level threshold onto odd codes (-3, -1, 1) -> dense (weights +-2 on inputs of step 2: step
+    4, a bias offset) -> ternary threshold.
+    The last two compare in fewer bits (``compare_shift``)."""
+    from edgebnn.graph.lattice import lattice, on_lattice
+
+    rng = np.random.default_rng(seed)
+    nodes = [input_node("x", (6,), FixedType.from_string("ufixed<4,0,RND_CONV,SAT>"))]
+
+    def thresholded(name, src, levels, out_type):
+        base, step = lattice(src, {n.name: n for n in nodes}.__getitem__)
+        lo, hi = on_lattice(src.type.codes(src.lo), src.type.codes(src.hi), base, step)
+        k = len(levels) - 1
+        t = np.sort([lo + step * rng.integers(0, (hi - lo) // step + 1) for _ in range(k)], axis=0).T
+        return threshold_node(name, src, t, [levels] * len(base), out_type, lattice=(base, step))
+
+    d0 = dense_node("d0", nodes[0], rng.choice([-1, 1], (6, 7)), BINARY)
+    nodes.append(d0)
+    nodes.append(thresholded("sign0", d0, [-1, 1], BINARY))
+    d1 = dense_node("d1", nodes[-1], rng.choice([-1, 1], (7, 5)), BINARY)
+    nodes.append(d1)
+    nodes.append(thresholded("q1", d1, [-3, -1, 1], FixedType(3, 3)))
+    d2 = dense_node("d2", nodes[-1], 2 * rng.choice([-1, 1], (5, 3)), FixedType(3, 3), rng.integers(-3, 4, 3), FixedType(4, 4))
+    nodes.append(d2)
+    nodes.append(thresholded("q2", d2, [-1, 0, 1], FixedType(2, 2)))
+    return Graph("lattice", nodes)
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
     "every_op": every_op_graph,
+    "lattice": lattice_graph,
 }
 
 

@@ -40,6 +40,9 @@ Thresholds are not derived by algebra: freeze runs the model's *own* inference a
 (the same Keras ops through ``predict``, ``freeze/replay.py``) on every integer value the
 accumulator can take, per channel, and records where the quantized output changes. Ties,
 float32 rounding, negative or zero gamma therefore come out exactly as Keras computes them.
+Only reachable values are enumerated (``edgebnn.graph.lattice``: e.g. a sum of n terms of +-1
+is congruent to n modulo 2), so each threshold sits on a value that can occur and none is
+spent on a level reachable only between them; the node records that lattice.
 """
 
 from __future__ import annotations
