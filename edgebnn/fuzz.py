@@ -12,8 +12,10 @@ accepts (and the forms it cannot deploy yet, which must be refused in one senten
 power-of-two, XNOR and DoReFa kernels, dilation, "same" pooling, average windows of 3 or 9
 values, an average between a BatchNormalization and its quantizer), a trailing softmax frozen
 with ``strip_softmax=True``, Sequential and functional models, with Keras compiled with or
-without XLA. Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
-ties and far out of range.
+without XLA. Some models end with a ``BatchNormalization`` (and maybe a softmax), most of them
+with power-of-two-friendly statistics: an exact affine head, or a one-sentence refusal. Inputs
+sit on grid points, between them, exactly on ties, one float32 ulp around ties and far out of
+range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -195,6 +197,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     from .layers import QuantActivation, QuantConv2D, QuantDense
 
     rng = np.random.default_rng(seed)
+    head_rng = np.random.default_rng([seed, 2])  # the affine heads' draws: other seeds keep their models
     conv = bool(rng.integers(2))
     if conv:
         shape = (int(rng.integers(2, 7)), int(rng.integers(2, 7)), int(rng.integers(1, 4)))
@@ -295,6 +298,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 }
             add(keras.layers.BatchNormalization(**bn), f"BatchNormalization({_args(bn)})")
             ops_done += 1
+            if last and act is None and _batchnorm_head(head_rng, layers[-1]):
+                break  # the model ends with the BatchNormalization: an affine node, or refused
         maybe_pool(1, float_acc or ops_done > 0)
         if rng.random() < 0.35:
             a = str(rng.choice(ACTIVATIONS))
@@ -313,6 +318,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         softmax = keras.layers.Softmax() if rng.random() < 0.5 else keras.layers.Activation("softmax")
         add(softmax, f"{type(softmax).__name__}()")
         strip = True
+    strip = _softmax_after_head(head_rng, text, add) or strip
     if rng.random() < 0.2:  # the same chain as a functional model
         inputs = h = keras.Input(shape)
         for layer in layers:
@@ -325,6 +331,39 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
     return Case(seed, model, x, text, bool(model.jit_compile), strip)  # Keras may have declined XLA
+
+
+def _batchnorm_head(rng, layer) -> bool:
+    """Whether the model ends with this BatchNormalization (larq's classifier head, no quantizer
+    after it); most such heads get power-of-two-friendly statistics (:func:`pow2_bn`)."""
+    if rng.random() >= 0.3:
+        return False
+    layer.edgebnn_fuzz_pow2 = bool(rng.random() < 0.7)
+    return True
+
+
+def _softmax_after_head(rng, text, add) -> bool:
+    """Sometimes a softmax after a BatchNormalization head (frozen with strip_softmax=True)."""
+    import keras
+
+    if not text[-1].startswith("BatchNormalization") or rng.random() >= 0.3:
+        return False
+    add(keras.layers.Activation("softmax"), "Activation('softmax')")
+    return True
+
+
+def pow2_bn(acc_values: np.ndarray, rng, epsilon: float) -> list[np.ndarray]:
+    """(gamma, beta, mean, var) as float32 whose inference is an exact affine form in float32:
+    gamma / sqrt(var + epsilon) a power of two or zero, means on values the channel takes, betas
+    on a coarse binary grid (an occasional channel with any beta, which makes it refused)."""
+    c = acc_values.shape[-1]
+    mean = acc_values[rng.integers(len(acc_values), size=c), np.arange(c)]
+    root = 2.0 ** rng.integers(-2, 3, c)
+    var = (root**2 - np.float32(epsilon)).astype(np.float32)
+    gamma = rng.choice([1.0, -1.0, 0.5, -2.0, 0.0, 4.0], c) * root
+    beta = rng.integers(-8, 9, c) / 4.0
+    beta = np.where(rng.random(c) < 0.05, rng.normal(size=c), beta)
+    return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
 
 
 def _average_pool(rng, cur, add) -> tuple:
@@ -407,7 +446,8 @@ def _set_weights(model, rng, x) -> None:
             probe = keras.Model(model.inputs, layer.input)
             acc = np.asarray(probe.predict(x, verbose=0, batch_size=len(x)), dtype=np.float32)
             acc = acc.reshape(-1, acc.shape[-1])
-            gamma, beta, mean, var = adversarial_bn(acc, rng, layer.epsilon)
+            make = pow2_bn if getattr(layer, "edgebnn_fuzz_pow2", False) else adversarial_bn
+            gamma, beta, mean, var = make(acc, rng, layer.epsilon)
             layer.set_weights(([gamma] if layer.scale else []) + ([beta] if layer.center else []) + [mean, var])
         elif layer.weights:
             new = []

@@ -101,11 +101,30 @@ def lattice_graph(seed=0) -> Graph:
     return Graph("lattice", nodes)
 
 
+def affine_graph(seed=0) -> Graph:
+    """Exact affine forms (what a BatchNormalization ending a model becomes), per channel after a
+    convolution and on a flat vector: input -> conv2d -> affine (scales a power of two, odd, zero)
+    -> flatten -> dense -> affine (negative and fractional scales, offsets)."""
+    from edgebnn.graph import affine_node, conv2d_node, flatten_node
+
+    rng = np.random.default_rng(seed)
+    inp = input_node("x", (4, 4, 2), FixedType.from_string("fixed<5,2,RND_CONV,SAT>"))
+    conv = conv2d_node("c", inp, rng.integers(-2, 2, (2, 2, 2, 3)), FixedType(2, 2))
+    a0 = affine_node("a0", conv, [4, 3, 0], FixedType.from_string("ufixed<3,1>"), [1, -6, 5], FixedType(4, 2))
+    flat = flatten_node("f", a0)
+    dense = dense_node("d", flat, rng.integers(-1, 2, (27, 4)), BINARY)
+    a1 = affine_node(
+        "a1", dense, [-8, 1, 5, -1], FixedType.from_string("fixed<5,1>"), [3, 0, -7, 12], FixedType.from_string("fixed<6,3>")
+    )
+    return Graph("affine", [inp, conv, a0, flat, dense, a1])
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
     "every_op": every_op_graph,
     "lattice": lattice_graph,
+    "affine": affine_graph,
 }
 
 

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from graphs import OP_GRAPHS, every_op_graph
+from graphs import OP_GRAPHS, edge_inputs, every_op_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -21,12 +21,23 @@ from edgebnn.graph import (
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
 GRAPH = every_op_graph(pad_code=1)
-EXAMPLE = {node.op: node for node in GRAPH.nodes}
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
+# each op's example node and the example graph holding it (GRAPH first, then tests/graphs.py's OP_GRAPHS)
+EXAMPLE, HOME = {}, {}
+for _graph in [GRAPH, *(build() for name, build in OP_GRAPHS.items() if name != "every_op")]:
+    for _node in _graph.nodes:
+        EXAMPLE.setdefault(_node.op, _node)
+        HOME.setdefault(_node.op, _graph)
+
+
+def inputs_of(graph):
+    return X if graph is GRAPH else edge_inputs(graph, n=20)
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert (
+        OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast", "affine") == tuple(REGISTRY)
+    )
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
@@ -64,7 +75,7 @@ REQUIRED = [
 
 
 def test_required_keys_are_declared():
-    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast"}
+    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast", "affine"}
 
 
 def without(node, kind, key):
@@ -74,8 +85,8 @@ def without(node, kind, key):
 
 @pytest.mark.parametrize(("op", "kind", "key"), REQUIRED)
 def test_a_node_missing_a_required_key_is_a_graph_error_naming_it(op, kind, key):
-    i = GRAPH.nodes.index(EXAMPLE[op])
-    nodes = [*GRAPH.nodes[:i], without(EXAMPLE[op], kind, key)]
+    i = HOME[op].nodes.index(EXAMPLE[op])
+    nodes = [*HOME[op].nodes[:i], without(EXAMPLE[op], kind, key)]
     name = EXAMPLE[op].name
     with pytest.raises(GraphError, match=re.escape(f"graph node {name!r} ({op}): missing {kind}[{key!r}] (")):
         Graph("g", nodes)
@@ -115,7 +126,8 @@ def test_unknown_op_names_every_known_one():
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulate_dispatches_by_table(op, monkeypatch):
-    right = emulate(GRAPH, X, return_all=True)
+    graph, x = HOME[op], inputs_of(HOME[op])
+    right = emulate(graph, x, return_all=True)
     name = EXAMPLE[op].name
     original = REGISTRY[op].execute
     seen = []
@@ -125,11 +137,12 @@ def test_emulate_dispatches_by_table(op, monkeypatch):
         return original(node, inputs, codes) ^ 1  # every code off by one
 
     monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
-    got = emulate(GRAPH, X, return_all=True)
-    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    got = emulate(graph, x, return_all=True)
+    assert seen[0] == (list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))
+    assert len(seen) == sum(n.op == op for n in graph.nodes)
     assert np.all(got[name] != right[name])
     monkeypatch.undo()
-    assert all(np.array_equal(v, emulate(GRAPH, X, return_all=True)[k]) for k, v in right.items())
+    assert all(np.array_equal(v, emulate(graph, x, return_all=True)[k]) for k, v in right.items())
 
 
 def test_the_example_runs_every_kernel_on_its_own_range():

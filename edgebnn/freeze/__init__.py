@@ -34,7 +34,11 @@ rewrite those into steps and the steps into nodes:
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the
-  quantizer is a plain conversion after relus only).
+  quantizer is a plain conversion after relus only);
+* a float bias and ``BatchNormalization`` that end the model without a quantizer become an
+  affine node ``y = a * x + b`` per channel when Keras's float32 outputs lie exactly on such a
+  fixed-point form on every reachable accumulator value (``passes/affine.py``), else they are
+  refused with the fix.
 
 Thresholds are not derived by algebra: freeze runs the model's *own* inference arithmetic
 (the same Keras ops through ``predict``, ``freeze/replay.py``) on every integer value the

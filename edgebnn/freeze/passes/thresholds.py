@@ -24,11 +24,11 @@ def grid(src, source=None):
     channels) rows (short channels repeat their top code), and their float32 values. With
     ``source`` (node name -> node) the codes are those of ``src``'s lattice within its bounds,
     else every code within them."""
-    codes, _, _ = _reachable(src, source)
+    codes, _, _ = reachable(src, source)
     return codes, src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
 
 
-def _reachable(src, source):
+def reachable(src, source):
     """(codes as in :func:`grid`, base, step) of the lattice used."""
     lo = np.broadcast_to(src.type.codes(src.lo), (src.shape[-1],))
     hi = np.broadcast_to(src.type.codes(src.hi), (src.shape[-1],))
@@ -42,21 +42,26 @@ def _reachable(src, source):
     return np.minimum(first[None, :] + np.arange(span)[:, None] * s[None, :], last[None, :]), base, step
 
 
+def check_enumerable(step: Step, src) -> None:
+    """Refuse an accumulator too wide to enumerate (or beyond float32's exact integers)."""
+    lo = src.type.codes(src.lo)
+    hi = src.type.codes(src.hi)
+    span = int((hi - lo).max()) + 1
+    if span * src.shape[-1] > MAX_ENUMERATION or int(np.abs(np.concatenate([lo, hi])).max()) >= 1 << 24:
+        raise FreezeError(
+            f"step {step.name!r}: the accumulator of {src.name!r} ({src.type}) spans {span} values per channel, "
+            f"too many to derive thresholds by enumeration; use narrower inputs or weights before this quantizer"
+        )
+
+
 def node(step: Step, freezing):
     """The threshold node of a requant step, per channel (the last axis); the float ops run on
     values of the source's rank."""
     src = freezing.nodes[-1]
     out_type = forms.output_type(step.quantizer)
-    lo = src.type.codes(src.lo)
-    hi = src.type.codes(src.hi)
-    span = int((hi - lo).max()) + 1
+    check_enumerable(step, src)
     channels = src.shape[-1]
-    if span * channels > MAX_ENUMERATION or int(np.abs(np.concatenate([lo, hi])).max()) >= 1 << 24:
-        raise FreezeError(
-            f"step {step.name!r}: the accumulator of {src.name!r} ({src.type}) spans {span} values per channel, "
-            f"too many to derive thresholds by enumeration; use narrower inputs or weights before this quantizer"
-        )
-    codes, base, lattice_step = _reachable(src, freezing.node)
+    codes, base, lattice_step = reachable(src, freezing.node)
     values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
     out = replay.evaluate(step, values, freezing.jit, rank=len(src.shape))
     if not out_type.contains(out):

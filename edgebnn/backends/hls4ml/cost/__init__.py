@@ -1,7 +1,8 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
 :data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
-:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`; each
+:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
+:mod:`.affine`; each
 module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import affine, avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {
@@ -41,6 +42,7 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "flatten": flatten.cost,
     "threshold": threshold.cost,
     "cast": cast.cost,
+    "affine": affine.cost,
 }
 
 # graph ops that build no logic and get no row, and why

@@ -26,7 +26,7 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
+from . import affine, avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -38,6 +38,7 @@ LOWERINGS: dict[str, ModuleType] = {
     "flatten": flatten,
     "threshold": threshold,
     "cast": cast,
+    "affine": affine,
 }
 
 # what every module in LOWERINGS defines
