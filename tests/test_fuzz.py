@@ -100,3 +100,16 @@ def test_random_targets_are_built_as_given_and_cover_every_option():
         3, "ok", csim="io_stream", target={"backend": "Vivado", "strategy": "Resource", "reuse_factor": {"d0": 4}}
     ).line()
     assert line == "seed 3 [io_stream, Vivado, Resource, rf d0=4]: ok"
+
+
+def test_some_models_end_with_a_batchnorm_head_that_freezes_to_an_affine_node():
+    import warnings
+
+    from edgebnn.freeze import freeze
+
+    case = fuzz.random_model(56)
+    assert case.layers[-1].startswith("BatchNormalization")
+    assert fuzz.check(case).status == "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert freeze(case.model).nodes[-1].op == "affine"
