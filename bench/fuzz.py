@@ -36,8 +36,8 @@ def main(argv=None) -> int:
         import json
 
         with open(os.path.join(args.replay, "outcome.json")) as fh:
-            io_type = json.load(fh)["csim"]
-        outcome = fuzz.check(case, io_type)
+            saved = json.load(fh)
+        outcome = fuzz.check(case, saved["csim"], target=saved.get("target"))
         print("\n".join(case.layers))
         print(outcome.line())
         return 0 if outcome.status in ("ok", "refused", "warned") else 1

@@ -123,7 +123,7 @@ def _run_export_options(folder: str) -> tuple[dict, str | None]:
     board = summary.get("board") if isinstance(summary, dict) and isinstance(summary.get("board"), str) else None
     if not isinstance(export, dict):
         return {}, board
-    keys = ("backend", "io_type", "strategy", "reuse_factor", "clock_period_ns", "hls_tool")
+    keys = ("backend", "io_type", "strategy", "reuse_factor", "clock_period_ns", "hls_tool", "part")
     return {k: export[k] for k in keys if export.get(k) is not None}, board
 
 

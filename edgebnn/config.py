@@ -40,9 +40,10 @@ SCHEMA: dict[str, Any] = {
         "backend": str,
         "io_type": str,
         "strategy": str,
-        "reuse_factor": int,
+        "reuse_factor": (int, dict),  # one for the model, or layer name -> its own
         "clock_period_ns": float,
         "hls_tool": str,
+        "part": str,
     },
 }
 
@@ -67,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
         "reuse_factor": 1,
         "clock_period_ns": None,
         "hls_tool": None,  # the tool of the backend (Vitis -> vitis_hls, Vivado -> vivado_hls)
+        "part": None,  # the board's
     },
 }
 
@@ -164,9 +166,9 @@ def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
         else:
             config[key] = value
     _check_values(config, where)
-    check_export(config["export"], where)
     for i, spec in enumerate(config["model"]):
         _check_layer(spec, f"{where}: model[{i}]")
+    check_export(config["export"], where, layer_names(config["model"]))
     return config
 
 
@@ -190,7 +192,10 @@ RANGES: dict[str, tuple[Any, str]] = {
     "train.bop_gamma": (lambda v: 0 < v <= 1, "a rate in (0, 1]"),
     "train.bop_threshold": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
     "train.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
-    "export.reuse_factor": (lambda v: v >= 1, "an integer >= 1"),
+    "export.reuse_factor": (
+        lambda v: all(_is_type(r, int) and r >= 1 for r in (v.values() if isinstance(v, dict) else [v])),
+        "an integer >= 1, or a mapping of layer names to integers >= 1",
+    ),
     "export.clock_period_ns": (lambda v: v is None or _positive(v), "a positive number of ns (or null: the board's)"),
 }
 
@@ -247,12 +252,21 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
 
 
 # keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
-_NULLABLE = {"export.clock_period_ns", "export.hls_tool"}
+_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part"}
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", bool: "true or false"}
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    list: "a list",
+    bool: "true or false",
+    (int, dict): "an integer or a mapping of layer names to integers",
+}
 
 
 def _is_type(value, expected) -> bool:
+    if isinstance(expected, tuple):
+        return any(_is_type(value, e) for e in expected)
     if isinstance(value, bool):
         return expected is bool
     if expected is float:
@@ -313,17 +327,44 @@ def _check_layer(spec, where: str) -> None:
             raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}")
 
 
+# the layers with a weight matrix, whose reuse factor the export section may set by name
+WEIGHTED_LAYERS = ("QuantDense",)
+
+
+def layer_names(model: list) -> dict[int, str]:
+    """The name of each weighted layer of a configuration's model list, by its index: its
+    ``name``, else Keras's default for its class in a fresh session (``quant_dense``,
+    ``quant_dense_1``, ...), which :func:`build_model` gives it."""
+    given = {(kwargs or {}).get("name") for spec in model for kwargs in spec.values()}
+    names, counts = {}, {}
+    for i, spec in enumerate(model):
+        ((cls_name, kwargs),) = spec.items()
+        if cls_name not in WEIGHTED_LAYERS:
+            continue
+        name = (kwargs or {}).get("name")
+        base = re.sub(r"(?<!^)(?=[A-Z])", "_", cls_name).lower()
+        while name is None or (name in given and name != (kwargs or {}).get("name")):
+            n = counts[base] = counts.get(base, -1) + 1
+            name = base if n == 0 else f"{base}_{n}"
+        names[i] = name
+    return names
+
+
 def build_model(config: dict[str, Any], input_shape):
-    """The Keras model the configuration describes."""
+    """The Keras model the configuration describes (each weighted layer named as
+    :func:`layer_names` says, whatever Keras built before in this process)."""
     import keras
 
     from . import constraints
 
     classes = _layer_classes()
     layers = [keras.Input(shape=tuple(input_shape), dtype="float32")]
+    names = layer_names(config["model"])
     for i, spec in enumerate(config["model"]):
         ((cls_name, kwargs),) = spec.items()
         kwargs = dict(kwargs or {})
+        if i in names:
+            kwargs["name"] = names[i]
         for key in ("input_quantizer", "kernel_quantizer", "quantizer"):
             if key in kwargs:
                 kwargs[key] = _quantizer(kwargs[key], f"model[{i}].{cls_name}.{key}")
@@ -348,10 +389,11 @@ def _quantizer(value, where):
         raise ConfigError(f"{where}: {err}") from None
 
 
-def check_export(export: dict[str, Any], where: str = "config") -> None:
+def check_export(export: dict[str, Any], where: str = "config", layers: dict[int, str] | None = None) -> None:
     """Refuse export options the target (:class:`edgebnn.backends.target.Target`) does not
     accept, when the configuration is loaded (before any training), and spell the accepted ones
-    as export and estimate do (letter case is free in a config). Imports no hls4ml."""
+    as export and estimate do (letter case is free in a config). A per-layer ``reuse_factor``
+    must name weighted layers of the model (``layers``, see :func:`layer_names`). Imports no hls4ml."""
     from .backends.target import BACKENDS, IO_TYPES, STRATEGIES, Target, TargetError, choice, hls_tool_family
 
     for key, choices in (("backend", BACKENDS), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
@@ -368,6 +410,15 @@ def check_export(export: dict[str, Any], where: str = "config") -> None:
                 f"{where}: key 'export.hls_tool' is {export['hls_tool']!r}; use vitis_hls (Vitis HLS "
                 "2020.2 and later) or vivado_hls (Vivado HLS up to 2020.1), or null for the backend's"
             ) from None
+    rf = export.get("reuse_factor")
+    if isinstance(rf, dict) and layers is not None:
+        unknown = [name for name in rf if name not in layers.values()]
+        if unknown:
+            known = ", ".join(layers.values()) or "none"
+            raise ConfigError(
+                f"{where}: key 'export.reuse_factor' names {', '.join(map(repr, unknown))}, which is not a "
+                f"QuantDense layer of the model; its QuantDense layers are {known} (give a layer a name: to choose it)"
+            )
     try:
         Target(**export)
     except TargetError as err:

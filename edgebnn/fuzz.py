@@ -15,11 +15,15 @@ with ``strip_softmax=True``, Sequential and functional models, with Keras compil
 without XLA. Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
 ties and far out of range. A ``QuantConv2D`` is sometimes a ``QuantDepthwiseConv2D`` (depth
 multipliers 1 to 3) or a ``QuantSeparableConv2D`` instead, and any of them dilated (with strides
-too where Keras allows it: the depthwise layers).
+too where Keras allows it: the depthwise layers). Some models end with a ``BatchNormalization``
+(and maybe a softmax), most of them with power-of-two-friendly statistics: an exact affine head,
+or a one-sentence refusal.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
-C-simulated in io_parallel or io_stream. Every outcome is one of
+C-simulated in io_parallel or io_stream, with a random backend (Vitis, Vivado), strategy
+(Latency, Resource) and reuse factors hls4ml keeps as given (model-wide or per weighted node).
+Every outcome is one of
 
 ``ok``        all agree;
 ``refused``   freeze or export said why it cannot be exact (a one-sentence error);
@@ -84,9 +88,14 @@ class Outcome:
     message: str = ""
     csim: str | None = None  # io type when C-simulated
     layers: list[str] = dataclasses.field(default_factory=list)
+    target: dict | None = None  # the other export options when C-simulated (backend, strategy, reuse_factor)
 
     def line(self) -> str:
-        where = f" [{self.csim}]" if self.csim else ""
+        t = dict(self.target or {})
+        rf = t.pop("reuse_factor", None)
+        rf = " ".join(f"{k}={v}" for k, v in rf.items()) if isinstance(rf, dict) else rf
+        options = [*map(str, t.values()), *([] if rf is None else [f"rf {rf}"])]
+        where = f" [{', '.join([self.csim, *options])}]" if self.csim else ""
         return f"seed {self.seed}{where}: {self.status}{': ' + self.message if self.message else ''}"
 
 
@@ -190,6 +199,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     from .layers import QuantActivation, QuantConv2D, QuantDense
 
     rng = np.random.default_rng(seed)
+    head_rng = np.random.default_rng([seed, 2])  # the affine heads' draws: other seeds keep their models
     conv = bool(rng.integers(2))
     if conv:
         shape = (int(rng.integers(2, 7)), int(rng.integers(2, 7)), int(rng.integers(1, 4)))
@@ -290,6 +300,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 }
             add(keras.layers.BatchNormalization(**bn), f"BatchNormalization({_args(bn)})")
             ops_done += 1
+            if last and act is None and _batchnorm_head(head_rng, layers[-1]):
+                break  # the model ends with the BatchNormalization: an affine node, or refused
         maybe_pool(1, float_acc or ops_done > 0)
         if rng.random() < 0.35:
             a = str(rng.choice(ACTIVATIONS))
@@ -308,6 +320,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         softmax = keras.layers.Softmax() if rng.random() < 0.5 else keras.layers.Activation("softmax")
         add(softmax, f"{type(softmax).__name__}()")
         strip = True
+    strip = _softmax_after_head(head_rng, text, add) or strip
     if rng.random() < 0.2:  # the same chain as a functional model
         inputs = h = keras.Input(shape)
         for layer in layers:
@@ -377,6 +390,39 @@ def _depthwise_conv(rng, cur, common, kernel, strides, padding, pad_values):
         return shape
 
     return add
+
+
+def _batchnorm_head(rng, layer) -> bool:
+    """Whether the model ends with this BatchNormalization (larq's classifier head, no quantizer
+    after it); most such heads get power-of-two-friendly statistics (:func:`pow2_bn`)."""
+    if rng.random() >= 0.3:
+        return False
+    layer.edgebnn_fuzz_pow2 = bool(rng.random() < 0.7)
+    return True
+
+
+def _softmax_after_head(rng, text, add) -> bool:
+    """Sometimes a softmax after a BatchNormalization head (frozen with strip_softmax=True)."""
+    import keras
+
+    if not text[-1].startswith("BatchNormalization") or rng.random() >= 0.3:
+        return False
+    add(keras.layers.Activation("softmax"), "Activation('softmax')")
+    return True
+
+
+def pow2_bn(acc_values: np.ndarray, rng, epsilon: float) -> list[np.ndarray]:
+    """(gamma, beta, mean, var) as float32 whose inference is an exact affine form in float32:
+    gamma / sqrt(var + epsilon) a power of two or zero, means on values the channel takes, betas
+    on a coarse binary grid (an occasional channel with any beta, which makes it refused)."""
+    c = acc_values.shape[-1]
+    mean = acc_values[rng.integers(len(acc_values), size=c), np.arange(c)]
+    root = 2.0 ** rng.integers(-2, 3, c)
+    var = (root**2 - np.float32(epsilon)).astype(np.float32)
+    gamma = rng.choice([1.0, -1.0, 0.5, -2.0, 0.0, 4.0], c) * root
+    beta = rng.integers(-8, 9, c) / 4.0
+    beta = np.where(rng.random(c) < 0.05, rng.normal(size=c), beta)
+    return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
 
 
 def _average_pool(rng, cur, add) -> tuple:
@@ -459,7 +505,8 @@ def _set_weights(model, rng, x) -> None:
             probe = keras.Model(model.inputs, layer.input)
             acc = np.asarray(probe.predict(x, verbose=0, batch_size=len(x)), dtype=np.float32)
             acc = acc.reshape(-1, acc.shape[-1])
-            gamma, beta, mean, var = adversarial_bn(acc, rng, layer.epsilon)
+            make = pow2_bn if getattr(layer, "edgebnn_fuzz_pow2", False) else adversarial_bn
+            gamma, beta, mean, var = make(acc, rng, layer.epsilon)
             layer.set_weights(([gamma] if layer.scale else []) + ([beta] if layer.center else []) + [mean, var])
         elif layer.weights:
             new = []
@@ -489,10 +536,14 @@ def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[n
 # ------------------------------------------------------------------------------- checks
 
 
-def check(case: Case, io_type: str | None = None, workdir: str | os.PathLike | None = None) -> Outcome:
+def check(
+    case: Case, io_type: str | None = None, workdir: str | os.PathLike | None = None, target: dict | None = None
+) -> Outcome:
     """Freeze, save/load, emulate, compare with Keras at batch sizes 1 and 32, and with
-    ``io_type`` also export and C-simulate; never raises for what the model does."""
-    out = Outcome(case.seed, "ok", csim=io_type, layers=case.layers)
+    ``io_type`` also export and C-simulate, with the export options ``target`` (backend,
+    strategy, reuse_factor; random ones from the case's seed when None, see
+    :func:`random_target`); never raises for what the model does."""
+    out = Outcome(case.seed, "ok", csim=io_type, layers=case.layers, target=target)
     try:
         _check(case, io_type, workdir, out)
     except Exception as err:  # noqa: BLE001 - the fuzzer reports every failure as data
@@ -539,9 +590,11 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             return
         from .backends.hls4ml import export
 
+        if out.target is None:
+            out.target = random_target(np.random.default_rng([case.seed, 1]), graph, io_type)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            project = export(graph, pathlib.Path(tmp) / "prj", io_type=io_type)
+            project = export(graph, pathlib.Path(tmp) / "prj", io_type=io_type, **out.target)
         project.compile()
         report = verify(None, graph, case.x, project=project)
         if report.stream_leftovers:
@@ -553,6 +606,24 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             if report.first_mismatches:
                 first = report.first_mismatches[0]
                 out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+
+
+def random_target(rng, graph, io_type: str) -> dict:
+    """Random export options for ``graph`` that hls4ml builds exactly as given: backend, strategy
+    and a reuse factor, model-wide or per weighted node, among those it keeps there
+    (``backends.hls4ml.reuse``; any of 1..8 under Latency)."""
+    from .backends.hls4ml import reuse
+
+    backend = str(rng.choice(["Vitis", "Vivado"]))
+    strategy = str(rng.choice(["Latency", "Resource"]))
+    weighted = reuse.matrices(graph)
+    choices = {name: reuse.allowed(*m, strategy, io_type) or list(range(1, 9)) for name, m in weighted.items()}
+    common = sorted(set.intersection(*(set(c) for c in choices.values()))) if choices else [1]
+    if choices and rng.random() < 0.5:
+        rf = {name: int(rng.choice(c)) for name, c in choices.items()}
+    else:
+        rf = int(rng.choice(common))
+    return {"backend": backend, "strategy": strategy, "reuse_factor": rf}
 
 
 def _explained(first, caveats) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .config import ConfigError, build_model, load_config, target_of
+from .errors import EdgebnnError
 
 
 def run(
@@ -25,9 +26,10 @@ def run(
 
     Everything that can be checked without training is checked first, before the output
     folder is touched: the configuration's keys and ranges, the board, the export options, g++,
-    the output path, and that the model's structure can be frozen and exported.
+    the output path, that the model's structure can be frozen and exported, and that hls4ml
+    builds each layer's reuse factor as given.
     """
-    from .backends.hls4ml import HLSExportWarning, check_compiler, check_output_path, export
+    from .backends.hls4ml import HLSExportWarning, check_compiler, check_output_path, export, reuse
     from .boards import load_board
     from .data import DataError, load_dataset
     from .estimate import estimate
@@ -50,6 +52,10 @@ def run(
     seed_everything(config["train"]["seed"])
     model = build_model(config, x_tr.shape[1:])
     plan(model)  # the structure freezes and exports: refuse it now, not after training
+    try:  # and hls4ml builds every reuse factor as given
+        reuse.check(target, reuse.matrices_of_model(model), model.name)
+    except EdgebnnError as err:
+        raise ConfigError(f"{os.fspath(config_path)}: key 'export.reuse_factor': {err}") from None
     with staged_dir(final, force=force, what="run folder", marked_only=True) as work:
         t0 = time.time()
         log(f"data: {config['data']['dataset']}, {len(x_tr)} training and {len(x_te)} test samples")

@@ -2,9 +2,12 @@
 //
 // Per channel c = i % n_chan:   n = #{ k : thresholds[c][k] <= x }   and   y = levels[c][n].
 //
-// thresholds are held in the input's own type, so every comparison is exact; levels are held
-// in the output type, so the result is a plain copy. Nothing here rounds or overflows: the
-// output is bit-exact with edgebnn.emulate by construction.
+// thresholds are held in the compare type threshold_t: the input's own type, or that type
+// without the s low bits every reachable input of a channel shares with its thresholds (both
+// lie on one lattice base + k * step, 2**s dividing the step); the input is converted to it by
+// truncation (floor), which keeps every comparison's result. levels are held in the output
+// type, so the result is a plain copy. Nothing else rounds or overflows: the output is
+// bit-exact with edgebnn.emulate by construction.
 
 #ifndef NNET_EDGEBNN_THRESHOLD_H_
 #define NNET_EDGEBNN_THRESHOLD_H_
@@ -20,7 +23,7 @@ struct edgebnn_threshold_config {
     static const unsigned n_thresholds = 1;  // thresholds per channel (>= 1)
     static const unsigned io_type = io_parallel;
     static const unsigned reuse_factor = 1;
-    typedef ap_fixed<16, 6> threshold_t;  // the input's type
+    typedef ap_fixed<16, 6> threshold_t;  // the compare type: the input's, maybe without low bits
     typedef ap_fixed<2, 2> level_t;       // the output's type
 };
 
@@ -38,7 +41,7 @@ Element:
     for (unsigned i = 0; i < CONFIG_T::n_in; i++) {
         #pragma HLS UNROLL
         const unsigned c = i % CONFIG_T::n_chan;
-        const data_T x = data[i];
+        const typename CONFIG_T::threshold_t x = data[i];
         unsigned n = 0;
     Compare:
         for (unsigned k = 0; k < CONFIG_T::n_thresholds; k++) {
@@ -75,7 +78,7 @@ Packet:
         for (unsigned j = 0; j < data_T::size; j++) {
             #pragma HLS UNROLL
             const unsigned c = (i * data_T::size + j) % CONFIG_T::n_chan;
-            const typename data_T::value_type x = in[j];
+            const typename CONFIG_T::threshold_t x = in[j];
             unsigned n = 0;
         Compare:
             for (unsigned k = 0; k < CONFIG_T::n_thresholds; k++) {

@@ -95,11 +95,61 @@ def depthwise_graph() -> Graph:
     return Graph("depthwise", [inp, dw, cast, sep_dw, sep_pw, thr, dil, out])
 
 
+def lattice_graph(seed=0) -> Graph:
+    """Thresholds on the accumulator's lattice (``edgebnn.graph.lattice``), as freeze places them:
+    input -> dense (+-1 weights) -> sign -> dense (+-1 weights, 7 binary inputs: odd sums, step 2)
+    -> 3-level threshold onto odd codes (-3, -1, 1) -> dense (weights +-2 on inputs of step 2: step
+    4, a bias offset) -> ternary threshold.
+    The last two compare in fewer bits (``compare_shift``)."""
+    from edgebnn.graph.lattice import lattice, on_lattice
+
+    rng = np.random.default_rng(seed)
+    nodes = [input_node("x", (6,), FixedType.from_string("ufixed<4,0,RND_CONV,SAT>"))]
+
+    def thresholded(name, src, levels, out_type):
+        base, step = lattice(src, {n.name: n for n in nodes}.__getitem__)
+        lo, hi = on_lattice(src.type.codes(src.lo), src.type.codes(src.hi), base, step)
+        k = len(levels) - 1
+        t = np.sort([lo + step * rng.integers(0, (hi - lo) // step + 1) for _ in range(k)], axis=0).T
+        return threshold_node(name, src, t, [levels] * len(base), out_type, lattice=(base, step))
+
+    d0 = dense_node("d0", nodes[0], rng.choice([-1, 1], (6, 7)), BINARY)
+    nodes.append(d0)
+    nodes.append(thresholded("sign0", d0, [-1, 1], BINARY))
+    d1 = dense_node("d1", nodes[-1], rng.choice([-1, 1], (7, 5)), BINARY)
+    nodes.append(d1)
+    nodes.append(thresholded("q1", d1, [-3, -1, 1], FixedType(3, 3)))
+    d2 = dense_node("d2", nodes[-1], 2 * rng.choice([-1, 1], (5, 3)), FixedType(3, 3), rng.integers(-3, 4, 3), FixedType(4, 4))
+    nodes.append(d2)
+    nodes.append(thresholded("q2", d2, [-1, 0, 1], FixedType(2, 2)))
+    return Graph("lattice", nodes)
+
+
+def affine_graph(seed=0) -> Graph:
+    """Exact affine forms (what a BatchNormalization ending a model becomes), per channel after a
+    convolution and on a flat vector: input -> conv2d -> affine (scales a power of two, odd, zero)
+    -> flatten -> dense -> affine (negative and fractional scales, offsets)."""
+    from edgebnn.graph import affine_node, conv2d_node, flatten_node
+
+    rng = np.random.default_rng(seed)
+    inp = input_node("x", (4, 4, 2), FixedType.from_string("fixed<5,2,RND_CONV,SAT>"))
+    conv = conv2d_node("c", inp, rng.integers(-2, 2, (2, 2, 2, 3)), FixedType(2, 2))
+    a0 = affine_node("a0", conv, [4, 3, 0], FixedType.from_string("ufixed<3,1>"), [1, -6, 5], FixedType(4, 2))
+    flat = flatten_node("f", a0)
+    dense = dense_node("d", flat, rng.integers(-1, 2, (27, 4)), BINARY)
+    a1 = affine_node(
+        "a1", dense, [-8, 1, 5, -1], FixedType.from_string("fixed<5,1>"), [3, 0, -7, 12], FixedType.from_string("fixed<6,3>")
+    )
+    return Graph("affine", [inp, conv, a0, flat, dense, a1])
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
     "every_op": every_op_graph,
     "depthwise": depthwise_graph,
+    "lattice": lattice_graph,
+    "affine": affine_graph,
 }
 
 

@@ -92,3 +92,45 @@ def test_export_section_is_checked_at_load_and_becomes_a_target(tmp_path):
     assert config["export"]["hls_tool"] == "vivado_hls" and config["export"]["strategy"] == "Resource"
     target = target_of(config, load_board("pynq-z2"))
     assert (target.backend, target.tool, target.reuse_factor, target.clock_ns) == ("Vivado", "vivado_hls", 4, 10)
+
+
+def test_reuse_factor_per_layer_names_the_models_weighted_layers(tmp_path):
+    """A per-layer reuse factor names QuantDense layers by their name, or by the name build_model
+    gives an unnamed one (Keras's default in a fresh session), checked at load; the names are
+    the graph's node names, whatever Keras built before in this process."""
+    from edgebnn.boards import load_board
+    from edgebnn.config import build_model, layer_names, target_of
+
+    text = (
+        "model:\n  - QuantDense: {units: 4, input_quantizer: ste_sign, kernel_quantizer: ste_sign}\n"
+        "  - BatchNormalization: {}\n"
+        "  - QuantDense: {units: 3, name: head, input_quantizer: ste_sign, kernel_quantizer: ste_sign}\n"
+        "export: {strategy: Resource, part: xczu9eg-ffvb1156-2-e, reuse_factor: {quant_dense: 4, head: 2}}\n"
+    )
+    config = load_config(write(tmp_path, text))
+    assert layer_names(config["model"]) == {0: "quant_dense", 2: "head"}
+    target = target_of(config, load_board("pynq-z2"))
+    assert target.reuse_factor == {"quant_dense": 4, "head": 2} and target.device_part == "xczu9eg-ffvb1156-2-e"
+    for _ in range(2):  # the same names the second time
+        assert [layer.name for layer in build_model(config, (6,)).layers][::2] == ["quant_dense", "head"]
+    with pytest.raises(
+        ConfigError,
+        match=r"names 'quant_dense_1', which is not a QuantDense layer of the model; its QuantDense layers are "
+        r"quant_dense, head \(",
+    ):
+        load_config(write(tmp_path, text.replace("quant_dense: 4", "quant_dense_1: 4")))
+
+
+def test_export_section_is_checked_without_hls4ml(tmp_path):
+    import subprocess
+    import sys
+
+    path = write(tmp_path, "model:\n  - QuantDense: {units: 4}\nexport: {strategy: Resource, reuse_factor: {quant_dense: 3}}\n")
+    code = (
+        "import sys\nfrom edgebnn.config import load_config\n"
+        f"load_config({str(path)!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'hls4ml'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -798,3 +798,12 @@ def test_fit_takes_a_target_and_advises_only_what_it_was_not_given():
     found = fit(g, target=Target(board=load_board("cora-z7-07s"), strategy="Resource"))
     assert not found.fits and "try narrower weights or a larger board" in found.reason
     assert "Resource strategy" in fit(g, "cora-z7-07s").reason
+
+
+def test_fit_under_resource_tries_only_reuse_factors_every_node_keeps():
+    """Export refuses a reuse factor hls4ml's Resource strategy would snap, so fit tries only
+    those valid for every weighted node (16x12, 12x8 and 8x4 share 1, 2 and 4)."""
+    from graphs import calibrated_mlp
+
+    found = fit(calibrated_mlp(), "cora-z7-07s", strategy="Resource", limit=0.0001)
+    assert [rf for rf, _ in found.tried] == [1, 2, 4] and found.reuse_factor is None

@@ -77,3 +77,39 @@ def test_a_wrong_graph_is_reported_as_a_mismatch(monkeypatch):
     monkeypatch.setattr(freeze_module, "freeze", broken)
     outcomes = [fuzz.check(fuzz.random_model(s)) for s in range(6)]
     assert any(o.status == "mismatch" and "Keras (batch 1) vs emulator" in o.message for o in outcomes)
+
+
+def test_random_targets_are_built_as_given_and_cover_every_option():
+    """The C-simulated exports take random backends, strategies and reuse factors (model-wide
+    and per weighted node), each one hls4ml keeps as given; the outcome line shows them."""
+    from graphs import calibrated_mlp
+
+    from edgebnn.backends.hls4ml import reuse
+    from edgebnn.backends.target import Target
+
+    graph = calibrated_mlp()
+    seen = set()
+    for seed in range(40):
+        for io_type in ("io_parallel", "io_stream"):
+            options = fuzz.random_target(np.random.default_rng(seed), graph, io_type)
+            reuse.check(Target(io_type=io_type, **options), reuse.matrices(graph), graph.name)
+            rf = options["reuse_factor"]
+            seen |= {options["backend"], options["strategy"], type(rf).__name__, (options["strategy"], rf != 1)}
+    assert {"Vitis", "Vivado", "Latency", "Resource", "int", "dict", ("Resource", True)} <= seen
+    line = fuzz.Outcome(
+        3, "ok", csim="io_stream", target={"backend": "Vivado", "strategy": "Resource", "reuse_factor": {"d0": 4}}
+    ).line()
+    assert line == "seed 3 [io_stream, Vivado, Resource, rf d0=4]: ok"
+
+
+def test_some_models_end_with_a_batchnorm_head_that_freezes_to_an_affine_node():
+    import warnings
+
+    from edgebnn.freeze import freeze
+
+    case = fuzz.random_model(56)
+    assert case.layers[-1].startswith("BatchNormalization")
+    assert fuzz.check(case).status == "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert freeze(case.model).nodes[-1].op == "affine"

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from graphs import OP_GRAPHS, every_op_graph
+from graphs import OP_GRAPHS, edge_inputs, every_op_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -21,24 +21,25 @@ from edgebnn.graph import (
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
 GRAPH = every_op_graph(pad_code=1)
-# the ops every_op_graph lacks come from the other example graphs (every_op's nodes win)
-EXAMPLE = {node.op: node for node in GRAPH.nodes}
-HOME = dict.fromkeys(EXAMPLE, GRAPH)  # the graph EXAMPLE[op] ends
-for _build in OP_GRAPHS.values():
-    _g = _build()
-    for _i, _node in enumerate(_g.nodes):
-        if _node.op not in EXAMPLE:
-            EXAMPLE[_node.op], HOME[_node.op] = _node, Graph(_g.name, _g.nodes[: _i + 1])
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
+# each op's example node and the example graph holding it (GRAPH first, then tests/graphs.py's OP_GRAPHS)
+EXAMPLE, HOME = {}, {}
+for _graph in [GRAPH, *(build() for name, build in OP_GRAPHS.items() if name != "every_op")]:
+    for _node in _graph.nodes:
+        EXAMPLE.setdefault(_node.op, _node)
+        HOME.setdefault(_node.op, _graph)
 
 
-def _x(graph):
-    return X if graph is GRAPH else np.random.default_rng(1).uniform(-5, 5, size=(20, *graph.input.shape))
+def inputs_of(graph):
+    return X if graph is GRAPH else edge_inputs(graph, n=20)
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast", "depthwise_conv2d")
-    assert tuple(REGISTRY) == OPS
+    assert (
+        OPS
+        == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast", "depthwise_conv2d", "affine")
+        == tuple(REGISTRY)
+    )
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
@@ -60,10 +61,11 @@ def test_spec_declares_what_the_builder_writes(op):
             assert isinstance(meaning, str) and meaning and "\n" not in meaning
 
 
-def test_the_example_uses_every_optional_key():
+def test_the_examples_use_every_optional_key():
+    nodes = [n for build in OP_GRAPHS.values() for n in build().nodes]
     for op, entry in REGISTRY.items():
-        assert set(entry.optional_params) <= set(EXAMPLE[op].params), op
-        assert set(entry.optional_attrs) <= set(EXAMPLE[op].attrs), op
+        assert set(entry.optional_params) <= {k for n in nodes if n.op == op for k in n.params}, op
+        assert set(entry.optional_attrs) <= {k for n in nodes if n.op == op for k in n.attrs}, op
 
 
 REQUIRED = [
@@ -75,7 +77,16 @@ REQUIRED = [
 
 
 def test_required_keys_are_declared():
-    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast", "depthwise_conv2d"}
+    assert {op for op, _, _ in REQUIRED} == {
+        "dense",
+        "conv2d",
+        "maxpool2d",
+        "avgpool2d",
+        "threshold",
+        "cast",
+        "depthwise_conv2d",
+        "affine",
+    }
 
 
 def without(node, kind, key):
@@ -126,7 +137,7 @@ def test_unknown_op_names_every_known_one():
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulate_dispatches_by_table(op, monkeypatch):
-    graph, x = HOME[op], _x(HOME[op])
+    graph, x = HOME[op], inputs_of(HOME[op])
     right = emulate(graph, x, return_all=True)
     name = EXAMPLE[op].name
     original = REGISTRY[op].execute
@@ -138,7 +149,8 @@ def test_emulate_dispatches_by_table(op, monkeypatch):
 
     monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
     got = emulate(graph, x, return_all=True)
-    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    assert seen[0] == (list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))
+    assert len(seen) == sum(n.op == op for n in graph.nodes)
     assert np.all(got[name] != right[name])
     monkeypatch.undo()
     assert all(np.array_equal(v, emulate(graph, x, return_all=True)[k]) for k, v in right.items())

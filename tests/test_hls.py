@@ -3,6 +3,7 @@
 import os
 import re
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from edgebnn.backends import hls4ml as hls
 from edgebnn.backends.hls4ml.model import hls_names
 from edgebnn.backends.hls4ml.ops.threshold import THRESHOLD_CLASS
 from edgebnn.backends.hls4ml.threshold_layer import THRESHOLD_HEADER, register
-from edgebnn.backends.target import Target
+from edgebnn.backends.target import Target, TargetError
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
 from edgebnn.fixed import FixedType
@@ -58,12 +59,13 @@ CASES = {
     ),
     # multi-bit weights with bias, 2-bit activations, a threshold right on the input's codes
     "calibrated": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {}),
-    # wrap-around input, int<2> weights including -2, Vivado backend, Resource strategy, snapped reuse factor
+    # wrap-around input, int<2> weights including -2, Vivado backend, Resource strategy with
+    # a reuse factor above n_in (a multiple of it), one below and one equal to it
     "resource": (
         lambda: calibrated_mlp(
             seed=1, input_type="fixed<6,1,TRN,WRAP>", weight_type="int<2>", act_type="int<2>", act_thresholds=1, out_levels=None
         ),
-        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 5},
+        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": {"dense0": 32, "dense1": 3, "dense2": 8}},
     ),
     "odd_types": (odd_types_graph, {}),
 }
@@ -159,13 +161,11 @@ def test_project_folder(compiled):
     assert os.listdir(os.path.dirname(path)) == [os.path.basename(path)]
 
 
-def test_reuse_factor_snapping_is_reported(compiled):
+def test_reuse_factors_are_built_as_given(compiled):
     name, graph, project = compiled
-    snapped = [w for w in project.warnings if "reuse factor" in w]
-    if name == "resource":
-        assert snapped and "from 5 to" in snapped[0]
-    else:
-        assert project.warnings == []
+    assert project.warnings == []
+    rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers() if layer.class_name == "Dense"}
+    assert rf == project.target.reuse_factors(graph)
 
 
 def test_predict_checks_its_input(compiled):
@@ -216,19 +216,45 @@ def test_failed_export_leaves_nothing(small, tmp_path, monkeypatch, error, exist
         assert os.listdir(out) == ["keep.txt"]
 
 
-def test_snapped_reuse_factor_warns(small, tmp_path):
-    with pytest.warns(hls.HLSExportWarning) as record:
-        project = hls.export(small, tmp_path / "p", strategy="resource", reuse_factor=5)
-    assert [str(w.message) for w in record] == project.warnings
-    assert project.warnings[0].startswith("hls4ml changed the reuse factor of layer 'dense0' from 5 to 4;")
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (
+            {"strategy": "resource", "reuse_factor": 5},
+            "reuse factor 5 of node 'dense0' (dense, 4 x 3 weights) is not one hls4ml's Resource strategy builds as "
+            "given; use one of 1, 2, 4, 12 there, or the Latency strategy",
+        ),
+        (
+            {"strategy": "Resource", "reuse_factor": {"dense1": 2}, "backend": "Vivado", "io_type": "io_stream"},
+            "reuse factor 2 of node 'dense1' (dense, 3 x 2 weights) is not one hls4ml's Resource strategy builds as "
+            "given; use one of 1, 3, 6 there",
+        ),
+    ],
+)
+def test_reuse_factor_hls4ml_would_snap_is_refused_before_writing(small, tmp_path, options, says):
+    with pytest.raises(TargetError) as err:
+        hls.export(small, tmp_path / "p", **options)
+    assert str(err.value).startswith(says) and "\n" not in str(err.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_any_reuse_factor_builds_under_latency(small, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        project = hls.export(small, tmp_path / "p", reuse_factor={"dense0": 5, "dense1": 7})
+    rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers() if layer.class_name == "Dense"}
+    assert rf == {"dense0": 5, "dense1": 7}
 
 
 @pytest.mark.csim
 def test_reuse_factor_per_node(tmp_path):
     """A Target with one reuse factor per dense node configures each layer with its own (the
-    others get 1) and the C-simulation stays exact."""
+    others get 1) and the C-simulation stays exact: the Vivado backend in io_stream, the
+    Resource strategy."""
     graph = calibrated_mlp()
-    target = Target(board=PYNQ, strategy="Resource", reuse_factor={"dense0": 4, "dense2": 2})
+    target = Target(
+        board=PYNQ, backend="Vivado", io_type="io_stream", strategy="Resource", reuse_factor={"dense0": 4, "dense2": 2}
+    )
     project = export_quietly(graph, tmp_path / "p", target=target)
     assert project.target is target
     rf = {layer.name: layer.get_attr("reuse_factor") for layer in project.model.get_layers() if layer.class_name == "Dense"}
@@ -306,7 +332,7 @@ def test_unsupported_nodes(small, tmp_path):
     with pytest.raises(
         EdgebnnError,
         match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, avgpool2d, "
-        r"flatten, threshold, cast nodes",
+        r"flatten, threshold, cast, affine nodes",
     ):
         hls.export(graph, tmp_path / "p")
 

@@ -97,11 +97,12 @@ CASES = {
     "pointwise_bnn_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE), {"io_type": "io_stream"}),
     "pointwise_resource": (
         lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 6}),
-        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": 2},
+        {"backend": "Vivado", "strategy": "Resource", "reuse_factor": {"conv0": 2, "conv1": 3, "dense": 5}},
     ),
     "pointwise_resource_stream": (
         lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 7}),
-        {"strategy": "Resource", "reuse_factor": 3, "io_type": "io_stream"},
+        # reuse factors above n_in: io_stream convolutions take them (io_parallel ones assert)
+        {"strategy": "Resource", "reuse_factor": {"conv0": 6, "conv1": 9, "dense": 90}, "io_type": "io_stream"},
     ),
     # a flat network in io_stream: one packet per vector
     "mlp_stream": (lambda: calibrated_mlp(input_levels="ufixed<3,1>"), {"io_type": "io_stream"}),
@@ -184,14 +185,25 @@ def test_overlapping_pool_is_refused_in_io_stream(tmp_path):
 
 
 @pytest.mark.parametrize("compiled", ["pointwise_resource", "pointwise_resource_stream"], indirect=True)
-def test_pointwise_reuse_factor_is_valid_and_reported(compiled):
-    """hls4ml rebuilds a 1x1 Conv2D as PointwiseConv2D from the configuration, restoring a reuse
-    factor it had snapped (its C++ then aborts the process); export snaps it and says so."""
+def test_pointwise_reuse_factor_is_built_as_given(compiled):
+    """hls4ml rebuilds a 1x1 Conv2D as PointwiseConv2D from the configuration: the reuse factor
+    configured (valid, checked by export) is the one it keeps."""
     name, graph, project = compiled
-    backend = project.model.config.backend
+    rf = project.target.reuse_factors(graph)
     for layer in project.model.get_layers():
-        if layer.class_name == "PointwiseConv2D":
-            assert layer.get_attr("reuse_factor") in backend.get_valid_reuse_factors(*backend.get_layer_mult_size(layer))
-    want = "'conv1' from 2 to 1" if name == "pointwise_resource" else "'conv0' from 3 to 2"
-    assert any(want in w for w in project.warnings), project.warnings
-    assert not any("Overriding" in w for w in project.warnings)
+        if layer.class_name in ("PointwiseConv2D", "Dense"):
+            assert layer.get_attr("reuse_factor") == rf[layer.name]
+    assert project.warnings == []
+
+
+def test_resource_reuse_factor_above_the_kernel_is_refused_in_io_parallel(tmp_path):
+    """hls4ml's io_parallel Resource convolution asserts rf <= kh*kw*C (an abort in the
+    C-simulation); io_stream takes the same reuse factor."""
+    graph = CASES["pointwise_resource_stream"][0]()
+    with pytest.raises(
+        EdgebnnError,
+        match=r"reuse factor 6 of node 'conv0' \(conv2d, 2 x 3 weights\) is not one hls4ml's Resource strategy "
+        r"in io_parallel builds as given; use one of 1, 2 there",
+    ):
+        hls.export(graph, tmp_path / "prj", board=PYNQ, strategy="Resource", reuse_factor={"conv0": 6})
+    assert os.listdir(tmp_path) == []

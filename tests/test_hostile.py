@@ -208,6 +208,23 @@ def test_force_replaces_only_what_edgebnn_wrote(tmp_path):
         ("export", "strategy", "Fastest", "'export.strategy' is 'Fastest'; use one of Latency, Resource"),
         ("export", "clock_period_ns", 0, "'export.clock_period_ns' must be a positive number of ns"),
         ("export", "clock_period_ns", -5, "'export.clock_period_ns' must be a positive number of ns"),
+        (
+            "export",
+            "reuse_factor",
+            {"quant_dense_1": 4, "dense9": 2},
+            "c.yaml: key 'export.reuse_factor' names 'dense9', which is not a QuantDense layer of the model; its "
+            "QuantDense layers are quant_dense, quant_dense_1, quant_dense_2 (give a layer a name: to choose it)",
+        ),
+        ("export", "reuse_factor", {"quant_dense": 0}, "'export.reuse_factor' must be an integer >= 1, or a mapping"),
+        ("export", "reuse_factor", [4], "'export.reuse_factor' must be an integer or a mapping of layer names to integers"),
+        (
+            "export",
+            "reuse_factor",
+            7,
+            "c.yaml: key 'export.reuse_factor': reuse factor 7 of node 'quant_dense' (dense, 64 x 128 weights) is not "
+            "one hls4ml's Resource strategy builds as given; use one of 1, 2, 4, 8, 16, 32, 64, 128, 256, ",
+        ),
+        ("export", "part", "", "c.yaml: export: FPGA part must be a non-empty string like 'xc7z020clg400-1', got ''"),
         (None, "name", "runs/evil", "key 'name' must be an identifier"),
         (None, "name", "my model", "key 'name' must be an identifier"),
         (None, "name", "modèle", "key 'name' must be an identifier"),

@@ -155,8 +155,11 @@ class Target:
     def reuse_factors(self, graph) -> dict[str, int]:
         """The reuse factor of each weighted node (one with a weight matrix: dense, conv2d) of
         ``graph``; a per-node reuse factor that names no weighted node of it is refused."""
-        weighted = [node.name for node in graph.nodes if "weight" in node.params]
-        graph_name = graph.name
+        return self.reuse_factors_of([node.name for node in graph.nodes if "weight" in node.params], graph.name)
+
+    def reuse_factors_of(self, weighted: list[str], graph_name: str) -> dict[str, int]:
+        """The reuse factor of each of the ``weighted`` node names (of graph or model
+        ``graph_name``); a per-node reuse factor that names none of them is refused."""
         if isinstance(self.reuse_factor, Mapping):
             unknown = sorted(set(self.reuse_factor) - set(weighted))
             if unknown:

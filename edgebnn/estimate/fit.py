@@ -34,7 +34,8 @@ def fit(
     The other options are one :class:`~edgebnn.backends.target.Target` (``target``, whose reuse
     factor is the one searched, or its options here), as for :func:`~edgebnn.estimate.estimate`.
     Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
-    (:func:`valid_reuse_factors`; others would be snapped to one of these), tried in
+    (:func:`valid_reuse_factors`; others would be snapped to one of these), under the Resource
+    strategy for every one of them (export refuses any other), tried in
     ascending order with one model-wide reuse factor; a design fits when every resource is
     at most ``limit`` of the board. Returns a :class:`Fit`; when nothing fits, its
     ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
@@ -45,8 +46,12 @@ def fit(
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
     dense = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
-    candidates = sorted({rf for n in dense for rf in valid_reuse_factors(*_matrix_shape(n))}) or [1]
     target = make_target(target, strategy=strategy, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool)
+    valid = [set(valid_reuse_factors(*_matrix_shape(n))) for n in dense]
+    if target.strategy == "Resource" and valid:
+        # export refuses a reuse factor hls4ml would snap: one valid for every weighted node
+        valid = [set.intersection(*valid) | {1}]
+    candidates = sorted(set().union(*valid)) or [1]
     kwargs = dict(utilization_limit=limit, types=types, multipliers=multipliers, constants=constants, softmax=softmax)
     tried = []
     last = None

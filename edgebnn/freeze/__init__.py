@@ -43,12 +43,19 @@ rewrite those into steps and the steps into nodes:
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the
-  quantizer is a plain conversion after relus only).
+  quantizer is a plain conversion after relus only);
+* a float bias and ``BatchNormalization`` that end the model without a quantizer become an
+  affine node ``y = a * x + b`` per channel when Keras's float32 outputs lie exactly on such a
+  fixed-point form on every reachable accumulator value (``passes/affine.py``), else they are
+  refused with the fix.
 
 Thresholds are not derived by algebra: freeze runs the model's *own* inference arithmetic
 (the same Keras ops through ``predict``, ``freeze/replay.py``) on every integer value the
 accumulator can take, per channel, and records where the quantized output changes. Ties,
 float32 rounding, negative or zero gamma therefore come out exactly as Keras computes them.
+Only reachable values are enumerated (``edgebnn.graph.lattice``: e.g. a sum of n terms of +-1
+is congruent to n modulo 2), so each threshold sits on a value that can occur and none is
+spent on a level reachable only between them; the node records that lattice.
 """
 
 from __future__ import annotations

@@ -80,6 +80,7 @@ class Step:
 
     name: str
     # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "flatten" | "requant" (thresholds) | "cast"
+    # | "affine" (float ops that end the model)
     kind: str
     layer: Any
     quantizer: Any = None

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from . import replay
 from .lower import HANDLERS, inputs
-from .passes import cast_or_threshold, thresholds
+from .passes import affine, cast_or_threshold, thresholds
 
 
 class Kind(NamedTuple):
@@ -24,4 +24,5 @@ KINDS = {
     **{m.KIND: Kind(m.keras_eval, m.node) for m in HANDLERS.values() if hasattr(m, "KIND")},
     "requant": Kind(replay.run_ops, thresholds.node),
     "cast": Kind(replay.run_ops, cast_or_threshold.node),
+    "affine": Kind(lambda step, x: replay.run_ops(step, x, quantize=False), affine.node),
 }

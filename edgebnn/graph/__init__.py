@@ -10,8 +10,7 @@ arrays of integer codes and ``attrs`` JSON-able settings (fixed-point types as t
 Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds of its output
 values from interval analysis over the actual integer weights.
 
-The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``, ``depthwise_conv2d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+The ops live one per module in ``graph/ops/`` (the table ``OPS``): each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -23,6 +22,7 @@ from ..fixed import on_grid as _on_grid  # noqa: F401
 from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_arrays  # noqa: F401
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
+from .ops.affine import affine_node
 from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
 from .ops.conv2d import conv2d_node
@@ -42,6 +42,7 @@ __all__ = [
     "GraphError",
     "Node",
     "OpSpec",
+    "affine_node",
     "avgpool2d_node",
     "cast_node",
     "conv2d_node",

@@ -30,3 +30,16 @@ def test_real_valued_values_entering_a_layer_or_ending_the_model_are_refused():
         run(fold_float_ops.run, [step("dense"), op("d"), step("flatten")])
     out, _ = run(fold_float_ops.run, [step("dense"), _no_input_quantizer(), step("dense", "e")])
     assert [s.name for s in out] == ["dense", "e"]  # no float ops: the missing quantizer is nothing
+
+
+def test_batchnorm_and_float_bias_ending_the_model_become_an_affine_step():
+    import keras
+
+    from edgebnn.freeze.items import FloatOp
+
+    bn = keras.layers.BatchNormalization(name="bn")
+    a, b = op("d.bias", bias=True), FloatOp("bn", lambda x: x, layer=bn, per_channel=True)
+    out, _ = run(fold_float_ops.run, [step("dense"), a, b])
+    assert [s.kind for s in out] == ["dense", "affine"] and out[1].float_ops == [a, b] and out[1].name == "bn"
+    with pytest.raises(FreezeError, match="the model ends with real-valued outputs of bn that hardware cannot"):
+        run(fold_float_ops.run, [step("dense"), b, step("flatten")])  # a step behind it: not the end

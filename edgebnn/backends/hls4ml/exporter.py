@@ -1,7 +1,8 @@
 """``export()``: write a deployment graph as an hls4ml project, all or nothing.
 
 The options and the graph are checked first (one sentence for anything hls4ml cannot
-reproduce bit for bit: the chain here, each op's part in its lowering module's ``check``), then
+reproduce bit for bit: the chain here, each op's part in its lowering module's ``check``, the
+reuse factors in ``reuse``), then
 hls4ml builds its model from the layer list and configuration (``model``), runs its flows, the
 result is checked against the graph and the project is written into a staged folder that is
 moved into place when complete.
@@ -30,7 +31,7 @@ from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
-from . import threshold_layer
+from . import reuse, threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering
 from .project import HLSExportWarning, HLSProject
@@ -73,7 +74,8 @@ def export(
             convolutions compile much faster there).
         strategy: ``Latency`` (default) or ``Resource``.
         reuse_factor: hls4ml reuse factor for every layer (default 1), or a mapping from dense and
-            conv2d node names to theirs (the others get 1); hls4ml may snap it (see ``.warnings``).
+            conv2d node names to theirs (the others get 1). Under the Resource strategy one that
+            hls4ml would not build as given (it would snap it) is refused, naming the valid ones.
         project_name: the HLS top function / project name (a C identifier).
         force: replace an existing ``output_dir``, only after the new project is complete.
         trace: compile hls4ml's per-layer tracing into the C-simulation (``HLSProject.trace``
@@ -101,7 +103,7 @@ def export(
         raise EdgebnnError(f"project_name {project_name!r} must be a C identifier (letters, digits, underscores)")
     final = check_output_path(output_dir)
     check_graph(graph, target.io_type)
-    target.reuse_factors(graph)  # a per-node reuse factor must name a weighted node
+    reuse.check(target, reuse.matrices(graph), graph.name)  # every reuse factor is built as given
 
     threshold_layer.register(BACKENDS)
     names = hls_names(graph)

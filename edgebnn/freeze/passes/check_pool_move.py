@@ -23,11 +23,13 @@ def run(step: Step, freezing) -> None:
     if step.kind != "maxpool2d" or step.moved_from is None:
         return
     req = freezing.node(step.moved_from.name)
-    check(step, req, freezing.node(req.inputs[0]), freezing.jit)
+    check(step, req, freezing.node(req.inputs[0]), freezing.jit, freezing.node)
 
 
-def check(pool: Step, req, acc, jit: bool) -> None:
-    """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact."""
+def check(pool: Step, req, acc, jit: bool, source=None) -> None:
+    """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact, on
+    every reachable accumulator value (``source``: node name -> node, for the lattice; every
+    code without it)."""
     step = pool.moved_from
     advice = (
         f"so the maximum cannot move after the quantizer exactly; pool after the activation "
@@ -45,7 +47,7 @@ def check(pool: Step, req, acc, jit: bool) -> None:
                 f"{t} overflows with {t.overflow} and is not monotone, {advice}"
             )
         return
-    codes, values = grid(acc)
+    codes, values = grid(acc, source)
     before = replay.evaluate(step, values, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)
     g = levels_at(req, codes)
     bad = [c for c in range(codes.shape[1]) if np.any(np.diff(g[np.argsort(before[:, c], kind="stable"), c]) < 0)]

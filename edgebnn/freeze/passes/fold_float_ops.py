@@ -1,10 +1,14 @@
 """The float ops after an accumulator (a float bias, ``BatchNormalization``, an elementwise
 activation) and the quantizer that ends them become one requant step; real-valued values
-entering a weighted layer without an input quantizer, or ending the model, are refused."""
+entering a weighted layer without an input quantizer are refused. Float biases and
+``BatchNormalization`` that end the model become an "affine" step (an exact affine node when
+Keras computes them as one, ``passes/affine.py``); any other real-valued end is refused."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+
+import keras
 
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
@@ -13,6 +17,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     """Only steps: float ops and their quantizer folded into "requant" steps."""
     pending: list[FloatOp] = []
     became: dict[int, Step] = {}  # id of a Quantize item -> its requant step
+    behind = False  # a step came after float ops still pending (e.g. a Flatten at the end)
     for item in items:
         if isinstance(item, FloatOp):
             pending.append(item)
@@ -38,8 +43,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         else:
             if isinstance(item.moved_from, Quantize):
                 item.moved_from = became[id(item.moved_from)]
+            behind = behind or bool(pending)
             yield item
-    if pending:
+    if pending and not behind and all(op.bias or isinstance(op.layer, keras.layers.BatchNormalization) for op in pending):
+        last = pending[-1].layer
+        yield Step(last.name, "affine", last, None, list(pending), [op.layer.name for op in pending])
+    elif pending:
         raise FreezeError(
             f"the model ends with real-valued outputs of {_names(pending)} that hardware cannot "
             "reproduce exactly; end it with a QuantActivation (e.g. quantized_bits(8, 3)) or a QuantDense"

@@ -53,7 +53,7 @@ class OpSpec:
 
 
 # the op modules import OpSpec from here, so they come after it
-from . import avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
+from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
 from . import input as input_op
 
 _MODULES = (
@@ -66,6 +66,7 @@ _MODULES = (
     threshold,
     cast,
     depthwise_conv2d,
+    affine,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)

@@ -1,6 +1,11 @@
 """``threshold``: requantization of an accumulator into a few levels, per channel ``c``:
 ``y = levels[c, n]`` where ``n`` counts the ``thresholds[c, k] <= x``. Thresholds are codes on the
-input's type (ascending per channel), levels codes on ``type``."""
+input's type (ascending per channel), levels codes on ``type``. One op serves every
+requantization: sign (one threshold, levels -1 and +1), ternary (two), k-bit (up to 2**k - 1).
+
+Optionally the node records the lattice of its reachable inputs (``edgebnn.graph.lattice``):
+per channel every input is ``base + k * step`` and so is every threshold, so an input and a
+threshold share their low :func:`compare_shift` bits and a compare may ignore them."""
 
 from __future__ import annotations
 
@@ -26,6 +31,16 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
         raise GraphError(f"{where}: thresholds must ascend per channel")
     if t.size and (t.min() < src.type.min_code or t.max() > src.type.max_code):
         raise GraphError(f"{where}: thresholds do not fit the input type {src.type}")
+    if ("base" in node.params) != ("step" in node.params):
+        raise GraphError(f"{where}: a lattice needs both base and step")
+    if "step" in node.params:
+        base, step = node.params["base"], node.params["step"]
+        if base.shape != (c,) or step.shape != (c,) or step.min(initial=0) < 0:
+            raise GraphError(f"{where}: lattice base and step must be ({c},) with step >= 0")
+        on = step == 0
+        on = on | (np.mod(t - base[:, None], np.where(step > 0, step, 1)[:, None]) == 0).all(axis=1)
+        if not on.all():
+            raise GraphError(f"{where}: thresholds must lie on the lattice of its inputs (base + k * step)")
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
@@ -43,16 +58,32 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
 
 
 def describe(node: Node) -> str:
-    return f" {node.params['thresholds'].shape[1]} threshold(s)/channel"
+    step = node.params.get("step")
+    on = "" if step is None or (step <= 1).all() else f" on a lattice of step {int(step.max())}"
+    return f" {node.params['thresholds'].shape[1]} threshold(s)/channel{on}"
 
 
-def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType, source: str = "") -> Node:
+def compare_shift(node: Node, width: int) -> int:
+    """How many low bits of an input of ``width`` bits every reachable input of a channel shares
+    with that channel's thresholds (their lattice step's common power of two; 0 without a
+    lattice), at most ``width - 2`` so that a sign and one more bit remain to compare."""
+    step = node.params.get("step")
+    if step is None or not (step > 0).any():
+        return 0
+    tz = min((int(s) & -int(s)).bit_length() - 1 for s in step if s > 0)
+    return max(0, min(tz, width - 2))
+
+
+def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType, source: str = "", lattice=None) -> Node:
     """A threshold node on ``src``: ``thresholds`` (C, K) codes of ``src.type``, ``levels`` (C, K+1)
-    codes of ``out_type``; its bounds are each channel's extreme levels."""
+    codes of ``out_type``; its bounds are each channel's extreme levels. ``lattice`` (base,
+    step), when given, is the lattice of ``src``'s reachable codes (see the module docstring)."""
     thresholds = np.asarray(thresholds, dtype=np.int64)
     levels = np.asarray(levels, dtype=np.int64)
     vals = out_type.from_codes(levels)
     params = {"thresholds": thresholds, "levels": levels, "lo": vals.min(axis=1), "hi": vals.max(axis=1)}
+    if lattice is not None:
+        params["base"], params["step"] = (np.asarray(v, dtype=np.int64).reshape(-1) for v in lattice)
     return Node(name, "threshold", [src.name], src.shape, out_type, params, {}, source)
 
 
@@ -65,5 +96,9 @@ SPEC = OpSpec(
     params={
         "thresholds": "int codes (C, K) on the input's type, ascending per channel",
         "levels": "int codes (C, K+1) on the node's type: the output for 0..K thresholds reached",
+    },
+    optional_params={
+        "base": "int (C,): with step, every reachable input code of channel c is base[c] + k * step[c]",
+        "step": "int (C,) >= 0: the lattice step of the reachable inputs (0: a constant channel); thresholds lie on it",
     },
 )

@@ -1,8 +1,7 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
-:data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
-:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
-:mod:`.depthwise_conv2d`; each module's docstring is the description of how that op is costed). Every cost function has the
+:data:`COSTS` maps each graph op to its cost function, one module per op named after it (each
+module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
     cost(node, src, rf, ctx, widths, warnings, live) -> LayerEstimate
@@ -30,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
+from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {
@@ -42,6 +41,7 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "threshold": threshold.cost,
     "cast": cast.cost,
     "depthwise_conv2d": depthwise_conv2d.cost,
+    "affine": affine.cost,
 }
 
 # graph ops that build no logic and get no row, and why

@@ -2,7 +2,8 @@
 
 A threshold at or below the channel's lower bound, or above its upper bound, is a constant and
 costs nothing; equal thresholds share one comparator. Each live comparator is
-``lut_per_compare_bit * Wi`` LUTs (``Wi`` the input width; a carry chain against a constant);
+``lut_per_compare_bit * Wi`` LUTs (``Wi`` the compare width: the input width less the low bits
+the node's lattice fixes, ``compare_shift``; a carry chain against a constant);
 with ``K >= 2`` live ones in a channel, every output bit (``Wo`` of them) is a function of the
 ``K`` comparator bits, ``ceil(K / level_mux_inputs_per_lut)`` LUTs. ``FF = channels * Wo``.
 Latency: the compare (plus one adder level's time for that level logic when some channel has
@@ -21,6 +22,7 @@ import math
 import numpy as np
 
 from edgebnn.graph import Node
+from edgebnn.graph.ops.threshold import compare_shift
 
 from .blocks import _positions
 from .context import _Context
@@ -38,6 +40,7 @@ def cost(
     hi = src.type.codes(np.broadcast_to(src.hi, (t.shape[0],)))
     live = [int(np.unique(row[(row > l) & (row <= h)]).size) for row, l, h in zip(t, lo, hi)]
     wi, wo = widths[src.name]["result"].width, widths[node.name]["result"].width
+    wi -= compare_shift(node, wi)  # the low bits every input shares with its thresholds
     pixels = _positions(node)
     stream = ctx.io_type == "io_stream" and pixels > 1  # one pixel per cycle through C units
     p = 1 if stream else pixels

@@ -26,7 +26,7 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, input, maxpool2d, threshold
+from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, input, maxpool2d, threshold
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -39,6 +39,7 @@ LOWERINGS: dict[str, ModuleType] = {
     "threshold": threshold,
     "cast": cast,
     "depthwise_conv2d": depthwise_conv2d,
+    "affine": affine,
 }
 
 # what every module in LOWERINGS defines

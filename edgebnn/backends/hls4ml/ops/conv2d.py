@@ -3,8 +3,8 @@ with types as for dense and the graph's explicit padding as pad_top/bottom/left/
 
 hls4ml pads with zeros only, so a node with a non-zero ``pad_code`` is refused. In io_stream
 hls4ml moves the padding into a ``ZeroPadding2D`` layer of the input's type. hls4ml runs a 1x1
-kernel as a ``PointwiseConv2D`` (same weights and types); in the Resource strategy its reuse
-factor is snapped here, which hls4ml's rewrite forgets.
+kernel as a ``PointwiseConv2D`` (same weights and types), rebuilt from the configuration: its
+reuse factor is the one configured, which export has checked is valid (``reuse``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from ....errors import EdgebnnError
 from ....graph import Node
 from .common import bias_values, check_accumulator, verify_weighted, weight_values, weighted_precisions
 from .common import own_config_names as config_names
+from .common import same_reuse_factor as reuse_factor
 
 __all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
 
@@ -84,21 +85,6 @@ def layer(node: Node, src: Node) -> dict:
 def precisions(node: Node, src: Node) -> dict[str, str]:
     """The layer's precisions: weight and bias types, the node's type as accumulator and result."""
     return weighted_precisions(node)
-
-
-def reuse_factor(node: Node, backend, strategy: str, reuse_factor: int) -> int:
-    """The reuse factor the layer is configured with: ``reuse_factor``, except for a 1x1 kernel in
-    the Resource strategy, which gets the nearest valid one as hls4ml would choose it.
-
-    hls4ml snaps an invalid reuse factor of a Conv2D, then rebuilds a 1x1 one as a
-    PointwiseConv2D from the configuration, which restores the invalid value; its C++ then
-    fails an assertion that aborts the Python process running the C-simulation.
-    """
-    if strategy != "Resource" or not _pointwise(node):
-        return reuse_factor
-    _, _, c, f = node.params["weight"].shape
-    valid = backend.get_valid_reuse_factors(int(c), int(f))
-    return reuse_factor if reuse_factor in valid else backend.get_closest_reuse_factor(valid, reuse_factor)
 
 
 def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str]:

@@ -1,13 +1,20 @@
 """``threshold`` in hls4ml: edgebnn's own ``EdgebnnThreshold`` layer
-(``hls_templates/nnet_edgebnn_threshold.h``, registered by ``threshold_layer``): thresholds held
-in the input's type, levels in the output type; an array and an hls::stream version, one channel
-index per flat element either way."""
+(``hls_templates/nnet_edgebnn_threshold.h``, registered by ``threshold_layer``): levels in the
+output type; an array and an hls::stream version, one channel index per flat element either way.
+
+The compare runs in :func:`compare_type`: the input's type without the ``s`` low bits every
+reachable input shares with its channel's thresholds (the node's lattice,
+``graph.ops.threshold.compare_shift``; ``s = 0`` without one). The input is converted to it by
+truncation (floor) and the thresholds are held as ``floor(t / 2**s)``: for inputs and thresholds
+on one lattice of step ``2**s * m`` that keeps every comparison's result, in fewer bits."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ....fixed import FixedType
 from ....graph import Node
+from ....graph.ops.threshold import compare_shift
 from .common import expect_precision, own_hls_layer, precision
 from .common import own_config_names as config_names
 from .common import same_reuse_factor as reuse_factor
@@ -40,6 +47,14 @@ def check(node: Node, src: Node, io_type: str, where: str) -> None:
     """Nothing to refuse: the layer compares and selects in the graph's own types."""
 
 
+def compare_type(node: Node, src: Node) -> FixedType:
+    """The type the layer compares in: ``src``'s without the low bits its lattice fixes (see the module docstring)."""
+    s = compare_shift(node, src.type.width)
+    if s == 0:
+        return src.type
+    return src.type.replace(width=src.type.width - s, rounding="TRN", overflow="WRAP", sat_bits=0)
+
+
 def tables(node: Node) -> tuple[np.ndarray, np.ndarray]:
     """The (thresholds, levels) codes the layer holds, one row per channel."""
     t, lv = node.params["thresholds"], node.params["levels"]
@@ -60,14 +75,14 @@ def layer(node: Node, src: Node) -> dict:
         n_in=int(np.prod(node.shape)),
         n_chan=int(t.shape[0]),
         n_thresholds=int(t.shape[1]),
-        thresholds_data=src.type.from_codes(t).reshape(-1),
+        thresholds_data=compare_type(node, src).from_codes(t >> compare_shift(node, src.type.width)).reshape(-1),
         levels_data=node.type.from_codes(lv).reshape(-1),
     )
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:
-    """The layer's precisions: thresholds in the input's type, levels and result in the node's."""
-    return {"thresholds": precision(src.type), "levels": precision(node.type), "result": precision(node.type)}
+    """The layer's precisions: thresholds in the compare type, levels and result in the node's."""
+    return {"thresholds": precision(compare_type(node, src)), "levels": precision(node.type), "result": precision(node.type)}
 
 
 def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str]:

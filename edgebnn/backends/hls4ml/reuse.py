@@ -1,0 +1,72 @@
+"""Reuse factors hls4ml builds exactly as given, and the refusal of any other, before anything is written.
+
+The Latency strategy takes any reuse factor >= 1 (it only limits how many multipliers are
+shared). The Resource strategy keeps a reuse factor only when it is valid for the layer's
+weight matrix (``n_in x n_out``: a dense layer's, or a convolution's im2col ``kh*kw*C x F``):
+hls4ml 1.3.0 snaps any other to the nearest valid one with only a printed warning
+(:func:`~edgebnn.backends.hls4ml.cost.blocks.valid_reuse_factors` is its rule), and its
+io_parallel Resource convolution (``conv_2d_resource_cl``) asserts ``rf <= kh*kw*C``, which
+aborts the process running the C-simulation. Each refusal names the node and lists the
+reuse factors that work there.
+
+Imports no hls4ml, TensorFlow or Keras: the run checks a Keras model's layers with it before
+training (:func:`matrices_of_model`), export a graph's nodes (:func:`matrices`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..target import Target, TargetError
+from .cost.blocks import valid_reuse_factors
+
+
+def allowed(op: str, n_in: int, n_out: int, strategy: str, io_type: str) -> list[int] | None:
+    """The reuse factors hls4ml builds as given for an ``op`` node with an ``n_in x n_out``
+    weight matrix, ascending; None when any reuse factor >= 1 is (the Latency strategy)."""
+    if strategy != "Resource":
+        return None
+    valid = valid_reuse_factors(n_in, n_out)
+    if op == "conv2d" and io_type == "io_parallel":
+        valid = [rf for rf in valid if rf <= n_in]  # conv_2d_resource_cl asserts rf <= kh*kw*C
+    return valid
+
+
+def matrices(graph) -> dict[str, tuple[str, int, int]]:
+    """Each weighted node of ``graph`` (one with a weight matrix) -> (op, n_in, n_out)."""
+    return {node.name: (node.op, *_matrix(node.params["weight"].shape)) for node in graph.nodes if "weight" in node.params}
+
+
+def matrices_of_model(model) -> dict[str, tuple[str, int, int]]:
+    """Each layer of a built Keras ``model`` with a kernel -> (op, n_in, n_out), under the name
+    its graph node will have (the layer's)."""
+    out = {}
+    for layer in model.layers:
+        kernel = getattr(layer, "kernel", None)
+        if kernel is not None:
+            shape = tuple(int(d) for d in kernel.shape)
+            out[layer.name] = ("conv2d" if len(shape) == 4 else "dense", *_matrix(shape))
+    return out
+
+
+def _matrix(shape) -> tuple[int, int]:
+    return int(np.prod(shape[:-1])), int(shape[-1])
+
+
+def check(target: Target, weighted: Mapping[str, tuple[str, int, int]], graph_name: str) -> dict[str, int]:
+    """The reuse factor of each weighted node (``weighted``: name -> (op, n_in, n_out), see
+    :func:`matrices`), or a TargetError naming a node whose reuse factor hls4ml would not build
+    as given, with the ones it builds there."""
+    rfs = target.reuse_factors_of(list(weighted), graph_name)
+    for name, rf in rfs.items():
+        op, n_in, n_out = weighted[name]
+        valid = allowed(op, n_in, n_out, target.strategy, target.io_type)
+        if valid is not None and rf not in valid:
+            layout = " in io_parallel" if op == "conv2d" and target.io_type == "io_parallel" else ""
+            raise TargetError(
+                f"reuse factor {rf} of node {name!r} ({op}, {n_in} x {n_out} weights) is not one hls4ml's Resource "
+                f"strategy{layout} builds as given; use one of {', '.join(map(str, valid))} there, or the Latency strategy"
+            )
+    return rfs

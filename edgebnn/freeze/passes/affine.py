@@ -1,0 +1,78 @@
+"""The affine node of the float ops that end a model without a quantizer (a
+``BatchNormalization``, larq's usual classifier head, with or without a float bias): replayed in
+Keras on every reachable accumulator value (``replay``), per channel Keras's float32 outputs
+must lie exactly on ``y = a * x + b`` with ``a`` and ``b`` of a few significant bits (powers of
+two, or dyadic numbers of at most :data:`MAX_SCALE_BITS` bits); then the graph ends with an
+exact ``affine`` node, else the model is refused with the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...fixed import FixedType
+from ...graph import affine_node
+from .. import replay
+from ..items import FreezeError, Step, where
+from .thresholds import check_enumerable, reachable
+
+# a scale of more significant bits than a DSP48 port takes is not a "reasonable" affine form
+MAX_SCALE_BITS = 18
+# the output type's width at most (what predict() returns exactly, with room to spare)
+MAX_OUTPUT_BITS = 40
+
+
+def node(step: Step, freezing):
+    """The affine node of an "affine" step, reading the last node built."""
+    src = freezing.nodes[-1]
+    check_enumerable(step, src)
+    codes, _, _ = reachable(src, freezing.node)
+    values = src.type.from_codes(codes).astype(np.float32)
+    y = replay.evaluate(step, values, freezing.jit, rank=len(src.shape), quantize=False)
+    form = _affine(codes, src.type.lsb_exp, y) if np.all(np.isfinite(y)) else None
+    if form is not None:
+        (scale_type, scale), (offset_type, offset) = (_on_one_grid(v) for v in form)
+        if scale_type.width <= MAX_SCALE_BITS + 1 and offset_type.width <= MAX_OUTPUT_BITS:
+            out = affine_node(step.name, src, scale, scale_type, offset, offset_type, source=",".join(step.sources))
+            x = src.type.from_codes(codes)
+            # exact in float64: |codes| < 2**24, a of at most MAX_SCALE_BITS bits, and every
+            # result on the output grid within its MAX_OUTPUT_BITS bits
+            if out.type.width <= MAX_OUTPUT_BITS and np.array_equal(form[0] * x + form[1], y):
+                return out
+    names = ", ".join(op.layer.name for op in step.float_ops)
+    raise FreezeError(
+        f"{where(step.layer)}: the model ends with the real-valued outputs of {names}, which Keras's float32 "
+        f"arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator {src.name!r} "
+        "(a and b of a few bits); end the model with a QuantActivation (e.g. quantized_bits(8, 3)) after it, or "
+        "keep gamma / sqrt(variance + epsilon) a power of two and the mean and beta on a coarse binary grid"
+    )
+
+
+def _affine(codes: np.ndarray, lsb_exp: int, y: np.ndarray):
+    """Per channel the (a, b) through its first two reachable values (a constant channel: a = 0),
+    as float64 arrays; None when a slope is not finite. The caller checks every value."""
+    a = np.zeros(codes.shape[1])
+    b = np.zeros(codes.shape[1])
+    for c in range(codes.shape[1]):
+        k, first = np.unique(codes[:, c], return_index=True)
+        yc = y[first, c]
+        if len(k) == 1:
+            b[c] = yc[0]
+            continue
+        a[c] = (yc[1] - yc[0]) / np.ldexp(float(k[1] - k[0]), lsb_exp)
+        b[c] = yc[0] - a[c] * np.ldexp(float(k[0]), lsb_exp)
+    return (a, b) if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) else None
+
+
+def _on_one_grid(values: np.ndarray) -> tuple[FixedType, np.ndarray]:
+    """The narrowest fixed-point type holding every value of ``values`` (dyadic float64s) on one
+    grid, and their codes."""
+    nonzero = values[values != 0]
+    if len(nonzero) == 0:
+        lsb = 0
+    else:
+        m, e = np.frexp(nonzero)  # value = m * 2**e, 0.5 <= |m| < 1
+        mant = np.ldexp(m, 53).astype(np.int64)
+        tz = np.array([(int(v) & -int(v)).bit_length() - 1 for v in mant])
+        lsb = int((e - 53 + tz).min())
+    t = FixedType.for_range(float(values.min()), float(values.max()), lsb)
+    return t, t.codes(values)

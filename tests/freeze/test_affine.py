@@ -1,0 +1,86 @@
+"""passes.affine: a BatchNormalization ending the model becomes an exact affine node when Keras's
+float32 outputs lie on y = a * x + b on every reachable accumulator value, else it is refused."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+from freeze_models import frozen_until
+
+from edgebnn.emulate import emulate
+from edgebnn.freeze import FreezeError, freeze, keras_logits
+from edgebnn.freeze.passes import affine, thresholds
+from edgebnn.layers import QuantDense
+
+# gamma / sqrt(variance + epsilon) a power of two (or zero), mean and beta on a coarse grid
+POW2 = ([0.5, -2.0, 0.0, 1.0], [0.25, -1.5, 3.0, 0.0], [1.0, -3.0, 0.5, 0.0], [4.0 - 1e-3, 1.0 - 1e-3, 0.25 - 1e-3, 16.0 - 1e-3])
+
+
+def head(stats, softmax=False, bias=False):
+    """Input -> QuantDense -> BN -> QuantDense (+-1) -> BN(stats) [-> softmax]: larq's classifier head."""
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            QuantDense(
+                5, input_quantizer="quantized_bits(4, 0, keep_negative=False)", kernel_quantizer="ste_sign", use_bias=False
+            ),
+            keras.layers.BatchNormalization(),
+            QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=bias, name="d"),
+            keras.layers.BatchNormalization(name="bn", epsilon=1e-3),
+            *([keras.layers.Activation("softmax", name="sm")] if softmax else []),
+        ]
+    )
+    model.get_layer("bn").set_weights([np.asarray(v, np.float32) for v in stats])
+    if bias:
+        model.get_layer("d").bias.assign(np.array([0.5, -1.0, 0.25, 2.0], np.float32))
+    return model
+
+
+def inputs(n=400):
+    return np.random.default_rng(0).uniform(-1, 2, (n, 6)).astype(np.float32)
+
+
+def test_the_affine_node_equals_keras_on_every_reachable_value():
+    model = head(POW2)
+    steps, freezing = frozen_until(model, "bn")
+    assert steps["bn"].kind == "affine"
+    node = affine.node(steps["bn"], freezing)
+    assert node.op == "affine" and node.params["scale"].tolist() == [1, -8, 0, 1]  # 0.25, -2, 0, 0.25
+    codes, values = thresholds.grid(freezing.nodes[-1], freezing.node)
+    want = np.asarray(model.get_layer("bn")(values, training=False), np.float64)
+    x = freezing.nodes[-1].type.from_codes(codes)
+    a, b = (node.fixed_attr(f"{k}_type").from_codes(node.params[k]) for k in ("scale", "offset"))
+    got = node.type.from_codes(node.type.codes(a * x + b))
+    assert np.array_equal(got, want) and node.type.contains(want)
+
+
+@pytest.mark.parametrize("softmax, bias", [(False, False), (True, False), (False, True)])
+def test_a_model_ending_with_batchnorm_freezes_exactly(softmax, bias):
+    model = head(POW2, softmax=softmax, bias=bias)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model, strip_softmax=softmax)
+    assert graph.nodes[-1].op == "affine"
+    keras_model = keras_logits(model) if softmax else model
+    x = inputs()
+    for batch in (1, 32):
+        assert np.array_equal(emulate(graph, x), keras_model.predict(x, batch_size=batch, verbose=0))
+
+
+def test_float32_rounded_batchnorm_is_refused_with_the_fix():
+    model = head(([0.7] * 4, [0.1] * 4, [0.3] * 4, [1.1] * 4))
+    with pytest.raises(FreezeError) as err:
+        freeze(model)
+    assert str(err.value) == (
+        "layer 'bn' (BatchNormalization): the model ends with the real-valued outputs of bn, which Keras's float32 "
+        "arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator 'd' (a and b "
+        "of a few bits); end the model with a QuantActivation (e.g. quantized_bits(8, 3)) after it, or keep gamma / "
+        "sqrt(variance + epsilon) a power of two and the mean and beta on a coarse binary grid"
+    )
+
+
+def test_a_scale_of_too_many_bits_is_refused(monkeypatch):
+    monkeypatch.setattr(affine, "MAX_SCALE_BITS", 2)  # -2 and 0.25 on one grid need 5 bits
+    with pytest.raises(FreezeError, match="not compute as an exact fixed-point affine form"):
+        freeze(head(POW2))
