@@ -39,10 +39,7 @@ def test_unknown_op_is_refused_with_one_sentence_and_nothing_written(tmp_path):
 
     graph = binary_mlp(sizes=(4, 3, 2), seed=3)
     graph.nodes[2].op = "lstm"
-    want = (
-        f"graph node {graph.nodes[2].name!r} (lstm) cannot be exported to hls4ml; "
-        "export supports input, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast, depthwise_conv2d, affine nodes"
-    )
+    want = f"graph node {graph.nodes[2].name!r} (lstm) cannot be exported to hls4ml; export supports {', '.join(LOWERINGS)} nodes"
     with pytest.raises(EdgebnnError) as err:
         lowering(graph.nodes[2])
     assert str(err.value) == want
