@@ -11,7 +11,7 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+``cast``, and the 1-D ``conv1d``, ``maxpool1d``, ``avgpool1d``, ``zeropad1d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -31,6 +31,10 @@ from .ops.flatten import flatten_node
 from .ops.input import input_node
 from .ops.maxpool2d import maxpool2d_node
 from .ops.threshold import threshold_node
+from .ops.avgpool1d import avgpool1d_node
+from .ops.conv1d import conv1d_node
+from .ops.maxpool1d import maxpool1d_node
+from .ops.zeropad1d import zeropad1d_node
 
 __all__ = [
     "FORMAT",
@@ -50,4 +54,8 @@ __all__ = [
     "maxpool2d_node",
     "spec",
     "threshold_node",
+    "avgpool1d_node",
+    "conv1d_node",
+    "maxpool1d_node",
+    "zeropad1d_node",
 ]

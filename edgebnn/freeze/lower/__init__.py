@@ -22,9 +22,10 @@ from types import ModuleType
 
 import keras
 
-from ...layers import QuantActivation, QuantConv2D, QuantDense
+from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
 from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+from . import avgpool1d, conv1d, maxpool1d, zeropad1d
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -36,6 +37,12 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.AveragePooling2D: avgpool,
     keras.layers.Flatten: reshape,
     keras.layers.Dropout: noop,
+    QuantConv1D: conv1d,
+    keras.layers.MaxPooling1D: maxpool1d,
+    keras.layers.GlobalMaxPooling1D: maxpool1d,
+    keras.layers.AveragePooling1D: avgpool1d,
+    keras.layers.GlobalAveragePooling1D: avgpool1d,
+    keras.layers.ZeroPadding1D: zeropad1d,
 }
 
 
@@ -54,7 +61,7 @@ def starts(layer) -> bool:
 
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
-    labels = [h.LABEL for h in HANDLERS.values()]
+    labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
 
 

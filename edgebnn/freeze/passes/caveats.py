@@ -49,7 +49,7 @@ def _fused(step: Step, freezing) -> dict | None:
     those ulps of a quantization step, Keras's own output depends on how TensorFlow runs it."""
 
     def fused(i, op, src):  # only what directly follows the accumulator (and its bias) is fused
-        return op.fusable is not None and src.op in ("dense", "conv2d") and all(o.bias for o in step.float_ops[:i])
+        return op.fusable is not None and src.op in ("dense", "conv2d", "conv1d") and all(o.bias for o in step.float_ops[:i])
 
     return _first(
         step,

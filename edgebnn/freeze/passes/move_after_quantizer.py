@@ -1,9 +1,10 @@
-"""A ``Flatten`` or ``MaxPooling2D`` met between an accumulator and its quantizer moves after
+"""A ``Flatten``, ``MaxPooling2D`` or ``MaxPooling1D`` met between an accumulator and its quantizer moves after
 the quantizer.
 
 A reshape commutes with elementwise ops, so the thresholds stay per channel instead of per
 flattened feature; it must not meet a per-channel float op (BatchNormalization) or a
-per-channel quantizer after it. A maxpool commutes only when the requantization is monotone
+per-channel quantizer after it, unless it flattens a single position (the flatten of a global
+pool), where features are channels. A maxpool commutes only when the requantization is monotone
 in the order of the float ops before the pool: the moved pool step keeps how many float ops
 ran before it (``ops_before``) and refers to the quantizer (``moved_from``, which
 passes/fold_float_ops replaces by the requant step) for passes/check_pool_move.
@@ -16,16 +17,17 @@ from collections.abc import Iterable, Iterator
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
-MOVED = ("flatten", "maxpool2d")
+MOVED = ("flatten", "maxpool2d", "maxpool1d")
+MAXPOOLS = ("maxpool2d", "maxpool1d")
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
-    """The items, each flatten / maxpool2d step among float ops yielded after their quantizer."""
+    """The items, each flatten / maxpool step among float ops yielded after their quantizer."""
     pending: list[FloatOp] = []  # float ops since the last accumulator
     deferred: list[Step] = []
     for item in items:
         if isinstance(item, FloatOp):
-            flats = [d for d in deferred if d.kind == "flatten"]
+            flats = [d for d in deferred if _mixes(d)]
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
@@ -34,11 +36,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             pending.append(item)
             yield item
         elif isinstance(item, Step) and item.kind in MOVED and pending:
-            if item.kind == "maxpool2d":
+            if item.kind in MAXPOOLS:
                 item.ops_before = len(pending)
             deferred.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
-            flats = [d for d in deferred if d.kind == "flatten"]
+            flats = [d for d in deferred if _mixes(d)]
             if flats and forms.per_channel(item.quantizer):
                 raise FreezeError(
                     f"{where(item.layer)}: its {item.which} {item.quantizer!r} treats the features of the flattened "
@@ -48,7 +50,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 )
             yield item
             for moved in deferred:
-                if moved.kind == "maxpool2d":
+                if moved.kind in MAXPOOLS:
                     moved.moved_from = item
                 yield moved
             pending.clear()
@@ -56,6 +58,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         else:
             yield item
     yield from deferred  # real-valued outputs end the model: passes/fold_float_ops refuses them
+
+
+def _mixes(step: Step) -> bool:
+    """A flatten step whose features are not its input's channels (it flattens more than one position)."""
+    return step.kind == "flatten" and step.layer.output.shape[-1] != step.layer.input.shape[-1]
 
 
 def _names(pending: list[FloatOp]) -> str:

@@ -55,6 +55,7 @@ class OpSpec:
 # the op modules import OpSpec from here, so they come after it
 from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
 from . import input as input_op
+from . import avgpool1d, conv1d, maxpool1d, zeropad1d
 
 _MODULES = (
     input_op,
@@ -65,6 +66,10 @@ _MODULES = (
     flatten,
     threshold,
     cast,
+    conv1d,
+    maxpool1d,
+    avgpool1d,
+    zeropad1d,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)
