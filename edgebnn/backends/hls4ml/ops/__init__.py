@@ -27,6 +27,7 @@ from types import ModuleType
 from ....errors import EdgebnnError
 from ....graph import Node
 from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
+from . import avgpool1d, conv1d, maxpool1d, zeropad1d
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -38,6 +39,10 @@ LOWERINGS: dict[str, ModuleType] = {
     "flatten": flatten,
     "threshold": threshold,
     "cast": cast,
+    "conv1d": conv1d,
+    "maxpool1d": maxpool1d,
+    "avgpool1d": avgpool1d,
+    "zeropad1d": zeropad1d,
 }
 
 # what every module in LOWERINGS defines
