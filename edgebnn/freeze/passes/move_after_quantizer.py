@@ -3,8 +3,8 @@ the quantizer.
 
 A reshape commutes with elementwise ops, so the thresholds stay per channel instead of per
 flattened feature; it must not meet a per-channel float op (BatchNormalization) or a
-per-channel quantizer after it, unless it flattens a single position (the flatten of a global
-pool), where features are channels. A maxpool commutes only when the requantization is monotone
+per-channel quantizer after it (nor does the flatten step of a global 1-D pool, named after
+that layer in the refusal). A maxpool commutes only when the requantization is monotone
 in the order of the float ops before the pool: the moved pool step keeps how many float ops
 ran before it (``ops_before``) and refers to the quantizer (``moved_from``, which
 passes/fold_float_ops replaces by the requant step) for passes/check_pool_move.
@@ -27,11 +27,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     deferred: list[Step] = []
     for item in items:
         if isinstance(item, FloatOp):
-            flats = [d for d in deferred if _mixes(d)]
+            flats = [d for d in deferred if d.kind == "flatten"]
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
-                    f"quantize before {flats[0].name!r} (Flatten) or normalize before it"
+                    f"quantize before {_layer(flats[0])} or normalize before it"
                 )
             pending.append(item)
             yield item
@@ -40,12 +40,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 item.ops_before = len(pending)
             deferred.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
-            flats = [d for d in deferred if _mixes(d)]
+            flats = [d for d in deferred if d.kind == "flatten"]
             if flats and forms.per_channel(item.quantizer):
                 raise FreezeError(
                     f"{where(item.layer)}: its {item.which} {item.quantizer!r} treats the features of the flattened "
                     f"tensor differently, but the real-valued outputs of {_names(pending)} before "
-                    f"{flats[0].name!r} (Flatten) can only be requantized per channel; quantize before the Flatten "
+                    f"{_layer(flats[0])} can only be requantized per channel; quantize before the Flatten "
                     "(e.g. a QuantActivation) or use one quantizer for all features"
                 )
             yield item
@@ -60,9 +60,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     yield from deferred  # real-valued outputs end the model: passes/fold_float_ops refuses them
 
 
-def _mixes(step: Step) -> bool:
-    """A flatten step whose features are not its input's channels (it flattens more than one position)."""
-    return step.kind == "flatten" and step.layer.output.shape[-1] != step.layer.input.shape[-1]
+def _layer(step: Step) -> str:
+    """How a refusal names the layer of a flatten step: a Flatten by the step, a global pool (whose
+    flatten step has a name of its own) by the pool layer and its class."""
+    if step.name == step.layer.name:
+        return f"{step.name!r} (Flatten)"
+    return f"{step.layer.name!r} ({type(step.layer).__name__})"
 
 
 def _names(pending: list[FloatOp]) -> str:
