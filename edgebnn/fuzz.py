@@ -381,7 +381,11 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
         if rng.random() < 0.2:
             act = "relu" if rng.random() < 0.5 else str(rng.choice(ACTIVATIONS))
         common = dict(
-            input_quantizer=next_input_q, kernel_quantizer=_kernel_quantizer(rng), use_bias=bias, bias_quantizer=bias_q, activation=act
+            input_quantizer=next_input_q,
+            kernel_quantizer=_kernel_quantizer(rng),
+            use_bias=bias,
+            bias_quantizer=bias_q,
+            activation=act,
         )
         if len(cur) == 2 and (block == 0 or not last or rng.random() < 0.6):
             layer, line, cur = _conv1d(rng, cur, next_input_q, common, QuantConv1D)

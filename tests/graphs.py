@@ -80,7 +80,9 @@ def ops_1d_graph() -> Graph:
     rng = np.random.default_rng(1)
     wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
     inp = input_node("in", (12, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
-    conv = conv1d_node("conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt)
+    conv = conv1d_node(
+        "conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt
+    )
     pool = maxpool1d_node("pool", conv)
     pad = zeropad1d_node("pad", pool, (1, 1))
     avg = avgpool1d_node("avg", pad, 2)

@@ -34,7 +34,9 @@ def _ref_conv(q, w, stride, left, right, pad_value):
     return np.stack([np.einsum("nkc,kcf->nf", xp[:, j * stride : j * stride + k], w) for j in range(n_out)], axis=1)
 
 
-@pytest.mark.parametrize("k,stride,padding,pad_code", [(3, 1, (1, 1), 0), (2, 2, (0, 1), 3), (1, 2, (0, 0), 0), (4, 1, (3, 0), -2)])
+@pytest.mark.parametrize(
+    "k,stride,padding,pad_code", [(3, 1, (1, 1), 0), (2, 2, (0, 1), 3), (1, 2, (0, 0), 0), (4, 1, (3, 0), -2)]
+)
 def test_conv1d_is_the_cross_correlation_keras_computes(k, stride, padding, pad_code):
     rng = np.random.default_rng(k)
     inp = input_node("x", (9, 2), T)
@@ -179,7 +181,12 @@ def test_1d_pools_and_padding_freeze_exactly(pools):
 
 
 def test_a_max_pool_before_a_decreasing_requantization_is_refused():
-    model = _model(_conv(padding="same", use_bias=True, name="c"), keras.layers.MaxPooling1D(2, name="mp"), keras.layers.BatchNormalization(name="bn"), QuantActivation("ste_sign", name="q"))
+    model = _model(
+        _conv(padding="same", use_bias=True, name="c"),
+        keras.layers.MaxPooling1D(2, name="mp"),
+        keras.layers.BatchNormalization(name="bn"),
+        QuantActivation("ste_sign", name="q"),
+    )
     _set(model)
     model.get_layer("bn").set_weights([np.array([-1.0, 1, 1]), np.zeros(3), np.zeros(3), np.ones(3)])
     with pytest.raises(FreezeError) as err:
@@ -225,7 +232,12 @@ REFUSALS = [
         "border windows by the fewer values they hold",
     ),
     (
-        [keras.layers.BatchNormalization(name="bn"), keras.layers.GlobalMaxPooling1D(name="gmp"), keras.layers.BatchNormalization(name="bn2"), QuantActivation("ste_sign")],
+        [
+            keras.layers.BatchNormalization(name="bn"),
+            keras.layers.GlobalMaxPooling1D(name="gmp"),
+            keras.layers.BatchNormalization(name="bn2"),
+            QuantActivation("ste_sign"),
+        ],
         "layer 'bn2' (BatchNormalization) normalizes the flattened real-valued outputs of bn; quantize before "
         "'gmp' (GlobalMaxPooling1D) or normalize before it",
     ),

@@ -35,20 +35,24 @@ def graph_of(op):
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == (
-        "input",
-        "dense",
-        "conv2d",
-        "maxpool2d",
-        "avgpool2d",
-        "flatten",
-        "threshold",
-        "cast",
-        "conv1d",
-        "maxpool1d",
-        "avgpool1d",
-        "zeropad1d",
-    ) == tuple(REGISTRY)
+    assert (
+        OPS
+        == (
+            "input",
+            "dense",
+            "conv2d",
+            "maxpool2d",
+            "avgpool2d",
+            "flatten",
+            "threshold",
+            "cast",
+            "conv1d",
+            "maxpool1d",
+            "avgpool1d",
+            "zeropad1d",
+        )
+        == tuple(REGISTRY)
+    )
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op

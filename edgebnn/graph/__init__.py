@@ -11,8 +11,9 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``, and the 1-D ``conv1d``, ``maxpool1d``, ``avgpool1d``, ``zeropad1d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
-node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
+``cast``, and the 1-D ``conv1d``, ``maxpool1d``, ``avgpool1d``, ``zeropad1d``) live one per module
+in ``graph/ops/``: each declares its params and attrs, validates a node, executes it exactly on
+codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
 shape) and ``__checksum__`` (SHA-256 over header and arrays) sit beside the arrays ``n<i>/<key>``.
@@ -23,17 +24,17 @@ from ..fixed import on_grid as _on_grid  # noqa: F401
 from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_arrays  # noqa: F401
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
+from .ops.avgpool1d import avgpool1d_node
 from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
+from .ops.conv1d import conv1d_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
 from .ops.flatten import flatten_node
 from .ops.input import input_node
+from .ops.maxpool1d import maxpool1d_node
 from .ops.maxpool2d import maxpool2d_node
 from .ops.threshold import threshold_node
-from .ops.avgpool1d import avgpool1d_node
-from .ops.conv1d import conv1d_node
-from .ops.maxpool1d import maxpool1d_node
 from .ops.zeropad1d import zeropad1d_node
 
 __all__ = [
@@ -45,17 +46,17 @@ __all__ = [
     "GraphError",
     "Node",
     "OpSpec",
+    "avgpool1d_node",
     "avgpool2d_node",
     "cast_node",
+    "conv1d_node",
     "conv2d_node",
     "dense_node",
     "flatten_node",
     "input_node",
+    "maxpool1d_node",
     "maxpool2d_node",
     "spec",
     "threshold_node",
-    "avgpool1d_node",
-    "conv1d_node",
-    "maxpool1d_node",
     "zeropad1d_node",
 ]

@@ -24,8 +24,21 @@ import keras
 
 from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
-from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
-from . import avgpool1d, conv1d, maxpool1d, zeropad1d
+from . import (
+    activation,
+    avgpool,
+    avgpool1d,
+    batchnorm,
+    conv1d,
+    conv2d,
+    dense,
+    maxpool1d,
+    noop,
+    pooling,
+    quant_activation,
+    reshape,
+    zeropad1d,
+)
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,

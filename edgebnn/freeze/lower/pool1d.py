@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import keras
-from keras import ops
 
 from ..items import FreezeError, Layer, Step, where
 from . import pooling

@@ -3,8 +3,9 @@ a quantized tensor or an accumulator.
 
 Among float ops (conv -> BatchNormalization -> AveragePooling2D -> quantizer) Keras averages
 real values in float32, a rounding the graph cannot reproduce, and the mean does not commute
-with the float ops or the quantizer exactly; such a pool is refused. A zero padding among them would give the quantizer zeros where Keras's
-float ops never ran, which the requantization of the padded accumulator cannot reproduce.
+with the float ops or the quantizer exactly; such a pool is refused. A zero padding among them
+would give the quantizer zeros where Keras's float ops never ran, which the requantization of
+the padded accumulator cannot reproduce.
 """
 
 from __future__ import annotations

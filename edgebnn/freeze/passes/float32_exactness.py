@@ -44,4 +44,10 @@ def mean_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
-CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact, "conv1d": float32_exact, "avgpool1d": mean_exact}
+CHECKS = {
+    "dense": float32_exact,
+    "conv2d": float32_exact,
+    "avgpool2d": mean_exact,
+    "conv1d": float32_exact,
+    "avgpool1d": mean_exact,
+}

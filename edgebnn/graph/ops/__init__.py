@@ -53,9 +53,8 @@ class OpSpec:
 
 
 # the op modules import OpSpec from here, so they come after it
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import avgpool1d, avgpool2d, cast, conv1d, conv2d, dense, flatten, maxpool1d, maxpool2d, threshold, zeropad1d
 from . import input as input_op
-from . import avgpool1d, conv1d, maxpool1d, zeropad1d
 
 _MODULES = (
     input_op,

@@ -52,7 +52,9 @@ def conv1d_node(
     weight = np.asarray(weight, dtype=np.int64)
     (s,) = strides
     left, right = padding
-    twin = conv2d.conv2d_node(name, row(src), weight[None], weight_type, (1, s), ((0, 0), (left, right)), pad_code, bias, bias_type, source)
+    twin = conv2d.conv2d_node(
+        name, row(src), weight[None], weight_type, (1, s), ((0, 0), (left, right)), pad_code, bias, bias_type, source
+    )
     attrs = {"strides": [int(s)], "padding": [int(left), int(right)]}
     return from_2d(twin, "conv1d", attrs, {**twin.params, "weight": weight})
 

@@ -1,7 +1,8 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
 :data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
-:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`, :mod:`.conv1d`, :mod:`.maxpool1d`, :mod:`.avgpool1d`, :mod:`.zeropad1d`; each
+:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
+:mod:`.conv1d`, :mod:`.maxpool1d`, :mod:`.avgpool1d`, :mod:`.zeropad1d`; each
 module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
@@ -30,8 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
-from . import avgpool1d, conv1d, maxpool1d, zeropad1d
+from . import avgpool1d, avgpool2d, cast, conv1d, conv2d, dense, flatten, maxpool1d, maxpool2d, threshold, zeropad1d
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {

@@ -26,8 +26,7 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
-from . import avgpool1d, conv1d, maxpool1d, zeropad1d
+from . import avgpool1d, avgpool2d, cast, conv1d, conv2d, dense, flatten, input, maxpool1d, maxpool2d, threshold, zeropad1d
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
