@@ -260,3 +260,28 @@ def test_pad_values_off_the_input_grid_are_refused():
         "layer 'c' (QuantConv1D) pads with pad_values=0.3, which is not on the grid of its quantized input "
         "fixed<4,2,RND_CONV,SAT>; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
     )
+
+
+# ------------------------------------------------------------------------------ export refusals (no C++)
+
+
+def test_export_refuses_a_non_zero_pad_value_and_overlapping_stream_windows():
+    from edgebnn.backends.hls4ml.exporter import check_graph
+    from edgebnn.errors import EdgebnnError
+
+    inp = input_node("x", (9, 2), T)
+    conv = conv1d_node("c", inp, np.ones((3, 2, 1), dtype=int), W, padding=(1, 1), pad_code=4)
+    with pytest.raises(EdgebnnError) as err:
+        check_graph(Graph("g", [inp, conv]))
+    assert str(err.value) == (
+        "graph node 'c' (conv1d) pads with the value 0.5 but hls4ml pads convolutions with zeros only; "
+        "train it with pad_values=0 or padding='valid'"
+    )
+    pool = maxpool1d_node("p", inp, 2, 1)
+    check_graph(Graph("g", [inp, pool]), "io_parallel")
+    with pytest.raises(EdgebnnError) as err:
+        check_graph(Graph("g", [inp, pool]), "io_stream")
+    assert str(err.value) == (
+        "graph node 'p' (maxpool1d) pools [2] windows with strides [1], but hls4ml's io_stream pooling needs "
+        "strides equal to the pool size; use io_parallel or strides=pool_size"
+    )
