@@ -32,6 +32,11 @@ Every outcome is one of
 ``mismatch``  two paths disagree and nothing said so: a bug;
 ``crash``     a Python error instead of an answer: a bug.
 
+A third of the models (seeds ``3k + 2``, :func:`random_model_1d`) are 1-D: ``QuantConv1D`` (valid,
+same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D``, ``AveragePooling1D``,
+their global forms, ``ZeroPadding1D``, with the same normalizations, activations and quantizers,
+and sometimes a ``Flatten`` and a ``QuantDense`` at the end.
+
 ``bench/fuzz.py`` runs it at length and saves every failing model with its inputs.
 """
 
@@ -198,6 +203,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
 
     from .layers import QuantActivation, QuantConv2D, QuantDense
 
+    if seed % 3 == 2:  # a third of the models are 1-D
+        return random_model_1d(seed, n_inputs)
     rng = np.random.default_rng(seed)
     head_rng = np.random.default_rng([seed, 2])  # the affine heads' draws: other seeds keep their models
     conv = bool(rng.integers(2))
@@ -447,6 +454,151 @@ def _average_pool(rng, cur, add) -> tuple:
     add(keras.layers.AveragePooling2D(p, strides=s, padding=padding), line)
     # "same" pads to a larger output: the "valid" shape keeps the next kernels within it
     return ((h - p[0]) // s[0] + 1, (w - p[1]) // s[1] + 1, cur[2])
+
+
+def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
+    """A random model on an (L, C) input: ``QuantConv1D`` blocks (valid, same or causal padding,
+    strides, dilation, ``pad_values``, one-tap kernels), the 1-D pools, ``ZeroPadding1D``,
+    BatchNormalization, activations and quantizers as :func:`random_model` makes them, and
+    sometimes a ``Flatten`` and a ``QuantDense`` at the end."""
+    import keras
+
+    from .layers import QuantActivation, QuantConv1D, QuantDense
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(2, 17)), int(rng.integers(1, 4)))
+    in_q = _input_quantizer(rng)
+    layers: list = []
+    text: list[str] = []
+    next_input_q: str | None = in_q
+    cur = shape
+    n_blocks = int(rng.integers(1, 4))
+
+    def add(layer, line):
+        layers.append(layer)
+        text.append(line)
+
+    for block in range(n_blocks):
+        last = block == n_blocks - 1
+        bias = bool(rng.integers(2))
+        bias_q = None if not bias or rng.random() < 0.6 else _fixed_quantizer(rng, (3, 6), signed=True)
+        act = None
+        if rng.random() < 0.2:
+            act = "relu" if rng.random() < 0.5 else str(rng.choice(ACTIVATIONS))
+        common = dict(
+            input_quantizer=next_input_q,
+            kernel_quantizer=_kernel_quantizer(rng),
+            use_bias=bias,
+            bias_quantizer=bias_q,
+            activation=act,
+        )
+        if len(cur) == 2 and (block == 0 or not last or rng.random() < 0.6):
+            layer, line, cur = _conv1d(rng, cur, next_input_q, common, QuantConv1D)
+            add(layer, line)
+        else:
+            if len(cur) == 2:
+                add(keras.layers.Flatten(), "Flatten()")
+                cur = (int(np.prod(cur)),)
+            units = int(rng.integers(1, 9))
+            add(QuantDense(units, **common), f"QuantDense({units}, {_args(common)})")
+            cur = (units,)
+        float_acc = act is not None or (bias and bias_q is None)
+        at = {int(rng.integers(0, 3)): "pool"} if len(cur) == 2 and rng.random() < 0.6 else {}
+        if len(cur) == 2 and rng.random() < 0.3:
+            at.setdefault(int(rng.choice([0, 2, 2, 1])), "pad")
+        if last and rng.random() < 0.15 and act is None:
+            if at.get(0) == "pool":
+                cur = _pool_1d(rng, cur, add, pending=float_acc)
+            break  # the model ends with the accumulator (or a pool of it)
+        for position in range(3):
+            what = at.get(position)
+            if position == 1 and rng.random() < 0.7:
+                add(keras.layers.BatchNormalization(), "BatchNormalization()")
+                float_acc = True
+            if position == 2:
+                if rng.random() < 0.35:
+                    a = str(rng.choice(ACTIVATIONS))
+                    add(keras.layers.Activation(a), f"Activation({a!r})")
+                q = _activation_quantizer(rng, cur[-1])
+                if last or rng.random() < 0.5:
+                    add(QuantActivation(q), f"QuantActivation({q!r})")
+                    next_input_q, float_acc = None, False
+                else:
+                    next_input_q = q
+                    what = None  # the next layer's input quantizer comes after any pool here
+            if what == "pool" and len(cur) == 2:
+                cur = _pool_1d(rng, cur, add, pending=float_acc)
+            elif what == "pad" and len(cur) == 2 and (not float_acc or rng.random() < 0.1):
+                pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+                add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
+                cur = (cur[0] + pad[0] + pad[1], cur[1])
+    if rng.random() < 0.2:  # the same chain as a functional model
+        inputs = h = keras.Input(shape)
+        for layer in layers:
+            h = layer(h)
+        model = keras.Model(inputs, h, name=f"fuzz_{seed}")
+        text.insert(0, "functional")
+    else:
+        model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
+    x = _inputs(rng, in_q, shape, n_inputs)
+    _set_weights(model, rng, x)
+    model.compile(jit_compile=bool(rng.random() < 0.3))
+    return Case(seed, model, x, text, bool(model.jit_compile))
+
+
+def _conv1d(rng, cur, input_q, common, cls):
+    """A ``QuantConv1D`` on an (L, C) tensor ``cur``: (layer, its line, its output shape)."""
+    length = cur[0]
+    k = int(rng.integers(1, min(3, length) + 1))
+    strides = int(rng.integers(1, 3))
+    dilation = 1
+    if strides == 1 and k > 1 and rng.random() < 0.3:
+        dilation = int(rng.integers(2, 4))
+    extent = (k - 1) * dilation + 1
+    padding = str(rng.choice(["valid", "same", "same", "causal"] if extent <= length else ["same", "causal"]))
+    pad_values = 0.0
+    if padding == "same" and input_q and "sign" in input_q and rng.random() < 0.5:
+        pad_values = float(rng.choice([1.0, -1.0]))
+    elif padding == "same" and rng.random() < 0.1:  # on the input's grid or not
+        pad_values = float(rng.choice([1.0, -1.0, 0.5, 0.3]))
+    filters = int(rng.integers(1, 5))
+    layer = cls(filters, k, strides=strides, padding=padding, dilation_rate=dilation, pad_values=pad_values, **common)
+    out = (length - extent) // strides + 1 if padding == "valid" else -(-length // strides)
+    line = (
+        f"QuantConv1D({filters}, {k}, strides={strides}, padding={padding!r}, dilation_rate={dilation}, "
+        f"pad_values={pad_values}, {_args(common)})"
+    )
+    return layer, line, (out, filters)
+
+
+def _pool_1d(rng, cur, add, pending: bool) -> tuple:
+    """Add a 1-D pool to an (L, C) tensor ``cur`` and return its output shape: a max or average
+    pool (windows of a power of two of values; sometimes 3 values or "same" padding, refused), or
+    a global one (flat output unless ``keepdims``; an average over a length not a power of two is
+    refused). ``pending``: float ops run since the accumulator, where averages are refused, so
+    they are made only sometimes there."""
+    import keras
+
+    length, c = cur
+    r = rng.random()
+    average = rng.random() < (0.1 if pending else 0.5)
+    if r < 0.2:
+        keepdims = bool(rng.random() < 0.2)
+        cls = keras.layers.GlobalAveragePooling1D if average else keras.layers.GlobalMaxPooling1D
+        add(cls(keepdims=keepdims), f"{cls.__name__}(keepdims={keepdims})")
+        return (1, c) if keepdims else (c,)
+    if average and rng.random() < 0.05 and length >= 3:
+        p = 3
+    else:
+        fits = [q for q in (2, 2, 1, 4) if q <= length] or [1]
+        p = fits[rng.integers(len(fits))]
+    t = rng.random()
+    s = p if t < 0.6 else 1 if t < 0.85 else int(rng.integers(1, 3))
+    padding = "same" if rng.random() < 0.04 else "valid"
+    cls = keras.layers.AveragePooling1D if average else keras.layers.MaxPooling1D
+    add(cls(p, strides=s, padding=padding), f"{cls.__name__}({p}, strides={s}, padding={padding!r})")
+    # "same" pads to a larger output: the "valid" shape keeps the next kernels within it (it is refused)
+    return ((length - p) // s + 1, c)
 
 
 @contextlib.contextmanager

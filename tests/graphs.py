@@ -143,6 +143,31 @@ def affine_graph(seed=0) -> Graph:
     return Graph("affine", [inp, conv, a0, flat, dense, a1])
 
 
+def ops_1d_graph() -> Graph:
+    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> zeropad1d ->
+    avgpool1d -> conv1d (a dilated kernel: zero middle tap) -> maxpool1d over the whole length
+    (a global max pool) -> flatten -> dense -> threshold."""
+    from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, zeropad1d_node
+
+    rng = np.random.default_rng(1)
+    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
+    inp = input_node("in", (12, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    conv = conv1d_node(
+        "conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt
+    )
+    pool = maxpool1d_node("pool", conv)
+    pad = zeropad1d_node("pad", pool, (1, 1))
+    avg = avgpool1d_node("avg", pad, 2)
+    kernel = rng.integers(-3, 4, (3, 3, 2))
+    kernel[1] = 0  # dilation 2 as freeze writes it
+    conv2 = conv1d_node("conv2", avg, kernel, wt)
+    glob = maxpool1d_node("glob", conv2, 2)
+    flat = flatten_node("flat", glob)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (2, 3)), wt)
+    thr = threshold_node("thr", dense, [[-9, 4], [0, 15], [5, 5]], [[-2, 0, 1]] * 3, FixedType(2, 2))
+    return Graph("ops_1d", [inp, conv, pool, pad, avg, conv2, glob, flat, dense, thr])
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
@@ -150,6 +175,7 @@ OP_GRAPHS = {
     "depthwise": depthwise_graph,
     "lattice": lattice_graph,
     "affine": affine_graph,
+    "ops_1d": ops_1d_graph,
 }
 
 
@@ -415,3 +441,18 @@ def chain(ops, input_shape=(6, 6, 2), input_type="ufixed<6,0,RND_CONV,SAT>", see
         else:
             raise ValueError(f"unknown op {op!r}")
     return Graph(name, nodes)
+
+
+def fuzz_cases(holds, n: int, start: int = 0, limit: int = 300) -> list:
+    """The first ``n`` fuzzer models (seeds from ``start``) whose layer lines satisfy ``holds``:
+    tests of a generated layer find their models by what they hold, not by pinned seeds."""
+    from edgebnn import fuzz
+
+    cases = []
+    for seed in range(start, start + limit):
+        case = fuzz.random_model(seed)
+        if holds(case.layers):
+            cases.append(case)
+            if len(cases) == n:
+                return cases
+    raise AssertionError(f"fewer than {n} of {limit} fuzzer models from seed {start} hold what the test needs")

@@ -40,6 +40,16 @@ rewrite those into steps and the steps into nodes:
   below 2**24 codes (``keras_float32_exact``). It must read a tensor on a grid: a quantized one
   or an accumulator before any float op; among float ops (conv -> BatchNormalization ->
   AveragePooling2D -> quantizer) it is refused, never moved;
+* the 1-D layers on an (L, C) tensor follow the same rules: a ``QuantConv1D`` becomes an exact
+  conv1d node ("valid", "same" with TensorFlow's split, "causal"; strides; ``pad_values`` as a
+  code; a ``dilation_rate`` as a kernel with zero weights between the taps), a ``MaxPooling1D``
+  a maxpool1d node (moved after a quantizer as MaxPooling2D, when exact), an
+  ``AveragePooling1D`` an avgpool1d node (a power-of-two window, on a grid), a
+  ``GlobalMaxPooling1D`` / ``GlobalAveragePooling1D`` the same pool over the whole length (a
+  power of two for the average) followed by a flatten node unless ``keepdims``, and a
+  ``ZeroPadding1D`` a zeropad1d node, which must read a quantized tensor or an accumulator
+  (refused among float ops, as an average pool is); a ``Flatten`` of an (L, C) tensor a flatten
+  node;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the

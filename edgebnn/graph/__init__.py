@@ -23,15 +23,19 @@ from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_ar
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
 from .ops.affine import affine_node
+from .ops.avgpool1d import avgpool1d_node
 from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
+from .ops.conv1d import conv1d_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
 from .ops.depthwise_conv2d import depthwise_conv2d_node
 from .ops.flatten import flatten_node
 from .ops.input import input_node
+from .ops.maxpool1d import maxpool1d_node
 from .ops.maxpool2d import maxpool2d_node
 from .ops.threshold import threshold_node
+from .ops.zeropad1d import zeropad1d_node
 
 __all__ = [
     "FORMAT",
@@ -43,14 +47,18 @@ __all__ = [
     "Node",
     "OpSpec",
     "affine_node",
+    "avgpool1d_node",
     "avgpool2d_node",
     "cast_node",
+    "conv1d_node",
     "conv2d_node",
     "dense_node",
     "depthwise_conv2d_node",
     "flatten_node",
     "input_node",
+    "maxpool1d_node",
     "maxpool2d_node",
     "spec",
     "threshold_node",
+    "zeropad1d_node",
 ]

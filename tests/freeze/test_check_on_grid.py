@@ -23,3 +23,18 @@ def test_a_pool_among_float_ops_is_refused_with_where_to_pool_instead():
         run(check_on_grid.run, [step("conv2d", "c"), op("bn"), step("avgpool2d", "a"), quantize()])
     with pytest.raises(FreezeError, match=r"accumulator of 'c' \(with a quantized bias or none\)"):
         run(check_on_grid.run, [step("conv2d", "c"), op("c.bias", bias=True), step("avgpool2d", "a"), quantize()])
+
+
+def test_1d_average_pools_and_zero_paddings_follow_the_same_rule():
+    items = [step("conv1d", "c"), step("zeropad1d", "z"), step("avgpool1d", "a"), op("bn"), quantize(), step("zeropad1d")]
+    out, _ = run(check_on_grid.run, items)
+    assert out == items
+    with pytest.raises(FreezeError, match=r"layer 'a' \(Layer\) averages the real-valued outputs of bn"):
+        run(check_on_grid.run, [step("conv1d", "c"), op("bn"), step("avgpool1d", "a"), quantize()])
+    with pytest.raises(FreezeError) as err:
+        run(check_on_grid.run, [step("conv1d", "c"), op("bn"), step("zeropad1d", "z"), quantize()])
+    assert str(err.value) == (
+        "layer 'z' (Layer) pads the real-valued outputs of bn with zeros the quantizer after it would see unchanged; "
+        "pad after the activation (after the QuantActivation that quantizes them) or directly on the accumulator of "
+        "'c', before the normalization"
+    )

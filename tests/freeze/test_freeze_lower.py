@@ -7,6 +7,7 @@ from freeze_models import dense_model
 from edgebnn.freeze import FreezeError
 from edgebnn.freeze.items import FloatOp, Layer, Quantize, Step
 from edgebnn.freeze.lower import HANDLERS, handler_for, run, unsupported
+from edgebnn.freeze.lower import conv1d as conv1d_module
 from edgebnn.freeze.lower import noop as noop_module
 from edgebnn.layers import QuantConv1D, QuantDense
 
@@ -17,14 +18,15 @@ def lowered(layer, logits=False):
 
 def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert handler_for(keras.layers.SpatialDropout2D(0.1)) is noop_module
-    assert handler_for(QuantConv1D(2, 3)) is None  # a Conv1D is not a QuantConv2D
+    assert handler_for(QuantConv1D(2, 3)) is conv1d_module  # a Conv1D has its own handler, not QuantConv2D's
     msg = str(unsupported(keras.layers.Dense(2, name="x")))
     assert msg == (
         "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
         "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
-        "Flatten, Dropout, QuantDepthwiseConv2D and QuantSeparableConv2D"
+        "Flatten, Dropout, QuantDepthwiseConv2D, QuantSeparableConv2D, QuantConv1D, MaxPooling1D, GlobalMaxPooling1D, "
+        "AveragePooling1D, GlobalAveragePooling1D and ZeroPadding1D"
     )
-    assert len(HANDLERS) == 11
+    assert len(HANDLERS) == 17
     with pytest.raises(FreezeError, match="cannot be frozen"):
         lowered(keras.layers.Dense(2, name="x"))
 

@@ -36,3 +36,25 @@ def test_a_per_channel_op_or_quantizer_after_a_moved_flatten_is_refused():
             move_after_quantizer.run,
             [step("conv2d"), op("c"), step("flatten"), quantize("partial('ste_sign', [0], other='quantized_bits(4, 2)')")],
         )
+
+
+def test_a_1d_max_pool_moves_like_a_2d_one():
+    acc, bias, pool, bn, q = step("conv1d"), op("c"), step("maxpool1d"), op("bn"), quantize()
+    out, _ = run(move_after_quantizer.run, [acc, bias, pool, bn, q])
+    assert out == [acc, bias, bn, q, pool]
+    assert pool.ops_before == 1 and pool.moved_from is q
+
+
+def test_the_flatten_of_a_global_pool_is_named_after_the_pool():
+    import keras
+
+    from edgebnn.freeze.items import Step
+
+    layer = keras.layers.GlobalMaxPooling1D(name="gmp")
+    pool, flat = Step("gmp", "maxpool1d", layer), Step("gmp_flatten", "flatten", layer)
+    with pytest.raises(FreezeError) as err:
+        run(move_after_quantizer.run, [step("conv1d"), op("c"), pool, flat, op("bn", per_channel=True)])
+    assert str(err.value) == (
+        "layer 'bn' (Activation) normalizes the flattened real-valued outputs of c; quantize before 'gmp' "
+        "(GlobalMaxPooling1D) or normalize before it"
+    )

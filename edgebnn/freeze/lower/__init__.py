@@ -22,9 +22,25 @@ from types import ModuleType
 
 import keras
 
-from ...layers import QuantActivation, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
+from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
 from ..items import FreezeError, Layer, where
-from . import activation, avgpool, batchnorm, conv2d, dense, depthwise, noop, pooling, quant_activation, reshape, separable
+from . import (
+    activation,
+    avgpool,
+    avgpool1d,
+    batchnorm,
+    conv1d,
+    conv2d,
+    dense,
+    depthwise,
+    maxpool1d,
+    noop,
+    pooling,
+    quant_activation,
+    reshape,
+    separable,
+    zeropad1d,
+)
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -38,6 +54,12 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.Dropout: noop,
     QuantDepthwiseConv2D: depthwise,
     QuantSeparableConv2D: separable,
+    QuantConv1D: conv1d,
+    keras.layers.MaxPooling1D: maxpool1d,
+    keras.layers.GlobalMaxPooling1D: maxpool1d,
+    keras.layers.AveragePooling1D: avgpool1d,
+    keras.layers.GlobalAveragePooling1D: avgpool1d,
+    keras.layers.ZeroPadding1D: zeropad1d,
 }
 
 
@@ -56,7 +78,7 @@ def starts(layer) -> bool:
 
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
-    labels = [h.LABEL for h in HANDLERS.values()]
+    labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
 
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-from keras import ops
-
 from ...graph import conv2d_node
 from ...graph.ops._weighted import dilated
-from ...layers import _conv_input, _same_padding
-from ..items import FreezeError, Layer, Step, where
-from . import weighted
+from ..items import Layer, Step
+from . import conv, weighted
+from .conv import keras_eval  # noqa: F401 - the kind's Keras evaluation
 
 LABEL = "QuantConv2D"
 STARTS = True  # its input_quantizer may set the model's input type
@@ -24,14 +21,14 @@ KIND = "conv2d"
 
 def check(layer) -> None:
     """Refuse the options the conv2d node does not have (shared by the depthwise layers)."""
-    if layer.data_format != "channels_last":
-        raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
-    if getattr(layer, "groups", 1) != 1:
-        raise FreezeError(f"{where(layer)} has groups={layer.groups}; only groups=1 can be frozen")
-    if layer.padding not in ("valid", "same"):
-        raise FreezeError(f"{where(layer)} has padding={layer.padding!r}; use 'valid' or 'same'")
-    if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
-        raise FreezeError(f"{where(layer)} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
+    conv.check(layer, "(H, W, C)", dilation=True)
+
+
+def explicit_padding(layer, src) -> tuple:
+    """(padding [[top, bottom], [left, right]], pad code) of the 2-D convolution ``layer`` on the
+    node ``src`` (shared by the depthwise layers)."""
+    padding = conv.padding(layer, src.shape[:2])
+    return padding, conv.pad_code(layer, src, padding)
 
 
 def lower(source: Layer) -> Iterator:
@@ -40,47 +37,12 @@ def lower(source: Layer) -> Iterator:
     yield from weighted.lower(source, KIND)
 
 
-def keras_eval(step: Step, x):
-    """The accumulator as Keras computes it."""
-    layer = step.layer
-    x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
-    x = ops.conv(
-        x,
-        layer.quantized_kernel(),
-        strides=strides,
-        padding=padding,
-        dilation_rate=layer.dilation_rate,
-        data_format=layer.data_format,
-    )
-    return weighted.add_quantized_bias(layer, x)
-
-
 def node(step: Step, freezing):
     """The conv2d node reading the last node (its kernel dilated by the layer's dilation_rate)."""
     layer, src = step.layer, freezing.nodes[-1]
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
+    padding, pad_code = explicit_padding(layer, src)
     w_codes = dilated(w_codes, layer.dilation_rate)
-    padding, pad_code = explicit_padding(layer, src, w_codes.shape[:2])
     return conv2d_node(
-        step.name, src, w_codes, w_type, layer.strides, padding, pad_code, bias, bias_type, source=",".join(step.sources)
+        step.name, src, w_codes, w_type, tuple(layer.strides), padding, pad_code, bias, bias_type, source=",".join(step.sources)
     )
-
-
-def explicit_padding(layer, src, kernel_hw) -> tuple:
-    """(padding [[top, bottom], [left, right]], pad code) of the convolution ``layer`` (its
-    kernel of (height, width) ``kernel_hw``, dilation included) on the node ``src``: TensorFlow's
-    "same" split, and ``pad_values`` as a code of the quantized input's type."""
-    (kh, kw), (sh, sw) = kernel_hw, layer.strides
-    padding = ((0, 0), (0, 0))
-    if layer.padding == "same":
-        padding = (_same_padding(src.shape[0], kh, sh, 1), _same_padding(src.shape[1], kw, sw, 1))
-    pad_code = 0
-    if any(a for pair in padding for a in pair):
-        pad = float(layer.pad_values)
-        if not src.type.contains(np.array([pad])):
-            raise FreezeError(
-                f"{where(layer)} pads with pad_values={pad}, which is not on the grid of its quantized input "
-                f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
-            )
-        pad_code = int(src.type.codes(np.array([pad]))[0])
-    return padding, pad_code

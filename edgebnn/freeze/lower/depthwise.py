@@ -52,7 +52,7 @@ def node(step: Step, freezing):
     layer, src = step.layer, freezing.nodes[-1]
     w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", _kernel(layer), not _separable(layer))
     w_codes = dilated(w_codes, layer.dilation_rate)
-    padding, pad_code = conv2d.explicit_padding(layer, src, w_codes.shape[:2])
+    padding, pad_code = conv2d.explicit_padding(layer, src)
     return depthwise_conv2d_node(
         step.name, src, w_codes, w_type, layer.strides, padding, pad_code, bias, bias_type, source=",".join(step.sources)
     )

@@ -13,9 +13,10 @@ LABEL = "MaxPooling2D"
 KIND = "maxpool2d"
 
 
-def check(layer, padding_reason: str = "") -> None:
-    """Refuse the options the pool nodes (maxpool2d, avgpool2d) do not have; ``padding_reason``
-    ends the sentence refusing a padding other than "valid"."""
+def check(layer, padding_reason: str = "", shape_name: str = "(H, W, C)") -> None:
+    """Refuse the options the pool nodes (maxpool2d, avgpool2d, maxpool1d, avgpool1d) do not have;
+    ``padding_reason`` ends the sentence refusing a padding other than "valid", ``shape_name``
+    names the input shape."""
     if layer.data_format != "channels_last":
         raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
     if layer.padding != "valid":
@@ -23,8 +24,8 @@ def check(layer, padding_reason: str = "") -> None:
             f"{where(layer)} has padding={layer.padding!r}; only padding='valid' can be frozen"
             + (f": {padding_reason}" if padding_reason else "")
         )
-    if len(layer.input.shape) != 4 or any(d is None for d in layer.input.shape[1:]):
-        raise FreezeError(f"{where(layer)} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
+    if len(layer.input.shape) != len(layer.pool_size) + 2 or any(d is None for d in layer.input.shape[1:]):
+        raise FreezeError(f"{where(layer)} needs a fixed {shape_name} input shape; give the model a fixed input shape")
 
 
 def lower(source: Layer) -> Iterator:

@@ -1,4 +1,4 @@
-"""``Flatten`` (channels_last): a flatten node for an (H, W, C) tensor, nothing for a flat one."""
+"""``Flatten`` (channels_last): a flatten node for an (H, W, C) or (L, C) tensor, nothing for a flat one."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def lower(source: Layer) -> Iterator:
     rank = len(layer.input.shape)
     if rank == 2:
         return
-    if rank != 4:
+    if rank not in (3, 4):  # (L, C) or (H, W, C)
         raise unsupported(layer)
     if getattr(layer, "data_format", "channels_last") != "channels_last":
         raise FreezeError(f"{where(layer)} flattens channels_first data; only channels_last is supported")

@@ -9,6 +9,9 @@ from __future__ import annotations
 from .. import forms, replay
 from ..items import Step
 
+# the nodes whose accumulator TensorFlow may fuse with the activation after it
+WEIGHTED = ("dense", "conv2d", "depthwise_conv2d", "conv1d")
+
 
 def run(step: Step, freezing) -> None:
     """Append the caveats of a requant step to ``freezing.caveats``."""
@@ -49,8 +52,7 @@ def _fused(step: Step, freezing) -> dict | None:
     those ulps of a quantization step, Keras's own output depends on how TensorFlow runs it."""
 
     def fused(i, op, src):  # only what directly follows the accumulator (and its bias) is fused
-        weighted = src.op in ("dense", "conv2d", "depthwise_conv2d")
-        return op.fusable is not None and weighted and all(o.bias for o in step.float_ops[:i])
+        return op.fusable is not None and src.op in WEIGHTED and all(o.bias for o in step.float_ops[:i])
 
     return _first(
         step,

@@ -1,8 +1,11 @@
-"""An ``AveragePooling2D`` must read a tensor on a grid: a quantized tensor or an accumulator.
+"""An ``AveragePooling2D``, ``AveragePooling1D`` or ``ZeroPadding1D`` must read a tensor on a grid:
+a quantized tensor or an accumulator.
 
 Among float ops (conv -> BatchNormalization -> AveragePooling2D -> quantizer) Keras averages
 real values in float32, a rounding the graph cannot reproduce, and the mean does not commute
-with the float ops or the quantizer exactly; such a pool is refused.
+with the float ops or the quantizer exactly; such a pool is refused. A zero padding among them
+would give the quantizer zeros where Keras's float ops never ran, which the requantization of
+the padded accumulator cannot reproduce.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ from collections.abc import Iterable, Iterator
 
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
-ON_GRID = ("avgpool2d",)
+ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d")
+ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise")
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
-    """The items unchanged; refuses an avgpool2d step while float ops are pending."""
+    """The items unchanged; refuses an average pool or zero padding step while float ops are pending."""
     pending: list[FloatOp] = []  # float ops since the last quantizer
     accumulator = None  # the last accumulator step
     for item in items:
@@ -23,12 +27,18 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             pending.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
             pending.clear()
-        elif isinstance(item, Step) and item.kind in ("dense", "conv2d", "depthwise_conv2d", "pointwise"):
+        elif isinstance(item, Step) and item.kind in ACCUMULATORS:
             accumulator = item
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""
             if any(op.bias for op in pending):
                 before += " (with a quantized bias or none)"
+            if item.kind == "zeropad1d":
+                raise FreezeError(
+                    f"{where(item.layer)} pads the real-valued outputs of {', '.join(op.label for op in pending)} with "
+                    "zeros the quantizer after it would see unchanged; pad after the activation (after the QuantActivation "
+                    f"that quantizes them) or directly on the accumulator{before}, before the normalization"
+                )
             raise FreezeError(
                 f"{where(item.layer)} averages the real-valued outputs of {', '.join(op.label for op in pending)}, "
                 "whose float32 mean cannot be moved past them exactly; pool after the activation (after the "

@@ -1,4 +1,4 @@
-"""A MaxPooling2D moved after a requantization (passes/move_after_quantizer) is refused unless
+"""A MaxPooling2D or MaxPooling1D moved after a requantization (passes/move_after_quantizer) is refused unless
 the move is exact.
 
 Keras computes ``h(max_i f(x_i))`` with ``f`` the float ops before the pool and ``h`` the rest
@@ -15,12 +15,13 @@ import numpy as np
 from ...graph import _on_grid
 from .. import replay
 from ..items import FreezeError, Step, where
+from .move_after_quantizer import MAXPOOLS
 from .thresholds import grid, levels_at
 
 
 def run(step: Step, freezing) -> None:
-    """Check a moved maxpool2d step against its requant node, before its own node is built."""
-    if step.kind != "maxpool2d" or step.moved_from is None:
+    """Check a moved maxpool2d / maxpool1d step against its requant node, before its own node is built."""
+    if step.kind not in MAXPOOLS or step.moved_from is None:
         return
     req = freezing.node(step.moved_from.name)
     check(step, req, freezing.node(req.inputs[0]), freezing.jit, freezing.node)

@@ -11,25 +11,24 @@ from ...graph.ops.depthwise_conv2d import as_conv2d
 
 
 def inexact(nodes: list) -> list[str]:
-    """The dense, conv2d and depthwise_conv2d nodes whose accumulators (a separable layer's
-    intermediate depthwise result among them), and the avgpool2d nodes whose window sums,
-    float32 may round."""
+    """The dense and conv nodes whose accumulators (a separable layer's intermediate depthwise
+    result among them), and the average pool nodes whose window sums, float32 may round."""
     return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
 def float32_exact(node, nodes: list) -> bool:
-    """Every partial sum of the dense (or conv2d: per window) node's products is an integer
+    """Every partial sum of the dense (or conv2d / conv1d: per window) node's products is an integer
     multiple of its grid below 2**24 in magnitude, so float32 accumulates it without rounding,
     in any order. A conv2d window may hold the padding value."""
     src = next(n for n in nodes if n.name == node.inputs[0])
     x_max = np.maximum(np.abs(src.lo), np.abs(src.hi))
     weight = node.params["weight"]
-    if node.op == "conv2d":
-        kh, kw, c, f = weight.shape
-        if any(a for pair in node.attrs["padding"] for a in pair):
+    if node.op in ("conv2d", "conv1d"):
+        *kernel, c, f = weight.shape
+        if np.any(node.attrs["padding"]):
             x_max = np.maximum(x_max, abs(float(src.type.from_codes(node.attrs["pad_code"]))))
-        x_max = np.tile(np.broadcast_to(x_max, (c,)), kh * kw)
-        weight = weight.reshape(kh * kw * c, f)
+        x_max = np.tile(np.broadcast_to(x_max, (c,)), int(np.prod(kernel)))
+        weight = weight.reshape(-1, f)
     x_max = np.broadcast_to(x_max, (weight.shape[0],)) if x_max.size == 1 else x_max
     w = node.fixed_attr("weight_type").from_codes(np.abs(weight))
     bound = float((x_max @ w).max(initial=0.0))
@@ -53,4 +52,11 @@ def mean_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
-CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact, "depthwise_conv2d": depthwise_exact}
+CHECKS = {
+    "dense": float32_exact,
+    "conv2d": float32_exact,
+    "avgpool2d": mean_exact,
+    "depthwise_conv2d": depthwise_exact,
+    "conv1d": float32_exact,
+    "avgpool1d": mean_exact,
+}

@@ -1,9 +1,10 @@
-"""A ``Flatten`` or ``MaxPooling2D`` met between an accumulator and its quantizer moves after
+"""A ``Flatten``, ``MaxPooling2D`` or ``MaxPooling1D`` met between an accumulator and its quantizer moves after
 the quantizer.
 
 A reshape commutes with elementwise ops, so the thresholds stay per channel instead of per
 flattened feature; it must not meet a per-channel float op (BatchNormalization) or a
-per-channel quantizer after it. A maxpool commutes only when the requantization is monotone
+per-channel quantizer after it (nor does the flatten step of a global 1-D pool, named after
+that layer in the refusal). A maxpool commutes only when the requantization is monotone
 in the order of the float ops before the pool: the moved pool step keeps how many float ops
 ran before it (``ops_before``) and refers to the quantizer (``moved_from``, which
 passes/fold_float_ops replaces by the requant step) for passes/check_pool_move.
@@ -16,11 +17,12 @@ from collections.abc import Iterable, Iterator
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
-MOVED = ("flatten", "maxpool2d")
+MOVED = ("flatten", "maxpool2d", "maxpool1d")
+MAXPOOLS = ("maxpool2d", "maxpool1d")
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
-    """The items, each flatten / maxpool2d step among float ops yielded after their quantizer."""
+    """The items, each flatten / maxpool step among float ops yielded after their quantizer."""
     pending: list[FloatOp] = []  # float ops since the last accumulator
     deferred: list[Step] = []
     for item in items:
@@ -29,12 +31,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
-                    f"quantize before {flats[0].name!r} (Flatten) or normalize before it"
+                    f"quantize before {_layer(flats[0])} or normalize before it"
                 )
             pending.append(item)
             yield item
         elif isinstance(item, Step) and item.kind in MOVED and pending:
-            if item.kind == "maxpool2d":
+            if item.kind in MAXPOOLS:
                 item.ops_before = len(pending)
             deferred.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
@@ -43,12 +45,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 raise FreezeError(
                     f"{where(item.layer)}: its {item.which} {item.quantizer!r} treats the features of the flattened "
                     f"tensor differently, but the real-valued outputs of {_names(pending)} before "
-                    f"{flats[0].name!r} (Flatten) can only be requantized per channel; quantize before the Flatten "
+                    f"{_layer(flats[0])} can only be requantized per channel; quantize before the Flatten "
                     "(e.g. a QuantActivation) or use one quantizer for all features"
                 )
             yield item
             for moved in deferred:
-                if moved.kind == "maxpool2d":
+                if moved.kind in MAXPOOLS:
                     moved.moved_from = item
                 yield moved
             pending.clear()
@@ -56,6 +58,14 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         else:
             yield item
     yield from deferred  # real-valued outputs end the model: passes/fold_float_ops refuses them
+
+
+def _layer(step: Step) -> str:
+    """How a refusal names the layer of a flatten step: a Flatten by the step, a global pool (whose
+    flatten step has a name of its own) by the pool layer and its class."""
+    if step.name == step.layer.name:
+        return f"{step.name!r} (Flatten)"
+    return f"{step.layer.name!r} ({type(step.layer).__name__})"
 
 
 def _names(pending: list[FloatOp]) -> str:

@@ -53,7 +53,21 @@ class OpSpec:
 
 
 # the op modules import OpSpec from here, so they come after it
-from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
+from . import (
+    affine,
+    avgpool1d,
+    avgpool2d,
+    cast,
+    conv1d,
+    conv2d,
+    dense,
+    depthwise_conv2d,
+    flatten,
+    maxpool1d,
+    maxpool2d,
+    threshold,
+    zeropad1d,
+)
 from . import input as input_op
 
 _MODULES = (
@@ -67,6 +81,10 @@ _MODULES = (
     cast,
     depthwise_conv2d,
     affine,
+    conv1d,
+    maxpool1d,
+    avgpool1d,
+    zeropad1d,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)

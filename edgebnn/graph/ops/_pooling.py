@@ -1,8 +1,11 @@
-"""What the pooling ops share: the output shape of "valid" windows and the windows themselves."""
+"""What the pooling ops share: the output shape of "valid" windows, the windows themselves, and the
+check of a 1-D pool's input and attrs."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from ..node import GraphError
 
 
 def pooled_shape(shape, pool, strides) -> tuple[int, int, int] | None:
@@ -26,3 +29,9 @@ def windows(node, x: np.ndarray) -> np.ndarray:
     (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
     win = np.lib.stride_tricks.sliding_window_view(x, (ph, pw), axis=(1, 2))[:, ::sh, ::sw]
     return win[:, : node.shape[0], : node.shape[1]]
+
+
+def check_1d(node, src, where: str) -> None:
+    """A 1-D pool (maxpool1d, avgpool1d) reads an (L, C) input with a pool [p] and strides [s]."""
+    if len(src.shape) != 2 or len(node.attrs["pool"]) != 1 or len(node.attrs["strides"]) != 1:
+        raise GraphError(f"{where}: pools an (L, C) input with pool [p] and strides [s]")

@@ -1,6 +1,9 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
 :data:`COSTS` maps each graph op to its cost function, one module per op named after it (each
+:data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
+:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
+:mod:`.conv1d`, :mod:`.maxpool1d`, :mod:`.avgpool1d`, :mod:`.zeropad1d`; each
 module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
@@ -29,7 +32,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, maxpool2d, threshold
+from . import (
+    affine,
+    avgpool1d,
+    avgpool2d,
+    cast,
+    conv1d,
+    conv2d,
+    dense,
+    depthwise_conv2d,
+    flatten,
+    maxpool1d,
+    maxpool2d,
+    threshold,
+    zeropad1d,
+)
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {
@@ -42,6 +59,10 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "cast": cast.cost,
     "depthwise_conv2d": depthwise_conv2d.cost,
     "affine": affine.cost,
+    "conv1d": conv1d.cost,
+    "maxpool1d": maxpool1d.cost,
+    "avgpool1d": avgpool1d.cost,
+    "zeropad1d": zeropad1d.cost,
 }
 
 # graph ops that build no logic and get no row, and why
@@ -55,4 +76,4 @@ REFUSED: dict[str, str] = {}
 KNOWN_OPS = tuple(COSTS)
 
 # ops with a weight matrix: a reuse factor, accumulator and weight types
-WEIGHTED_OPS = ("dense", "conv2d", "depthwise_conv2d")
+WEIGHTED_OPS = ("dense", "conv2d", "depthwise_conv2d", "conv1d")

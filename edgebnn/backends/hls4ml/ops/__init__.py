@@ -26,7 +26,22 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import affine, avgpool2d, cast, conv2d, dense, depthwise_conv2d, flatten, input, maxpool2d, threshold
+from . import (
+    affine,
+    avgpool1d,
+    avgpool2d,
+    cast,
+    conv1d,
+    conv2d,
+    dense,
+    depthwise_conv2d,
+    flatten,
+    input,
+    maxpool1d,
+    maxpool2d,
+    threshold,
+    zeropad1d,
+)
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -40,6 +55,10 @@ LOWERINGS: dict[str, ModuleType] = {
     "cast": cast,
     "depthwise_conv2d": depthwise_conv2d,
     "affine": affine,
+    "conv1d": conv1d,
+    "maxpool1d": maxpool1d,
+    "avgpool1d": avgpool1d,
+    "zeropad1d": zeropad1d,
 }
 
 # what every module in LOWERINGS defines

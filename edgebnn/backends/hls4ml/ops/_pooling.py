@@ -1,4 +1,4 @@
-"""What the pooling ops' hls4ml lowerings share: the ``Pooling2D`` layer entry (valid padding,
+"""What the pooling ops' hls4ml lowerings share: the ``Pooling2D`` and ``Pooling1D`` layer entries (valid padding,
 no pad amounts), io_stream's refusal of strides other than the pool size, and the post-flow check."""
 
 from __future__ import annotations
@@ -53,3 +53,21 @@ def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
             f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; please report this to edgebnn"
         )
     return []
+
+
+def pooling1d_layer(node: Node, src: Node, class_name: str) -> dict:
+    """The layer-list fields (besides name and inputs) of a ``Pooling1D`` of class ``class_name``
+    (MaxPooling1D or AveragePooling1D): shapes, pool size and stride, valid padding."""
+    return dict(
+        class_name=class_name,
+        data_format="channels_last",
+        n_in=int(src.shape[0]),
+        n_out=int(node.shape[0]),
+        n_filt=int(src.shape[1]),
+        pool_width=int(node.attrs["pool"][0]),
+        stride_width=int(node.attrs["strides"][0]),
+        padding="valid",
+        pad_left=0,
+        pad_right=0,
+        count_pad=False,
+    )

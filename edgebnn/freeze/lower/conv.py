@@ -1,0 +1,68 @@
+"""What ``QuantConv1D`` and ``QuantConv2D`` share: the refusal of options their nodes do not have,
+the accumulator as Keras computes it, the explicit padding amounts (TensorFlow's "same" split,
+Keras's "causal" left padding) and ``pad_values`` as a code of the quantized input's type."""
+
+from __future__ import annotations
+
+import numpy as np
+from keras import ops
+
+from ...layers import _conv_input, _same_padding
+from ..items import FreezeError, Step, where
+from . import weighted
+
+
+def check(layer, shape_name: str, dilation: bool = False) -> None:
+    """Refuse what the conv nodes do not have; ``shape_name`` names the input shape ("(H, W, C)"),
+    ``dilation`` allows a ``dilation_rate`` above 1 (written as zero taps in the kernel)."""
+    if layer.data_format != "channels_last":
+        raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
+    if not dilation and any(d != 1 for d in layer.dilation_rate):
+        raise FreezeError(f"{where(layer)} has dilation_rate={tuple(layer.dilation_rate)}; only dilation 1 can be frozen")
+    if getattr(layer, "groups", 1) != 1:
+        raise FreezeError(f"{where(layer)} has groups={layer.groups}; only groups=1 can be frozen")
+    allowed = ("valid", "same", "causal") if len(layer.kernel_size) == 1 else ("valid", "same")
+    if layer.padding not in allowed:
+        raise FreezeError(f"{where(layer)} has padding={layer.padding!r}; use 'valid' or 'same'")
+    rank = len(layer.kernel_size) + 2
+    if len(layer.input.shape) != rank or any(d is None for d in layer.input.shape[1:]):
+        raise FreezeError(f"{where(layer)} needs a fixed {shape_name} input shape; give the model a fixed input shape")
+
+
+def keras_eval(step: Step, x):
+    """The accumulator as Keras computes it."""
+    layer = step.layer
+    x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
+    x = ops.conv(
+        x,
+        layer.quantized_kernel(),
+        strides=strides,
+        padding=padding,
+        dilation_rate=layer.dilation_rate,
+        data_format=layer.data_format,
+    )
+    return weighted.add_quantized_bias(layer, x)
+
+
+def padding(layer, sizes) -> tuple[tuple[int, int], ...]:
+    """The explicit (before, after) padding of each spatial axis of the input ``sizes``."""
+    if layer.padding == "same":
+        return tuple(
+            _same_padding(n, k, s, d) for n, k, s, d in zip(sizes, layer.kernel_size, layer.strides, layer.dilation_rate)
+        )
+    if layer.padding == "causal":  # Conv1D: the extent minus one on the left, as Keras pads
+        return ((layer.dilation_rate[0] * (layer.kernel_size[0] - 1), 0),)
+    return tuple((0, 0) for _ in sizes)
+
+
+def pad_code(layer, src, amounts) -> int:
+    """``pad_values`` as a code of the quantized input ``src``'s type (0 without padding)."""
+    if not any(a for pair in amounts for a in pair) or layer.padding == "causal":  # causal pads zeros
+        return 0
+    pad = float(layer.pad_values)
+    if not src.type.contains(np.array([pad])):
+        raise FreezeError(
+            f"{where(layer)} pads with pad_values={pad}, which is not on the grid of its quantized input "
+            f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
+        )
+    return int(src.type.codes(np.array([pad]))[0])

@@ -1,0 +1,55 @@
+"""What the 1-D pooling handlers share: a ``MaxPooling1D`` / ``AveragePooling1D`` is checked as
+the 2-D pools are; a ``GlobalMaxPooling1D`` / ``GlobalAveragePooling1D`` is a pool over the whole
+length followed (unless ``keepdims``) by a flatten step of its one position."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import keras
+
+from ..items import FreezeError, Layer, Step, where
+from . import pooling
+
+GLOBAL = (keras.layers.GlobalMaxPooling1D, keras.layers.GlobalAveragePooling1D)
+
+
+def is_global(layer) -> bool:
+    """The layer pools over the whole length."""
+    return isinstance(layer, GLOBAL)
+
+
+def check(layer, padding_reason: str = "") -> None:
+    """Refuse the options the 1-D pool nodes do not have."""
+    if not is_global(layer):
+        pooling.check(layer, padding_reason, shape_name="(L, C)")
+        return
+    if layer.data_format != "channels_last":
+        raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
+    if len(layer.input.shape) != 3 or any(d is None for d in layer.input.shape[1:]):
+        raise FreezeError(f"{where(layer)} needs a fixed (L, C) input shape; give the model a fixed input shape")
+
+
+def window(layer) -> tuple[int, int]:
+    """(pool, strides) of the layer: the whole length for a global pool."""
+    if is_global(layer):
+        n = int(layer.input.shape[1])
+        return n, n
+    return int(layer.pool_size[0]), int(layer.strides[0])
+
+
+def steps(source: Layer, kind: str) -> Iterator:
+    """The pool step of ``kind``, and for a global pool without ``keepdims`` a flatten step."""
+    layer = source.layer
+    yield Step(layer.name, kind, layer, sources=[layer.name])
+    if is_global(layer) and not layer.keepdims:
+        yield Step(f"{layer.name}_flatten", "flatten", layer, sources=[layer.name])
+
+
+def keras_eval(step: Step, x, reduce, pool):
+    """The pool as Keras computes it: ``reduce`` (ops.max, ops.mean) over the length for a global
+    pool (its own flatten is the flatten step), ``pool`` (ops.max_pool, ops.average_pool) otherwise."""
+    layer = step.layer
+    if is_global(layer):
+        return reduce(x, axis=1, keepdims=True)
+    return pool(x, pool_size=tuple(layer.pool_size), strides=tuple(layer.strides), padding="valid", data_format="channels_last")
