@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
-
 from ...graph import conv1d_node
+from ...graph.ops._weighted import dilated
 from ..items import Layer, Step
 from . import conv, weighted
 from .conv import keras_eval  # noqa: F401 - the kind's Keras evaluation
@@ -25,21 +24,13 @@ def lower(source: Layer) -> Iterator:
     yield from weighted.lower(source, KIND)
 
 
-def dilated(codes: np.ndarray, d: int) -> np.ndarray:
-    """The (k, C, F) kernel ``codes`` read at dilation ``d``: ``(k - 1) * d + 1`` taps, zeros between."""
-    k, c, f = codes.shape
-    out = np.zeros(((k - 1) * d + 1, c, f), dtype=codes.dtype)
-    out[::d] = codes
-    return out
-
-
 def node(step: Step, freezing):
     """The conv1d node reading the last node."""
     layer, src = step.layer, freezing.nodes[-1]
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
     padding = conv.padding(layer, src.shape[:1])
     pad_code = conv.pad_code(layer, src, padding)
-    weight = dilated(np.asarray(w_codes), int(layer.dilation_rate[0]))
+    weight = dilated(w_codes, layer.dilation_rate)
     return conv1d_node(
         step.name, src, weight, w_type, tuple(layer.strides), padding[0], pad_code, bias, bias_type, source=",".join(step.sources)
     )

@@ -69,14 +69,15 @@ def convolve(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def dilated(weight, rate) -> np.ndarray:
-    """The kernel of a convolution with ``dilation_rate`` ``rate`` (rh, rw) as an undilated one:
-    the taps of the (kh, kw, ...) ``weight`` ``rate`` apart, zeros between them, shape
-    ((kh - 1) * rh + 1, (kw - 1) * rw + 1, ...). The same sums exactly (a zero weight adds 0)."""
+    """The kernel of a convolution with ``dilation_rate`` ``rate`` (one rate per spatial axis:
+    (rh, rw), or (r,) for 1-D) as an undilated one: the taps of the (k1, ..., C, F) ``weight``
+    ``rate`` apart, zeros between them, each spatial size k becoming (k - 1) * r + 1. The same
+    sums exactly (a zero weight adds 0)."""
     weight = np.asarray(weight)
-    rh, rw = (int(r) for r in rate)
-    kh, kw = weight.shape[:2]
-    out = np.zeros(((kh - 1) * rh + 1, (kw - 1) * rw + 1, *weight.shape[2:]), dtype=weight.dtype)
-    out[::rh, ::rw] = weight
+    rate = [int(r) for r in rate]
+    spatial = weight.shape[: len(rate)]
+    out = np.zeros((*((k - 1) * r + 1 for k, r in zip(spatial, rate)), *weight.shape[len(rate) :]), dtype=weight.dtype)
+    out[tuple(slice(None, None, r) for r in rate)] = weight
     return out
 
 
