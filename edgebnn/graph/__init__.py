@@ -11,7 +11,7 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+``cast``, and the merges ``add`` and ``concatenate`` of two or more inputs) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -23,8 +23,10 @@ from ..fixed import on_grid as _on_grid  # noqa: F401
 from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_arrays  # noqa: F401
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
+from .ops.add import add_node
 from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
+from .ops.concatenate import concatenate_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
 from .ops.flatten import flatten_node
@@ -50,4 +52,6 @@ __all__ = [
     "maxpool2d_node",
     "spec",
     "threshold_node",
+    "add_node",
+    "concatenate_node",
 ]

@@ -1,0 +1,45 @@
+"""``add``: the elementwise sum of two or more inputs of one shape (Keras ``Add``), exact: the
+type is the narrowest on the finest input grid that holds the sum of the inputs' bounds, and
+the bounds are those sums."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...fixed import FixedType
+from ..node import GraphError, Node
+from . import OpSpec
+from ._merge import finest_lsb, on_grid_codes, result_codes
+
+
+def validate(node: Node, inputs: list[Node], where: str) -> None:
+    """Inputs of the node's shape with bounds of one shape, and a type on their finest grid
+    that holds the sum of their bounds."""
+    if any(n.shape != node.shape or n.lo.shape != inputs[0].lo.shape for n in inputs):
+        raise GraphError(f"{where}: adds inputs of its own shape {node.shape}, got {[n.shape for n in inputs]}")
+    lo, hi = _bounds(inputs)
+    if node.type.lsb_exp > finest_lsb(inputs) or not (node.type.contains(lo) and node.type.contains(hi)):
+        raise GraphError(f"{where}: its type {node.type} does not hold the exact sum of its inputs; build it with add_node")
+
+
+def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
+    """The exact sum of the inputs' codes on the node's grid."""
+    terms = on_grid_codes(inputs, codes, node.type.lsb_exp, node.type.width)
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return result_codes(total, node)
+
+
+def _bounds(inputs: list[Node]) -> tuple[np.ndarray, np.ndarray]:
+    return sum(n.lo for n in inputs), sum(n.hi for n in inputs)
+
+
+def add_node(name: str, srcs: list[Node], source: str = "") -> Node:
+    """The sum of ``srcs`` (two or more nodes of one shape) on their finest grid."""
+    lo, hi = _bounds(srcs)
+    out = FixedType.for_range(float(lo.min()), float(hi.max()), finest_lsb(srcs))
+    return Node(name, "add", [s.name for s in srcs], srcs[0].shape, out, {"lo": lo, "hi": hi}, {}, source)
+
+
+SPEC = OpSpec(op="add", n_inputs=2, variadic=True, validate=validate, execute=execute)
