@@ -51,18 +51,25 @@ import numpy as np
 from keras import ops
 
 from ..graph import Graph
-from .chain import layer_chain, model_jit
+from .chain import branches, inbound, layer_chain, model_jit
 from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
 from .logits import keras_logits
 from .passes import NODE_PASSES, PASSES
 from .passes.float32_exactness import inexact as _inexact
+
+MERGES = ("add", "concatenate")  # the step kinds whose Keras evaluation reads a list of tensors
 
 __all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", "keras_logits", "plan", "trace"]
 
 
 def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
     planning = Planning(strip_softmax=strip_softmax)
-    items = (Layer(layer) for layer in layer_chain(model))
+    layers = layer_chain(model)
+    if branches(layers):  # each layer knows what it reads and who reads it
+        readers = {id(l): [r for r in layers if l in inbound(r)] for l in layers}
+        items = (Layer(l, inputs=inbound(l), readers=readers[id(l)]) for l in layers)
+    else:
+        items = (Layer(layer) for layer in layers)
     for run in PASSES:
         items = run(items, planning)
     return list(items), planning
@@ -122,11 +129,15 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
 def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
     """Each step's output computed by Keras (eager, inference mode), by graph node name.
 
-    Used to find the first layer where Keras and the emulator part ways.
+    Used to find the first layer where Keras and the emulator part ways. Each step reads the
+    outputs of its inputs (``Step.inputs``), a merge all of them.
     """
     out = {}
-    h = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
+    tensors = {}
+    x = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
     for step in plan(model, strip_softmax=strip_softmax):
-        h = step.keras_eval(h)
+        xs = [tensors[name] for name in step.inputs] or [x]
+        h = step.keras_eval(xs if step.kind in MERGES else xs[0])
+        tensors[step.name] = h
         out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
     return out

@@ -23,8 +23,8 @@ from types import ModuleType
 import keras
 
 from ...layers import QuantActivation, QuantConv2D, QuantDense
-from ..items import FreezeError, Layer, where
-from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+from ..items import FreezeError, Layer, Read, Wrote, where
+from . import activation, add, avgpool, batchnorm, concatenate, conv2d, dense, noop, pooling, quant_activation, reshape
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -36,6 +36,8 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.AveragePooling2D: avgpool,
     keras.layers.Flatten: reshape,
     keras.layers.Dropout: noop,
+    keras.layers.Add: add,
+    keras.layers.Concatenate: concatenate,
 }
 
 
@@ -59,7 +61,10 @@ def unsupported(layer) -> FreezeError:
 
 
 def run(items: Iterable, planning) -> Iterator:
-    """The lowering pass: each :class:`Layer` becomes its handler's items."""
+    """The lowering pass: each :class:`Layer` becomes its handler's items; in a branching model
+    a :class:`Read` comes first where the layer does not read (only) the layer before it, and a
+    :class:`Wrote` after them (passes/branches follows the data flow by them)."""
+    previous = None
     for item in items:
         if not isinstance(item, Layer):
             yield item
@@ -67,4 +72,9 @@ def run(items: Iterable, planning) -> Iterator:
         handler = handler_for(item.layer)
         if handler is None:
             raise unsupported(item.layer)
+        if item.inputs is not None and previous is not None and item.inputs != [previous]:
+            yield Read(item.layer, item.inputs)
         yield from handler.lower(item)
+        if item.inputs is not None:
+            yield Wrote(item.layer, item.readers)
+        previous = item.layer

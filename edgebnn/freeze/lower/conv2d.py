@@ -54,8 +54,8 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The conv2d node reading the last node."""
-    layer, src = step.layer, freezing.nodes[-1]
+    """The conv2d node reading its source."""
+    layer, src = step.layer, freezing.source(step)
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
     kh, kw = layer.kernel_size
     sh, sw = layer.strides

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import lower
 from . import (
+    branches,
     build_node,
     cast_or_threshold,
     caveats,
@@ -24,6 +25,7 @@ from . import (
     input_quantizer,
     move_after_quantizer,
     strip_softmax,
+    wire,
 )
 
 PASSES = [
@@ -31,11 +33,13 @@ PASSES = [
     check_start.run,  # the first layer is a QuantDense or QuantConv2D
     lower.run,  # each layer -> its handler's items
     input_quantizer.run,  # the first layer's input_quantizer -> the input step
+    branches.run,  # a branching model: tensors read away from the stream are on a grid
     check_requantizers.run,  # every other quantizer is deployable
     move_after_quantizer.run,  # Flatten / MaxPooling2D among float ops -> after their quantizer
     check_on_grid.run,  # an AveragePooling2D reads a quantized tensor or an accumulator
     fold_float_ops.run,  # float ops + their quantizer -> one requant step
     cast_or_threshold.run,  # a plain conversion after relus -> a cast step
+    wire.run,  # each step's inputs
 ]
 
 NODE_PASSES = [

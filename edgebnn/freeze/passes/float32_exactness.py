@@ -1,5 +1,5 @@
-"""Whether Keras's float32 arithmetic computes every accumulator and every mean exactly
-(``graph.meta["keras_float32_exact"]``)."""
+"""Whether Keras's float32 arithmetic computes every accumulator, every mean and every sum of a
+merge exactly (``graph.meta["keras_float32_exact"]``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 
 
 def inexact(nodes: list) -> list[str]:
-    """The dense and conv2d nodes whose accumulators, and the avgpool2d nodes whose window
-    sums, float32 may round."""
+    """The dense and conv2d nodes whose accumulators, the avgpool2d nodes whose window sums and
+    the add nodes whose sums float32 may round."""
     return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
@@ -44,4 +44,12 @@ def mean_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
-CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact}
+def sum_exact(node, nodes: list) -> bool:
+    """Every partial sum of the add node's inputs (Keras adds them in order, in float32) is an
+    integer multiple of the node's grid below 2**24 in magnitude."""
+    srcs = [next(n for n in nodes if n.name == name) for name in node.inputs]
+    bound = float(sum(np.maximum(np.abs(s.lo), np.abs(s.hi)) for s in srcs).max(initial=0.0))
+    return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
+
+
+CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact, "add": sum_exact}

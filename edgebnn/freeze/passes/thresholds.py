@@ -25,7 +25,7 @@ def grid(src):
 def node(step: Step, freezing):
     """The threshold node of a requant step, per channel (the last axis); the float ops run on
     values of the source's rank."""
-    src = freezing.nodes[-1]
+    src = freezing.source(step)
     out_type = forms.output_type(step.quantizer)
     lo = src.type.codes(src.lo)
     hi = src.type.codes(src.hi)
