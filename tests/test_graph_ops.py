@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from graphs import every_op_graph
+from graphs import OP_GRAPHS, edge_inputs, every_op_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -21,16 +21,37 @@ from edgebnn.graph import (
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
 GRAPH = every_op_graph(pad_code=1)
-EXAMPLE = {node.op: node for node in GRAPH.nodes}
+# each op's first node and the example graph holding it (this one first, then OP_GRAPHS')
+HOME = {}
+for _graph in [GRAPH, *(build() for name, build in OP_GRAPHS.items() if name != "every_op")]:
+    for _node in _graph.nodes:
+        HOME.setdefault(_node.op, (_graph, _node))
+EXAMPLE = {op: node for op, (_, node) in HOME.items()}
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert (
+        OPS
+        == (
+            "input",
+            "dense",
+            "conv2d",
+            "maxpool2d",
+            "avgpool2d",
+            "flatten",
+            "threshold",
+            "cast",
+            "add",
+            "concatenate",
+        )
+        == tuple(REGISTRY)
+    )
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
-        assert entry.n_inputs == len(EXAMPLE[op].inputs)
+        n = len(EXAMPLE[op].inputs)
+        assert entry.n_inputs <= n if entry.variadic else entry.n_inputs == n
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -114,7 +135,9 @@ def test_unknown_op_names_every_known_one():
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulate_dispatches_by_table(op, monkeypatch):
-    right = emulate(GRAPH, X, return_all=True)
+    graph = HOME[op][0]
+    x = X if graph is GRAPH else edge_inputs(graph, n=20)
+    right = emulate(graph, x, return_all=True)
     name = EXAMPLE[op].name
     original = REGISTRY[op].execute
     seen = []
@@ -124,11 +147,12 @@ def test_emulate_dispatches_by_table(op, monkeypatch):
         return original(node, inputs, codes) ^ 1  # every code off by one
 
     monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
-    got = emulate(GRAPH, X, return_all=True)
-    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    got = emulate(graph, x, return_all=True)
+    assert seen[0] == (list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))
+    assert len(seen) == sum(n.op == op for n in graph.nodes)
     assert np.all(got[name] != right[name])
     monkeypatch.undo()
-    assert all(np.array_equal(v, emulate(GRAPH, X, return_all=True)[k]) for k, v in right.items())
+    assert all(np.array_equal(v, emulate(graph, x, return_all=True)[k]) for k, v in right.items())
 
 
 def test_the_example_runs_every_kernel_on_its_own_range():

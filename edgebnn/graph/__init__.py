@@ -11,7 +11,8 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``, and the merges ``add`` and ``concatenate`` of two or more inputs) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+``cast``, and the merges ``add`` and ``concatenate`` of two or more inputs) live one per module
+in ``graph/ops/``: each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -43,8 +44,10 @@ __all__ = [
     "GraphError",
     "Node",
     "OpSpec",
+    "add_node",
     "avgpool2d_node",
     "cast_node",
+    "concatenate_node",
     "conv2d_node",
     "dense_node",
     "flatten_node",
@@ -52,6 +55,4 @@ __all__ = [
     "maxpool2d_node",
     "spec",
     "threshold_node",
-    "add_node",
-    "concatenate_node",
 ]

@@ -22,9 +22,9 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert msg == (
         "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
         "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
-        "Flatten and Dropout"
+        "Flatten, Dropout, Add and Concatenate"
     )
-    assert len(HANDLERS) == 9
+    assert len(HANDLERS) == 11
     with pytest.raises(FreezeError, match="cannot be frozen"):
         lowered(keras.layers.Dense(2, name="x"))
 

@@ -23,24 +23,28 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     tensor: dict[int, str] = {}  # id of a Keras layer -> the step holding its output (on a grid)
     current = ""  # the step holding the stream's tensor ("" while float ops are pending)
     pending: list[FloatOp] = []  # the float ops since that step
-    last = None  # the layer of the last Wrote: whose output the stream holds
+    last = None  # the last Wrote: the layer whose output the stream holds, and its readers
     reads: list[str] | None = None  # the steps the layer after a Read reads, until its first step takes them
     for item in items:
         if isinstance(item, Read):
             if pending:
-                raise FreezeError(_not_on_grid(last, pending))
+                raise FreezeError(
+                    f"{where(last.layer)}: its real-valued outputs reach the merge {last.readers[0].name!r}, which must "
+                    f"read tensors on a grid; quantize before the merge (e.g. a QuantActivation after {last.layer.name!r}) "
+                    "or merge the accumulators before the float ops"
+                )
             reads = [tensor[id(layer)] for layer in item.inputs]
             current = reads[0] if len(reads) == 1 else ""
             continue
         if isinstance(item, Wrote):
             if pending and len(item.readers) > 1:
                 raise FreezeError(
-                    f"{where(item.layer)} has real-valued outputs (after {_labels(pending)}) that "
-                    f"{_names(item.readers)} read; quantize before the branch (e.g. a QuantActivation after "
-                    f"{item.layer.name!r}), as a tensor must be on a grid where it branches"
+                    f"{where(item.layer)}: its real-valued outputs branch to {_names(item.readers)} before any "
+                    f"quantizer; quantize before the branch (e.g. a QuantActivation after {item.layer.name!r}), as a "
+                    "tensor must be on a grid where it branches"
                 )
             tensor[id(item.layer)] = current
-            last = item.layer
+            last = item
             continue
         if isinstance(item, FloatOp):
             pending.append(item)
@@ -59,18 +63,6 @@ def run(items: Iterable, planning: Planning) -> Iterator:
 def _take(planning: Planning, name: str, reads: list[str] | None) -> None:
     if reads is not None:
         planning.reads[name] = reads
-
-
-def _not_on_grid(layer, pending: list[FloatOp]) -> str:
-    return (
-        f"{where(layer)} has real-valued outputs (after {_labels(pending)}) that a merge reads, but a merge must "
-        f"read tensors on a grid; quantize before the merge (e.g. a QuantActivation after {layer.name!r}) or merge "
-        "the accumulators before the float ops"
-    )
-
-
-def _labels(pending: list[FloatOp]) -> str:
-    return ", ".join(op.label for op in pending)
 
 
 def _names(layers) -> str:

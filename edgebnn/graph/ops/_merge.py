@@ -26,4 +26,4 @@ def on_grid_codes(inputs: list[Node], codes: list[np.ndarray], lsb_exp: int, wid
 def result_codes(codes: np.ndarray, node: Node) -> np.ndarray:
     """``codes`` (exact, within the node's type) in the node's code dtype."""
     dtype = node.type.code_dtype
-    return codes if dtype == object else codes.astype(dtype)
+    return codes if dtype.kind == "O" else codes.astype(dtype)

@@ -9,12 +9,17 @@ from ....graph import Node
 from .common import precision
 
 
-def check_two_inputs(node: Node, srcs: list[Node], where: str) -> None:
-    """Refuse a merge of more than two inputs (hls4ml's Merge and Concatenate take two)."""
+def check_inputs(node: Node, srcs: list[Node], io_type: str, where: str) -> None:
+    """Refuse a merge of more than two inputs (hls4ml's Merge and Concatenate take two), and in
+    io_stream one that reads the same node twice (one stream cannot be read twice)."""
     if len(srcs) != 2:
         raise EdgebnnError(
             f"{where} merges {len(srcs)} inputs, but hls4ml's merge layers take two; "
             "merge two at a time in the model (nested Add or Concatenate layers)"
+        )
+    if io_type == "io_stream" and srcs[0].name == srcs[1].name:
+        raise EdgebnnError(
+            f"{where} reads {srcs[0].name!r} twice, which hls4ml's io_stream cannot do (a stream is read once); use io_parallel"
         )
 
 

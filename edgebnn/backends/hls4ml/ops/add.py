@@ -6,7 +6,7 @@ packets of one pixel's channels on both)."""
 from __future__ import annotations
 
 from ....graph import Node
-from ._merge import check_two_inputs, precisions, verify
+from ._merge import check_inputs, precisions, verify
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -34,8 +34,8 @@ def hls_class(node: Node) -> str:
 
 
 def check(node: Node, srcs: list[Node], io_type: str, where: str) -> None:
-    """Refuse more than two inputs."""
-    check_two_inputs(node, srcs, where)
+    """Refuse more than two inputs, and in io_stream the same input twice."""
+    check_inputs(node, srcs, io_type, where)
 
 
 def layer(node: Node, srcs: list[Node]) -> dict:
