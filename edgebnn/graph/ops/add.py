@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...fixed import FixedType
+from ...fixed import FixedType, _codes_to_float, _to_codes  # exact integer bounds, as dot_interval computes them
 from ..node import GraphError, Node
 from . import OpSpec
 from ._merge import finest_lsb, on_grid_codes, result_codes
@@ -31,14 +31,23 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
     return result_codes(total, node)
 
 
+def _bound_codes(inputs: list[Node]) -> tuple[np.ndarray, np.ndarray, int]:
+    """The sums of the inputs' bounds as exact integer codes (Python ints) on their finest grid, and its exponent."""
+    g = finest_lsb(inputs)
+    return sum(_to_codes(n.lo, g) for n in inputs), sum(_to_codes(n.hi, g) for n in inputs), g
+
+
 def _bounds(inputs: list[Node]) -> tuple[np.ndarray, np.ndarray]:
-    return sum(n.lo for n in inputs), sum(n.hi for n in inputs)
+    """The sums of the inputs' bounds, rounded outward to float64 where they need more than 53 bits."""
+    lo, hi, g = _bound_codes(inputs)
+    return _codes_to_float(lo, g, down=True), _codes_to_float(hi, g, down=False)
 
 
 def add_node(name: str, srcs: list[Node], source: str = "") -> Node:
     """The sum of ``srcs`` (two or more nodes of one shape) on their finest grid."""
+    lo_codes, hi_codes, g = _bound_codes(srcs)
+    out = FixedType.for_codes(min(lo_codes.tolist()), max(hi_codes.tolist()), g)
     lo, hi = _bounds(srcs)
-    out = FixedType.for_range(float(lo.min()), float(hi.max()), finest_lsb(srcs))
     return Node(name, "add", [s.name for s in srcs], srcs[0].shape, out, {"lo": lo, "hi": hi}, {}, source)
 
 
