@@ -116,7 +116,6 @@ def test_the_layer_list_names_every_input_and_io_stream_moves_a_flatten_read_onc
     # a cast read only through a flatten runs before it in io_stream; the dense then reads the flatten
     inp = input_node("in", (2, 2, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
     c = conv2d_node("c", inp, np.ones((1, 1, 2, 2), dtype=int), WT)
-    flat = dense_in = None
     from edgebnn.graph import flatten_node
 
     flat = flatten_node("flat", c)

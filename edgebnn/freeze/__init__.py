@@ -1,6 +1,8 @@
 """Freeze a trained Keras model into a deployment graph of integers and fixed-point types.
 
-The model is read as a chain of layers. Each layer family has a lowering handler
+The model is read as a graph of layers in an order that keeps each chain of layers together
+(``freeze/chain.py``); in a chain the stream of items is the data flow. Each layer family has a
+lowering handler
 (``freeze/lower/<family>.py``, table ``lower.HANDLERS``) turning it into raw items; small
 passes (``freeze/passes/<rewrite>.py``, lists ``passes.PASSES`` and ``passes.NODE_PASSES``)
 rewrite those into steps and the steps into nodes:
@@ -31,6 +33,16 @@ rewrite those into steps and the steps into nodes:
   below 2**24 codes (``keras_float32_exact``). It must read a tensor on a grid: a quantized one
   or an accumulator before any float op; among float ops (conv -> BatchNormalization ->
   AveragePooling2D -> quantizer) it is refused, never moved;
+* a functional model may branch and merge: an ``Add`` of inputs of one shape becomes an add node
+  (its type the narrowest on the finest input grid that holds the sum of the inputs' bounds;
+  Keras's float32 sum equals it below 2**24 steps), a ``Concatenate`` along the channel axis a
+  concatenate node (a type holding every input exactly). Every tensor read away from the stream
+  (by a merge, or by several layers) must be on a grid: a quantizer's output, or an
+  accumulator's, a merge's, a pool's or a flatten's before any float op (``passes/branches``
+  refuses a real-valued one: quantize before the branch). A merge's output is an exact
+  accumulator-like tensor that float ops and a quantizer may follow or that may end the model;
+  each step records the steps it reads (``Step.inputs``, ``passes/wire``). Several inputs or
+  outputs and a layer called more than once are refused;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the
