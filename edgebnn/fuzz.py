@@ -387,14 +387,17 @@ def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use
     return QuantDense(units, **common)
 
 
-def _requantize(rng, h, text: list[str], bn: bool = True):
-    """Float ops (BatchNormalization, sometimes an activation) and a QuantActivation after ``h``."""
+def _requantize(rng, h, text: list[str], bn: bool = True, pool: bool = False):
+    """Float ops (BatchNormalization, sometimes an activation) and a QuantActivation after ``h``;
+    with ``pool`` a MaxPooling2D before the quantizer (freeze moves it after)."""
     import keras
 
     from .layers import QuantActivation
 
     if bn:
         h = _apply(keras.layers.BatchNormalization(), h, text, "BatchNormalization()")
+    if pool and len(h.shape) == 4 and min(h.shape[1:3]) >= 2:
+        h = _apply(keras.layers.MaxPooling2D((2, 2)), h, text, "MaxPooling2D((2, 2))")
     if rng.random() < 0.2:
         a = str(rng.choice(["relu", "tanh", "hard_sigmoid", "linear"]))
         h = _apply(keras.layers.Activation(a), h, text, f"Activation({a!r})")
@@ -414,7 +417,7 @@ def _stem(rng, inputs, in_q: str, spatial: bool, text: list[str]):
         f"stem({c}, {kernel}, input_quantizer={in_q!r}, kernel_quantizer={kq!r})",
     )
     if rng.random() < 0.8:
-        h = _requantize(rng, h, text)
+        h = _requantize(rng, h, text, pool=rng.random() < 0.25)
     return h
 
 

@@ -63,6 +63,17 @@ def concat_of_accumulators():
     return keras.Model(x, keras.layers.Add(name="sum")([s1, s2]))
 
 
+def moved_pool():
+    """A MaxPooling2D between a BatchNormalization and its quantizer (moved after it), whose
+    quantized output two layers read: the branches read the pool."""
+    x = keras.Input(SHAPE)
+    h = keras.layers.BatchNormalization(name="bn0")(conv(3, "c0", iq=IN_Q)(x))
+    h = keras.layers.MaxPooling2D((2, 2), name="pool")(h)
+    q0 = QuantActivation("ste_sign", name="q0")(h)
+    q1 = QuantActivation("ste_sign", name="q1")(keras.layers.BatchNormalization(name="bn1")(conv(3, "c1")(q0)))
+    return keras.Model(x, keras.layers.Add(name="add")([q0, q1]))
+
+
 def adversarial(model, rng, x):
     for layer in batch_norms(model):
         probe = keras.Model(model.inputs, layer.input)
@@ -78,7 +89,7 @@ def edge_x(rng, n=256):
     return x.astype(np.float32)
 
 
-@pytest.mark.parametrize("build", [bireal, concat_of_accumulators])
+@pytest.mark.parametrize("build", [bireal, concat_of_accumulators, moved_pool])
 def test_branching_models_freeze_exactly_as_keras_computes_them(build):
     rng = np.random.default_rng(0)
     x = edge_x(rng)
@@ -104,6 +115,9 @@ def test_the_graph_reads_what_the_model_reads():
     graph = freeze(concat_of_accumulators())
     assert graph["cat"].inputs == ["ca", "q0", "cb"] and graph["cat"].shape == (5, 5, 7)
     assert graph.output.name == "sum" and graph.output.inputs == ["s1", "s2"]
+    graph = freeze(moved_pool())
+    assert [(n.name, n.inputs) for n in graph.nodes[1:4]] == [("c0", ["input"]), ("q0", ["c0"]), ("pool", ["q0"])]
+    assert graph["c1"].inputs == ["pool"] and graph["add"].inputs == ["pool", "q1"]
 
 
 def test_chains_keep_their_stream_and_plan():

@@ -143,7 +143,7 @@ def hls_config(chain: Chain, names, output_dir, project_name, target: Target, tr
         for name in op.config_names(names[node.name], node is chain.output):
             layer_cfg[name] = cfg
         if target.io_type == "io_stream" and len(chain.readers(node)) > 1:  # the Clone hls4ml adds copies its type
-            layer_cfg[_clone(names[node.name])] = {"Precision": {"result": precision(node.type)}, "Trace": trace}
+            layer_cfg[_clone(names[node.name])] = {"Precision": {"result": precision(node.type)}}
     config["HLSConfig"] = {
         # no model-wide default precision: a layer hls4ml might add without one fails loudly
         "Model": {"ReuseFactor": target.model_reuse_factor, "Strategy": strategy, "BitExact": False},

@@ -4,8 +4,8 @@
 generator over the stream of items (``freeze/items.py``) starting as one :class:`Layer` per
 Keras layer (in a branching model with ``Read`` / ``Wrote`` markers where the stream's order is
 not the data flow, which ``branches`` consumes: the later passes, which rely on the stream's
-order, meet a jump only where no float op is pending). The stream is lazy, so a model is refused at the first layer that fails, in the
-layer's order, whichever pass refuses it.
+order, meet a jump only where no float op is pending). The stream is lazy, so a model is
+refused at the first layer that fails, in the layer's order, whichever pass refuses it.
 
 :data:`NODE_PASSES` turn each step into its node (``freeze``): each is ``run(step,
 freezing) -> None``, called on every step in order.

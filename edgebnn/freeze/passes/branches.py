@@ -5,8 +5,9 @@ it records which steps it reads (``planning.reads``).
 The stream keeps each chain of layers together (``chain.layer_chain``), so the adjacency
 passes (float ops folded into their quantizer, moves of Flatten / MaxPooling2D) see only
 chains. A tensor is on a grid when it is a step's output with no float op after it: a
-quantizer's (``QuantActivation``, an ``input_quantizer``), an accumulator's or a merge's before
-any float op, a pool's or flatten's of those. A real-valued tensor (after a float bias,
+quantizer's (``QuantActivation``, an ``input_quantizer``; the output of the Flatten or MaxPooling2D
+moved after it, if any), an accumulator's or a merge's before any float op, a pool's or
+flatten's of those. A real-valued tensor (after a float bias,
 ``BatchNormalization`` or an activation, before its quantizer) that several layers read, or that
 a merge reads, is refused: it must be quantized before the branch.
 """
@@ -23,6 +24,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     tensor: dict[int, str] = {}  # id of a Keras layer -> the step holding its output (on a grid)
     current = ""  # the step holding the stream's tensor ("" while float ops are pending)
     pending: list[FloatOp] = []  # the float ops since that step
+    moved: list[Step] = []  # steps among them that move after their quantizer (passes/move_after_quantizer)
     last = None  # the last Wrote: the layer whose output the stream holds, and its readers
     reads: list[str] | None = None  # the steps the layer after a Read reads, until its first step takes them
     for item in items:
@@ -52,8 +54,12 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         elif isinstance(item, Quantize) and item.quantizer is not None:
             _take(planning, item.name, reads)
             reads = None
-            current, pending = item.name, []
-        elif isinstance(item, Step) and not pending:
+            # the quantized tensor is the last moved step's output, as the steps come after it
+            current = moved[-1].name if moved else item.name
+            pending, moved = [], []
+        elif isinstance(item, Step) and pending:
+            moved.append(item)
+        elif isinstance(item, Step):
             _take(planning, item.name, reads)
             reads = None
             current = item.name

@@ -17,13 +17,13 @@ ON_GRID = ("avgpool2d",)
 def run(items: Iterable, planning: Planning) -> Iterator:
     """The items unchanged; refuses an avgpool2d step while float ops are pending."""
     pending: list[FloatOp] = []  # float ops since the last quantizer
-    accumulator = None  # the last accumulator step
+    accumulator = None  # the last accumulator (or merge) step
     for item in items:
         if isinstance(item, FloatOp):
             pending.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
             pending.clear()
-        elif isinstance(item, Step) and item.kind in ("dense", "conv2d"):
+        elif isinstance(item, Step) and item.kind in ("dense", "conv2d", "add", "concatenate"):  # accumulator-like
             accumulator = item
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""
