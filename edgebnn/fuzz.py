@@ -372,9 +372,15 @@ def _branching_model(seed: int, n_inputs: int) -> Case:
 def _apply(layer, h, text: list[str], line: str):
     """``layer`` called on ``h`` (one tensor or a list), its line added to ``text``."""
     out = layer(h)
-    names = ", ".join(t.name for t in h) if isinstance(h, list) else h.name
-    text.append(f"{out.name} = {line}({names})")
+    names = ", ".join(_producer(t) for t in (h if isinstance(h, list) else [h]))
+    text.append(f"{layer.name} = {line}({names})")
     return out
+
+
+def _producer(tensor) -> str:
+    """The name of the layer that made the Keras tensor (as freeze's messages name it)."""
+    history = getattr(tensor, "_keras_history", None)
+    return history[0].name if history else tensor.name
 
 
 def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use_bias=False):

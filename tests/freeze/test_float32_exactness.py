@@ -16,3 +16,14 @@ def _nodes(n_in, in_bits):
 def test_wide_accumulators_are_inexact_narrow_ones_exact():
     assert inexact(_nodes(16, 8)) == []
     assert inexact(_nodes(512, 20)) == ["d"]  # 512 * (2**20 - 1) lsb > 2**24
+
+
+def test_a_sum_of_a_merge_is_exact_below_2_to_the_24_steps_of_its_grid():
+    from edgebnn.graph import add_node, cast_node
+
+    x = input_node("input", (4,), FixedType(24, 24, True, "RND_CONV", "SAT"), "x")
+    fine = cast_node("fine", x, FixedType(6, -4, False, "RND", "SAT"), relu=True)  # steps of 2**-10, below 2**-4
+    mid = cast_node("mid", x, FixedType(11, 11, True, "RND", "SAT"), relu=False)  # up to 2**10
+    coarse = cast_node("coarse", x, FixedType(16, 16, True, "RND", "SAT"), relu=False)  # up to 2**15
+    assert inexact([x, fine, mid, add_node("exact", [mid, fine])]) == []  # 2**10 / 2**-10: 2**20 steps
+    assert inexact([x, fine, coarse, add_node("wide", [coarse, fine])]) == ["wide"]  # 2**25 steps
