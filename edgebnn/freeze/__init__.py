@@ -77,7 +77,7 @@ __all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", 
 def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
     planning = Planning(strip_softmax=strip_softmax)
     layers = layer_chain(model)
-    if branches(layers):  # each layer knows what it reads and who reads it
+    if branches(model, layers):  # each layer knows what it reads and who reads it
         readers = {id(l): [r for r in layers if l in inbound(r)] for l in layers}
         items = (Layer(l, inputs=inbound(l), readers=readers[id(l)]) for l in layers)
     else:

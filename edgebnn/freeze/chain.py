@@ -58,9 +58,11 @@ def inbound(layer) -> list:
     return [parent.operation for parent in node.parent_nodes] if node is not None else []
 
 
-def branches(layers) -> bool:
-    """The layers (in :func:`layer_chain` order) are not a chain: some layer reads another
-    than the one before it, or more than one."""
+def branches(model, layers) -> bool:
+    """The functional ``model``'s layers (in :func:`layer_chain` order) are not a chain: some
+    layer reads another than the one before it, or more than one. A Sequential model never branches."""
+    if isinstance(model, keras.Sequential):
+        return False
     return any(inbound(l)[1:] or (i and inbound(l) != [layers[i - 1]]) for i, l in enumerate(layers))
 
 
