@@ -77,3 +77,19 @@ def test_a_wrong_graph_is_reported_as_a_mismatch(monkeypatch):
     monkeypatch.setattr(freeze_module, "freeze", broken)
     outcomes = [fuzz.check(fuzz.random_model(s)) for s in range(6)]
     assert any(o.status == "mismatch" and "Keras (batch 1) vs emulator" in o.message for o in outcomes)
+
+
+def test_a_quarter_of_the_seeds_branch_and_merge():
+    import keras
+
+    merges = set()
+    branching = []
+    for seed in range(40):
+        if np.random.default_rng((seed, 1)).random() >= fuzz.BRANCHING:
+            continue
+        case = fuzz.random_model(seed)
+        layers = case.model.layers
+        assert case.layers[0] == "functional" and any(isinstance(l, (keras.layers.Add, keras.layers.Concatenate)) for l in layers)
+        merges |= {type(l).__name__ for l in layers if isinstance(l, (keras.layers.Add, keras.layers.Concatenate))}
+        branching.append(seed)
+    assert len(branching) >= 5 and merges == {"Add", "Concatenate"}
