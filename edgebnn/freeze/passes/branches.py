@@ -5,11 +5,11 @@ it records which steps it reads (``planning.reads``).
 The stream keeps each chain of layers together (``chain.layer_chain``), so the adjacency
 passes (float ops folded into their quantizer, moves of Flatten / MaxPooling2D) see only
 chains. A tensor is on a grid when it is a step's output with no float op after it: a
-quantizer's (``QuantActivation``, an ``input_quantizer``; the output of the Flatten or MaxPooling2D
-moved after it, if any), an accumulator's or a merge's before any float op, a pool's or
-flatten's of those. A real-valued tensor (after a float bias,
-``BatchNormalization`` or an activation, before its quantizer) that several layers read, or that
-a merge reads, is refused: it must be quantized before the branch.
+quantizer's (``QuantActivation``, an ``input_quantizer``; the output of the Flatten or
+MaxPooling2D moved after it, if any), an accumulator's or a merge's before any float op, a
+pool's or flatten's of those. A real-valued tensor (after a float bias, ``BatchNormalization``
+or an activation, before its quantizer) that several layers read, or that a merge reads, is
+refused: it must be quantized before the branch.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     reads: list[str] | None = None  # the steps the layer after a Read reads, until its first step takes them
     for item in items:
         if isinstance(item, Read):
-            if pending:
-                raise FreezeError(
-                    f"{where(last.layer)}: its real-valued outputs reach the merge {last.readers[0].name!r}, which must "
-                    f"read tensors on a grid; quantize before the merge (e.g. a QuantActivation after {last.layer.name!r}) "
-                    "or merge the accumulators before the float ops"
-                )
+            if pending:  # the stream's real-valued tensor is read by a merge (elsewhere it would have branched)
+                raise FreezeError(_off_grid(last.layer, last.readers[0]))
+            off = [layer for layer in item.inputs if not tensor.get(id(layer))]
+            if off:
+                raise FreezeError(_off_grid(off[0], item.layer))
             reads = [tensor[id(layer)] for layer in item.inputs]
             current = reads[0] if len(reads) == 1 else ""
             continue
@@ -69,6 +68,14 @@ def run(items: Iterable, planning: Planning) -> Iterator:
 def _take(planning: Planning, name: str, reads: list[str] | None) -> None:
     if reads is not None:
         planning.reads[name] = reads
+
+
+def _off_grid(layer, merge) -> str:
+    return (
+        f"{where(layer)}: its real-valued outputs reach the merge {merge.name!r}, which must read tensors on a grid; "
+        f"quantize before the merge (e.g. a QuantActivation after {layer.name!r}) or merge the accumulators before the "
+        "float ops"
+    )
 
 
 def _names(layers) -> str:
