@@ -17,7 +17,10 @@ ties and far out of range. A ``QuantConv2D`` is sometimes a ``QuantDepthwiseConv
 multipliers 1 to 3) or a ``QuantSeparableConv2D`` instead, and any of them dilated (with strides
 too where Keras allows it: the depthwise layers). Some models end with a ``BatchNormalization``
 (and maybe a softmax), most of them with power-of-two-friendly statistics: an exact affine head,
-or a one-sentence refusal.
+or a one-sentence refusal. A quarter of the seeds build branching functional models instead:
+Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
+``Concatenate`` of branches (a fan-out after a quantizer), sums of accumulators, and the merges
+freeze refuses.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -205,6 +208,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
 
     if seed % 3 == 2:  # a third of the models are 1-D
         return random_model_1d(seed, n_inputs)
+    if np.random.default_rng((seed, 1)).random() < BRANCHING:  # its own stream: the chains of other seeds stay
+        return _branching_model(seed, n_inputs)
     rng = np.random.default_rng(seed)
     head_rng = np.random.default_rng([seed, 2])  # the affine heads' draws: other seeds keep their models
     conv = bool(rng.integers(2))
@@ -430,6 +435,166 @@ def pow2_bn(acc_values: np.ndarray, rng, epsilon: float) -> list[np.ndarray]:
     beta = rng.integers(-8, 9, c) / 4.0
     beta = np.where(rng.random(c) < 0.05, rng.normal(size=c), beta)
     return [np.asarray(v, dtype=np.float32) for v in (gamma, beta, mean, var)]
+
+
+# the fraction of seeds that make a branching model (_branching_model)
+BRANCHING = 0.25
+
+
+def _branching_model(seed: int, n_inputs: int) -> Case:
+    """A functional model with branches and merges: a stem (QuantConv2D or QuantDense, its
+    input_quantizer the model's input type), then blocks of Bi-Real-style residuals (a quantized
+    shortcut added to a block's quantized output), concatenations of branches (one may be the
+    quantized tensor itself: a fan-out after a quantizer), sums of two accumulators, each merge
+    followed by float ops and a quantizer or read directly; then a pool, a Flatten and a last
+    QuantDense, or the last merge itself. Sometimes a form freeze refuses: a real-valued tensor
+    that branches, a merge of a real-valued tensor, a concatenation along another axis."""
+    import keras
+
+    rng = np.random.default_rng((seed, 2))
+    spatial = rng.random() < 0.75
+    shape = (int(rng.integers(2, 6)), int(rng.integers(2, 6)), int(rng.integers(1, 4))) if spatial else (int(rng.integers(2, 9)),)
+    in_q = _input_quantizer(rng)
+    text: list[str] = ["functional"]
+    inputs = keras.Input(shape)
+    h = _stem(rng, inputs, in_q, spatial, text)
+    for _ in range(int(rng.integers(1, 4))):
+        h = _merge_block(rng, h, spatial, text)
+    if rng.random() < 0.8:
+        if spatial and rng.random() < 0.3 and min(h.shape[1:3]) >= 2:
+            h = _apply(keras.layers.MaxPooling2D((2, 2)), h, text, "MaxPooling2D((2, 2))")
+        if spatial:
+            h = _apply(keras.layers.Flatten(), h, text, "Flatten()")
+        iq = None if rng.random() < 0.5 else _fixed_quantizer(rng, (2, 6))
+        kq = _kernel_quantizer(rng)
+        units = int(rng.integers(1, 6))
+        h = _apply(
+            _weighted(spatial=False, units=units, iq=iq, kq=kq),
+            h,
+            text,
+            f"QuantDense({units}, input_quantizer={iq!r}, kernel_quantizer={kq!r}, use_bias=False)",
+        )
+    model = keras.Model(inputs, h, name=f"fuzz_{seed}")
+    x = _inputs(rng, in_q, shape, n_inputs)
+    _set_weights(model, rng, x)
+    model.compile(jit_compile=bool(rng.random() < 0.2))
+    return Case(seed, model, x, text, bool(model.jit_compile))
+
+
+def _apply(layer, h, text: list[str], line: str):
+    """``layer`` called on ``h`` (one tensor or a list), its line added to ``text``."""
+    out = layer(h)
+    names = ", ".join(_producer(t) for t in (h if isinstance(h, list) else [h]))
+    text.append(f"{layer.name} = {line}({names})")
+    return out
+
+
+def _producer(tensor) -> str:
+    """The name of the layer that made the Keras tensor (as freeze's messages name it)."""
+    history = getattr(tensor, "_keras_history", None)
+    return history[0].name if history else tensor.name
+
+
+def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use_bias=False):
+    """A QuantConv2D ("same" padding, stride 1) or QuantDense layer."""
+    from .layers import QuantConv2D, QuantDense
+
+    common = dict(input_quantizer=iq, kernel_quantizer=kq, use_bias=use_bias, bias_quantizer=bias_q)
+    if spatial:
+        return QuantConv2D(units, kernel, padding="same", **common)
+    return QuantDense(units, **common)
+
+
+def _requantize(rng, h, text: list[str], bn: bool = True, pool: bool = False):
+    """Float ops (BatchNormalization, sometimes an activation) and a QuantActivation after ``h``;
+    with ``pool`` a MaxPooling2D before the quantizer (freeze moves it after)."""
+    import keras
+
+    from .layers import QuantActivation
+
+    if bn:
+        h = _apply(keras.layers.BatchNormalization(), h, text, "BatchNormalization()")
+    if pool and len(h.shape) == 4 and min(h.shape[1:3]) >= 2:
+        h = _apply(keras.layers.MaxPooling2D((2, 2)), h, text, "MaxPooling2D((2, 2))")
+    if rng.random() < 0.2:
+        a = str(rng.choice(["relu", "tanh", "hard_sigmoid", "linear"]))
+        h = _apply(keras.layers.Activation(a), h, text, f"Activation({a!r})")
+    q = _activation_quantizer(rng, int(h.shape[-1]))
+    return _apply(QuantActivation(q), h, text, f"QuantActivation({q!r})")
+
+
+def _stem(rng, inputs, in_q: str, spatial: bool, text: list[str]):
+    """The first weighted layer and, mostly, its requantization."""
+    c = int(rng.integers(1, 4))
+    kernel = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if spatial else (1, 1)
+    kq = _kernel_quantizer(rng)
+    h = _apply(
+        _weighted(spatial, c, in_q, kq, kernel),
+        inputs,
+        text,
+        f"stem({c}, {kernel}, input_quantizer={in_q!r}, kernel_quantizer={kq!r})",
+    )
+    if rng.random() < 0.8:
+        h = _requantize(rng, h, text, pool=rng.random() < 0.25)
+    return h
+
+
+def _branch(rng, h, spatial: bool, channels: int, text: list[str], quantize: bool):
+    """A weighted layer reading ``h`` (an input quantizer or none), then its requantization
+    (``quantize``) or its accumulator (a quantized bias at most)."""
+    kernel = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if spatial and rng.random() < 0.6 else (1, 1)
+    iq = None if rng.random() < 0.5 else str(rng.choice(["ste_sign", _fixed_quantizer(rng, (2, 5))]))
+    kq = _kernel_quantizer(rng) if rng.random() < 0.5 else "ste_sign"
+    bias_q = _fixed_quantizer(rng, (3, 6), signed=True) if not quantize and rng.random() < 0.3 else None
+    layer = _weighted(spatial, channels, iq, kq, kernel, bias_q=bias_q, use_bias=bias_q is not None)
+    out = _apply(
+        layer, h, text, f"conv({channels}, {kernel}, input_quantizer={iq!r}, kernel_quantizer={kq!r}, bias_quantizer={bias_q!r})"
+    )
+    return _requantize(rng, out, text, bn=rng.random() < 0.8) if quantize else out
+
+
+def _merge_block(rng, h, spatial: bool, text: list[str]):
+    """One block merging branches of ``h`` (see :func:`_branching_model`)."""
+    import keras
+
+    c = int(h.shape[-1])
+    kind = str(rng.choice(["residual", "residual", "concat", "accumulators"])) if rng.random() > 0.08 else "refused"
+    if kind == "residual":  # Bi-Real: the quantized shortcut plus the block's quantized output
+        y = _branch(rng, h, spatial, c, text, quantize=True)
+        shortcut = _apply(keras.layers.Dropout(0.5), h, text, "Dropout(0.5)") if rng.random() < 0.15 else h
+        out = _apply(keras.layers.Add(), [shortcut, y], text, "Add()")
+    elif kind == "concat":  # two branches, or the quantized tensor itself beside one
+        a = h if rng.random() < 0.4 else _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
+        b = _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
+        out = _apply(keras.layers.Concatenate(), [a, b] if rng.random() < 0.5 else [b, a], text, "Concatenate()")
+    elif kind == "accumulators":  # two accumulators of one tensor, summed before any float op
+        units = int(rng.integers(1, 4))
+        a = _branch(rng, h, spatial, units, text, quantize=False)
+        b = _branch(rng, h, spatial, units, text, quantize=False)
+        out = _apply(keras.layers.Add(), [a, b], text, "Add()")
+    else:
+        return _refused_block(rng, h, spatial, text)
+    if rng.random() < 0.6:  # a threshold after the merge; else the next layer reads it as it is
+        out = _requantize(rng, out, text, bn=rng.random() < 0.8)
+    return out
+
+
+def _refused_block(rng, h, spatial: bool, text: list[str]):
+    """A merge freeze must refuse in one sentence: a real-valued tensor that branches, a merge
+    of a real-valued tensor, or (spatial) a concatenation along the width."""
+    import keras
+
+    c = int(h.shape[-1])
+    r = rng.random()
+    acc = _branch(rng, h, spatial, c, text, quantize=False)
+    real = _apply(keras.layers.BatchNormalization(), acc, text, "BatchNormalization()")
+    if r < 0.4:  # fans out before its quantizer
+        q = _requantize(rng, real, text, bn=False)
+        return _apply(keras.layers.Add(), [real, q], text, "Add()")
+    if r < 0.7 or not spatial:  # a merge of a real-valued tensor with a quantized one
+        return _apply(keras.layers.Add(), [real, h], text, "Add()")
+    q = _requantize(rng, real, text, bn=False)
+    return _apply(keras.layers.Concatenate(axis=2), [q, h], text, "Concatenate(axis=2)")
 
 
 def _average_pool(rng, cur, add) -> tuple:

@@ -168,6 +168,31 @@ def ops_1d_graph() -> Graph:
     return Graph("ops_1d", [inp, conv, pool, pad, avg, conv2, glob, flat, dense, thr])
 
 
+def dag_graph() -> Graph:
+    """Branches and merges: input -> conv1 -> thr1, which three nodes read (conv2, add1, cat);
+    conv2 -> cast2 (a finer grid than thr1's) -> add1 = thr1 + cast2 -> cat = [add1, thr1]
+    (channels), which two 1x1 convolutions read, whose accumulators add2 sums -> flatten -> dense."""
+    from edgebnn.graph import add_node, cast_node, concatenate_node, conv2d_node, flatten_node
+
+    rng = np.random.default_rng(3)
+    wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
+    inp = input_node("in", (4, 4, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    conv1 = conv2d_node("conv1", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)))
+    lo, hi = conv1.type.codes(conv1.lo), conv1.type.codes(conv1.hi)
+    t = np.sort(rng.integers(lo[:, None], hi[:, None] + 1, size=(3, 3)), axis=1)
+    thr1 = threshold_node("thr1", conv1, t, [[-2, -1, 0, 1], [1, 0, -1, -2], [-2, -1, 0, 1]], FixedType(2, 2))
+    conv2 = conv2d_node("conv2", thr1, rng.integers(-3, 4, (1, 1, 3, 3)), wt)
+    cast2 = cast_node("cast2", conv2, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
+    add1 = add_node("add1", [thr1, cast2])
+    cat = concatenate_node("cat", [add1, thr1])
+    conv3a = conv2d_node("conv3a", cat, rng.integers(-3, 4, (1, 1, 6, 2)), wt, bias=rng.integers(-20, 20, 2), bias_type=bt)
+    conv3b = conv2d_node("conv3b", cat, rng.integers(-3, 4, (1, 1, 6, 2)), wt)
+    add2 = add_node("add2", [conv3a, conv3b])
+    flat = flatten_node("flat", add2)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (32, 3)), wt)
+    return Graph("dag", [inp, conv1, thr1, conv2, cast2, add1, cat, conv3a, conv3b, add2, flat, dense])
+
+
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 OP_GRAPHS = {
@@ -176,6 +201,7 @@ OP_GRAPHS = {
     "lattice": lattice_graph,
     "affine": affine_graph,
     "ops_1d": ops_1d_graph,
+    "dag": dag_graph,
 }
 
 

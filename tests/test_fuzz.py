@@ -115,3 +115,19 @@ def test_some_models_end_with_a_batchnorm_head_that_freezes_to_an_affine_node():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert freeze(case.model).nodes[-1].op == "affine"
+
+
+def test_a_quarter_of_the_seeds_branch_and_merge():
+    import keras
+
+    merges = set()
+    branching = []
+    for seed in range(40):
+        if np.random.default_rng((seed, 1)).random() >= fuzz.BRANCHING:
+            continue
+        case = fuzz.random_model(seed)
+        layers = case.model.layers
+        assert case.layers[0] == "functional" and any(isinstance(l, (keras.layers.Add, keras.layers.Concatenate)) for l in layers)
+        merges |= {type(l).__name__ for l in layers if isinstance(l, (keras.layers.Add, keras.layers.Concatenate))}
+        branching.append(seed)
+    assert len(branching) >= 5 and merges == {"Add", "Concatenate"}

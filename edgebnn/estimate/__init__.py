@@ -5,8 +5,9 @@ bounds) and a board profile (:mod:`edgebnn.boards`), checks the options, and cos
 with the hls4ml cost table (:data:`edgebnn.backends.hls4ml.cost.COSTS`, one module per op, each
 describing its formulas and sources) as hls4ml 1.3.0's Vivado/Vitis templates would build it.
 It returns an :class:`Estimate` (:mod:`.report`): per-node rows and totals of LUT, FF, DSP,
-BRAM18 and URAM, latency in clock cycles (the sum of the rows) and the initiation interval
-(the largest row's). :func:`fit` (:mod:`.fit`) searches the valid reuse factors for the
+BRAM18 and URAM, latency in clock cycles (the sum of the rows; in a graph with branches, of
+the rows on its slowest path, ``Estimate.latency_path``) and the initiation interval (the
+largest row's). :func:`fit` (:mod:`.fit`) searches the valid reuse factors for the
 smallest that fits.
 
 This is an analytic model: its constants (:data:`CONSTANTS`, nowhere else) are round figures
@@ -23,9 +24,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, REFUSED, WEIGHTED_OPS
+from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, MULTI_INPUT, REFUSED, WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost import softmax as _softmax
-from edgebnn.backends.hls4ml.cost.blocks import _cap_dsp, _live_outputs, _stream, valid_reuse_factors
+from edgebnn.backends.hls4ml.cost.blocks import _cap_dsp, _clone, _live_outputs, _longest_path, _stream, valid_reuse_factors
 from edgebnn.backends.hls4ml.cost.context import (
     CONSTANTS,
     MULTIPLIERS,
@@ -158,9 +159,13 @@ def estimate(
                 f"graph node {node.name!r}: estimate does not know op {node.op!r} yet; it models "
                 f"{', '.join(KNOWN_OPS)} (update edgebnn or estimate a graph without this node)"
             )
-        src = graph[node.inputs[0]]
+        srcs = graph.sources(node)
+        src = srcs if node.op in MULTI_INPUT else srcs[0]
         row = COSTS[node.op](node, src, rf_of.get(node.name, 1), ctx, widths, warnings, live.get(node.name))
         rows.append(_stream(row, node, ctx, widths))
+        copies = len(graph.readers(node))
+        if io_type == "io_stream" and copies > 1:  # hls4ml's Clone copies the stream for each reader
+            rows.append(_clone(node, copies, ctx, widths))
     stripped = graph.meta.get("stripped_softmax")
     if softmax or (softmax is None and stripped):
         row = _softmax.cost(graph.compute_nodes()[-1], ctx, widths, softmax_implementation)
@@ -168,6 +173,8 @@ def estimate(
     dsp_needed = sum(r.dsp for r in rows)
     rows = _cap_dsp(rows, board, warnings)
     rf_shown = dict(target.reuse_factor) if isinstance(target.reuse_factor, Mapping) else target.reuse_factor
+    branching = any(len(graph.readers(n)) > 1 for n in graph.nodes)
+    path = _longest_path(graph, rows) if branching else ()
     est = Estimate(
         graph.name,
         board,
@@ -180,6 +187,7 @@ def estimate(
         tuple(warnings),
         dsp_needed,
         tool,
+        path,
     )
     return est
 

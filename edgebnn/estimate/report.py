@@ -34,6 +34,9 @@ class Estimate:
     warnings: tuple[str, ...] = ()
     dsp_needed: int = 0  # DSPs the design asks for before Vivado caps them at the device's count
     hls_tool: str = "vitis_hls"
+    # in a graph with branches, the rows on the slowest path from input to output (the latency
+    # adds those); empty for a chain, where every row is on it
+    latency_path: tuple[str, ...] = ()
 
     @property
     def totals(self) -> dict[str, int]:
@@ -63,7 +66,8 @@ class Estimate:
 
     @property
     def latency_cycles(self) -> int:
-        return sum(r.latency for r in self.rows)
+        on_path = set(self.latency_path)
+        return sum(r.latency for r in self.rows if not on_path or r.name in on_path)
 
     @property
     def ii(self) -> int:
@@ -94,6 +98,7 @@ class Estimate:
             "latency_ns": self.latency_ns,
             "ii": self.ii,
             "warnings": list(self.warnings),
+            **({"latency_path": list(self.latency_path)} if self.latency_path else {}),
         }
 
     def table(self) -> str:

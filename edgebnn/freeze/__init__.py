@@ -1,6 +1,8 @@
 """Freeze a trained Keras model into a deployment graph of integers and fixed-point types.
 
-The model is read as a chain of layers. Each layer family has a lowering handler
+The model is read as a graph of layers in an order that keeps each chain of layers together
+(``freeze/chain.py``); in a chain the stream of items is the data flow. Each layer family has a
+lowering handler
 (``freeze/lower/<family>.py``, table ``lower.HANDLERS``) turning it into raw items; small
 passes (``freeze/passes/<rewrite>.py``, lists ``passes.PASSES`` and ``passes.NODE_PASSES``)
 rewrite those into steps and the steps into nodes:
@@ -50,6 +52,16 @@ rewrite those into steps and the steps into nodes:
   ``ZeroPadding1D`` a zeropad1d node, which must read a quantized tensor or an accumulator
   (refused among float ops, as an average pool is); a ``Flatten`` of an (L, C) tensor a flatten
   node;
+* a functional model may branch and merge: an ``Add`` of inputs of one shape becomes an add node
+  (its type the narrowest on the finest input grid that holds the sum of the inputs' bounds;
+  Keras's float32 sum equals it below 2**24 steps), a ``Concatenate`` along the channel axis a
+  concatenate node (a type holding every input exactly). Every tensor read away from the stream
+  (by a merge, or by several layers) must be on a grid: a quantizer's output, or an
+  accumulator's, a merge's, a pool's or a flatten's before any float op (``passes/branches``
+  refuses a real-valued one: quantize before the branch). A merge's output is an exact
+  accumulator-like tensor that float ops and a quantizer may follow or that may end the model;
+  each step records the steps it reads (``Step.inputs``, ``passes/wire``). Several inputs or
+  outputs and a layer called more than once are refused;
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the
@@ -77,18 +89,25 @@ import numpy as np
 from keras import ops
 
 from ..graph import Graph
-from .chain import layer_chain, model_jit
+from .chain import branches, inbound, layer_chain, model_jit
 from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
 from .logits import keras_logits
 from .passes import NODE_PASSES, PASSES
 from .passes.float32_exactness import inexact as _inexact
+
+MERGES = ("add", "concatenate")  # the step kinds whose Keras evaluation reads a list of tensors
 
 __all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", "keras_logits", "plan", "trace"]
 
 
 def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
     planning = Planning(strip_softmax=strip_softmax)
-    items = (Layer(layer) for layer in layer_chain(model))
+    layers = layer_chain(model)
+    if branches(model, layers):  # each layer knows what it reads and who reads it
+        readers = {id(l): [r for r in layers if l in inbound(r)] for l in layers}
+        items = (Layer(l, inputs=inbound(l), readers=readers[id(l)]) for l in layers)
+    else:
+        items = (Layer(layer) for layer in layers)
     for run in PASSES:
         items = run(items, planning)
     return list(items), planning
@@ -148,11 +167,15 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
 def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
     """Each step's output computed by Keras (eager, inference mode), by graph node name.
 
-    Used to find the first layer where Keras and the emulator part ways.
+    Used to find the first layer where Keras and the emulator part ways. Each step reads the
+    outputs of its inputs (``Step.inputs``), a merge all of them.
     """
     out = {}
-    h = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
+    tensors = {}
+    x = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
     for step in plan(model, strip_softmax=strip_softmax):
-        h = step.keras_eval(h)
+        xs = [tensors[name] for name in step.inputs] or [x]
+        h = step.keras_eval(xs if step.kind in MERGES else xs[0])
+        tensors[step.name] = h
         out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
     return out

@@ -2,9 +2,11 @@
 
 A Keras layer enters as a :class:`Layer`; its lowering handler (``freeze/lower``) turns it
 into raw items: :class:`Quantize` (a quantizer: a weighted layer's ``input_quantizer``, a
-``QuantActivation``), :class:`Step` (an accumulator, a reshape, a pool), :class:`FloatOp` (an
-elementwise float operation). The passes (``freeze/passes``) fold and move these until only
-steps remain: one :class:`Step` per node of the graph.
+``QuantActivation``), :class:`Step` (an accumulator, a reshape, a pool, a merge), :class:`FloatOp`
+(an elementwise float operation); in a branching model also the markers :class:`Read` and
+:class:`Wrote` where the stream's order is not the data flow. The passes (``freeze/passes``)
+fold and move these until only steps remain: one :class:`Step` per node of the graph, each
+knowing the steps it reads (``Step.inputs``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class Layer:
 
     layer: Any
     logits: bool = False
+    # in a branching model: the layers it reads (InputLayer included) and the layers reading it;
+    # None in a chain, where the stream's order is the data flow
+    inputs: list | None = None
+    readers: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -81,6 +87,7 @@ class Step:
     name: str
     # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "flatten" | "requant" (thresholds) | "cast"
     # | "affine" (float ops that end the model)
+    # | "add" | "concatenate"
     kind: str
     layer: Any
     quantizer: Any = None
@@ -90,6 +97,9 @@ class Step:
     # before the pool in Keras (freeze checks that the move is exact)
     moved_from: Step | None = None
     ops_before: int = 0
+    # the names of the steps whose outputs it reads (passes/wire): the step before it in a chain,
+    # each merged step for a merge, none for the input
+    inputs: list[str] = dataclasses.field(default_factory=list)
 
     def keras_eval(self, x):
         """This step's output in Keras (eager, inference mode) given the previous output."""
@@ -104,6 +114,8 @@ class Planning:
 
     strip_softmax: bool = False
     stripped: Any = None  # the layer whose trailing softmax was left out
+    # step name -> the steps it reads where that is not the step before it (passes/branches)
+    reads: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -121,3 +133,30 @@ class Freezing:
     def node(self, name: str):
         """The node called ``name`` built so far."""
         return next(n for n in self.nodes if n.name == name)
+
+    def sources(self, step: Step) -> list:
+        """The nodes ``step`` reads."""
+        return [self.node(name) for name in step.inputs]
+
+    def source(self, step: Step):
+        """The one node a single-input ``step`` reads."""
+        return self.node(step.inputs[0])
+
+
+@dataclasses.dataclass
+class Read:
+    """In a branching model, where a layer starts that does not read (only) the layer before it
+    in the stream: the layers whose outputs it reads. Lowering yields it before the layer's
+    items; passes/branches consumes it."""
+
+    layer: Any
+    inputs: list
+
+
+@dataclasses.dataclass
+class Wrote:
+    """In a branching model, where a layer's items end: the layers reading its output. Lowering
+    yields it after the layer's items; passes/branches consumes it."""
+
+    layer: Any
+    readers: list

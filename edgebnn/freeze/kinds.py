@@ -16,7 +16,7 @@ class Kind(NamedTuple):
     """A step kind: its Keras evaluation and its node builder."""
 
     keras_eval: Callable  # (step, keras tensor) -> keras tensor
-    node: Callable  # (step, freezing) -> Node reading the last node built
+    node: Callable  # (step, freezing) -> Node reading the step's inputs (freezing.source(step))
 
 
 KINDS = {

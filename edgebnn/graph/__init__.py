@@ -22,10 +22,12 @@ from ..fixed import on_grid as _on_grid  # noqa: F401
 from .core import FORMAT, FORMAT_VERSION, Graph, _graph_checksum, _read_graph_arrays  # noqa: F401
 from .node import GraphError, Node
 from .ops import OPS, REGISTRY, OpSpec, spec
+from .ops.add import add_node
 from .ops.affine import affine_node
 from .ops.avgpool1d import avgpool1d_node
 from .ops.avgpool2d import avgpool2d_node
 from .ops.cast import cast_node
+from .ops.concatenate import concatenate_node
 from .ops.conv1d import conv1d_node
 from .ops.conv2d import conv2d_node
 from .ops.dense import dense_node
@@ -46,10 +48,12 @@ __all__ = [
     "GraphError",
     "Node",
     "OpSpec",
+    "add_node",
     "affine_node",
     "avgpool1d_node",
     "avgpool2d_node",
     "cast_node",
+    "concatenate_node",
     "conv1d_node",
     "conv2d_node",
     "dense_node",

@@ -27,7 +27,8 @@ FORMAT_VERSION = 2  # 2: a SHA-256 checksum and each array's dtype and shape
 @dataclasses.dataclass
 class Graph(Nodes):
     """A deployment graph: ``nodes`` in execution order (the input first, each node after its
-    inputs), validated on construction; ``meta`` holds what freeze records beside the nodes."""
+    inputs; a node may read several and be read by several, the last is the output), validated
+    on construction; ``meta`` holds what freeze records beside the nodes."""
 
     name: str
     nodes: list[Node]
@@ -45,8 +46,8 @@ class Graph(Nodes):
     def validate(self) -> None:
         """Raise :class:`GraphError` (one line naming the node) unless the graph is well formed:
         an input node first, unique names, inputs that are earlier nodes and as many as the op
-        takes, bounds within each node's type, the params and attrs its op requires, then the
-        op's own checks."""
+        takes, bounds within each node's type, the params and attrs its op requires, the op's own
+        checks, and one output (every node but the last is read by a later one)."""
         if not self.nodes or self.nodes[0].op != "input":
             raise GraphError(f"graph {self.name!r} must start with an input node")
         seen: dict[str, Node] = {}
@@ -58,8 +59,9 @@ class Graph(Nodes):
             for inp in node.inputs:
                 if inp not in seen:
                     raise GraphError(f"{where}: input {inp!r} is not an earlier node")
-            if len(node.inputs) != op.n_inputs:
-                raise GraphError(f"{where}: takes {op.n_inputs} input(s), has {len(node.inputs)}")
+            if len(node.inputs) < op.n_inputs if op.variadic else len(node.inputs) != op.n_inputs:
+                more = " or more" if op.variadic else ""
+                raise GraphError(f"{where}: takes {op.n_inputs}{more} input(s), has {len(node.inputs)}")
             for key in BOUNDS:
                 if key not in node.params:
                     raise GraphError(f"{where}: missing bounds params[{key!r}]")
@@ -71,6 +73,12 @@ class Graph(Nodes):
                         raise GraphError(f"{where}: missing {kind}[{key!r}] ({meaning})")
             op.validate(node, [seen[inp] for inp in node.inputs], where)
             seen[node.name] = node
+        read = {inp for node in self.nodes for inp in node.inputs}
+        for node in self.nodes[:-1]:
+            if node.name not in read:
+                raise GraphError(
+                    f"graph node {node.name!r} ({node.op}) is read by no node; a graph has one output, its last node"
+                )
 
     # -------------------------------------------------------------- save/load
     def save(self, path: str | os.PathLike) -> None:
@@ -176,12 +184,17 @@ class Graph(Nodes):
             raise GraphError(f"{where} is malformed ({detail}); {again}") from None
 
     def summary(self) -> str:
-        """One line per node: name, op, shape, type and what its op adds (weight type, thresholds)."""
+        """One line per node: name, op, shape, type and what its op adds (weight type, thresholds);
+        a node that does not read just the node before it names its inputs (``<- a, b``)."""
         lines = [f"graph {self.name}: {len(self.nodes)} nodes"]
+        previous = None
         for n in self.nodes:
             describe = REGISTRY[n.op].describe
             extra = describe(n) if describe else ""
+            if previous is not None and n.inputs != [previous.name]:
+                extra += f" <- {', '.join(n.inputs)}"
             lines.append(f"  {n.name:<20} {n.op:<10} {n.shape!s:<10} {n.type}{extra}")
+            previous = n
         return "\n".join(lines)
 
 

@@ -59,6 +59,14 @@ class Nodes:
                 return node
         raise KeyError(name)
 
+    def sources(self, node: Node) -> list[Node]:
+        """The nodes ``node`` reads, in the order of its inputs."""
+        return [self[name] for name in node.inputs]
+
+    def readers(self, node: Node) -> list[Node]:
+        """The nodes that read ``node``, in order."""
+        return [n for n in self.nodes if node.name in n.inputs]
+
     @property
     def input(self) -> Node:
         """The input node (the first)."""
@@ -66,5 +74,5 @@ class Nodes:
 
     @property
     def output(self) -> Node:
-        """The output node (the last)."""
+        """The output node (the last; the graph checks that every other node is read)."""
         return self.nodes[-1]

@@ -29,3 +29,14 @@ def test_depthwise_accumulators_and_a_separable_intermediate_are_checked():
         pw = conv2d_node("pw", dw, np.ones((1, 1, 4, 1), dtype=np.int64), FixedType(2, 2, True, "RND_CONV", "SAT"))
         # the 1x1 sum of four inexact intermediates is inexact too; with 8-bit inputs both are exact
         assert inexact([x, dw, pw]) == (want + ["pw"] if want else [])
+
+
+def test_a_sum_of_a_merge_is_exact_below_2_to_the_24_steps_of_its_grid():
+    from edgebnn.graph import add_node, cast_node
+
+    x = input_node("input", (4,), FixedType(24, 24, True, "RND_CONV", "SAT"), "x")
+    fine = cast_node("fine", x, FixedType(6, -4, False, "RND", "SAT"), relu=True)  # steps of 2**-10, below 2**-4
+    mid = cast_node("mid", x, FixedType(11, 11, True, "RND", "SAT"), relu=False)  # up to 2**10
+    coarse = cast_node("coarse", x, FixedType(16, 16, True, "RND", "SAT"), relu=False)  # up to 2**15
+    assert inexact([x, fine, mid, add_node("exact", [mid, fine])]) == []  # 2**10 / 2**-10: 2**20 steps
+    assert inexact([x, fine, coarse, add_node("wide", [coarse, fine])]) == ["wide"]  # 2**25 steps

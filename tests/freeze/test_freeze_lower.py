@@ -24,9 +24,9 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
         "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
         "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
         "Flatten, Dropout, QuantDepthwiseConv2D, QuantSeparableConv2D, QuantConv1D, MaxPooling1D, GlobalMaxPooling1D, "
-        "AveragePooling1D, GlobalAveragePooling1D and ZeroPadding1D"
+        "AveragePooling1D, GlobalAveragePooling1D, ZeroPadding1D, Add and Concatenate"
     )
-    assert len(HANDLERS) == 17
+    assert len(HANDLERS) == 19
     with pytest.raises(FreezeError, match="cannot be frozen"):
         lowered(keras.layers.Dense(2, name="x"))
 

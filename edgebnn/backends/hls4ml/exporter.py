@@ -33,7 +33,7 @@ from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
 from . import reuse, threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
-from .ops import lowering
+from .ops import lowering, source
 from .project import HLSExportWarning, HLSProject
 
 # every code that reaches C++ goes through a decimal literal parsed as a double
@@ -164,21 +164,24 @@ def check_output_path(output_dir) -> pathlib.Path:
 
 def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
     """Refuse anything this exporter cannot reproduce bit for bit, with one sentence each: an op
-    without a lowering, a node that does not read the one before it, each op's own refusals
-    (its lowering's ``check``) and codes too wide for the decimal literals hls4ml writes."""
-    previous = None
+    without a lowering, each op's own refusals (its lowering's ``check``), a stream read by more
+    than seven nodes in io_stream (hls4ml's Clone) and codes too wide for the decimal literals
+    hls4ml writes."""
     for node in graph.nodes:
         where = f"graph node {node.name!r} ({node.op})"
         op = lowering(node)
-        if previous is not None and node.inputs != [previous.name]:
-            raise EdgebnnError(f"{where} does not read the node before it; export supports chains of nodes only")
-        op.check(node, previous, io_type, where)
+        op.check(node, source(op, graph, node), io_type, where)
+        readers = len(graph.readers(node))
+        if io_type == "io_stream" and readers > 7:
+            raise EdgebnnError(
+                f"{where} is read by {readers} nodes, but hls4ml's io_stream copies a stream to at most 7 readers; "
+                "use io_parallel or fewer branches from one tensor"
+            )
         for key in ("weight", "bias", "thresholds", "levels"):
             if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
                 raise EdgebnnError(
                     f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write exactly; use narrower types"
                 )
-        previous = node
 
 
 def _printed_warnings(text: str) -> list[str]:

@@ -1,11 +1,12 @@
 """The hls4ml model built from a deployment graph, and its check after hls4ml's flows.
 
-- :func:`hls_chain`: the node chain hls4ml gets (io_stream runs elementwise ops before a flatten);
+- :func:`hls_chain`: the nodes hls4ml gets (io_stream runs elementwise ops before a flatten);
 - :func:`hls_names`: C-identifier layer names;
 - :func:`hls_config` and :func:`layer_list`: the configuration (every precision explicit) and the
-  layer list, each op's part from its lowering module (``ops``);
-- :func:`check_model`: hls4ml's model after its flows against the graph: layers, every type,
-  every weight; anything that would break bit-exactness raises.
+  layer list (every input of a node), each op's part from its lowering module (``ops``);
+- :func:`check_model`: hls4ml's model after its flows against the graph: layers (with the
+  ``Clone`` io_stream inserts after a node read twice), every type, every weight; anything that
+  would break bit-exactness raises.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hls4ml.backends import get_backend
 from ...graph import Graph, Node
 from ...graph.node import Nodes
 from ..target import Target
-from .ops import flatten, lowering
+from .ops import flatten, lowering, source
 from .ops.common import check_packing, expect_precision, precision
 
 
@@ -31,48 +32,68 @@ class Chain(Nodes):
     moved: frozenset[str] = frozenset()  # flatten nodes moved behind the requantizations after them
 
     def source(self, node: Node) -> Node | None:
-        """The node ``node`` reads, None for the input."""
+        """The (first) node ``node`` reads, None for the input."""
         return self[node.inputs[0]] if node.inputs else None
 
 
 def hls_chain(graph: Graph, io_type: str) -> Chain:
-    """The node chain hls4ml gets: the graph's, except that in io_stream a requantization
-    (an ``ELEMENTWISE`` op: threshold, cast) right after a flatten is applied before the flatten.
+    """The nodes hls4ml gets: the graph's, except that in io_stream a requantization (an
+    ``ELEMENTWISE`` op: threshold, cast) that is the only reader of a flatten is applied before
+    the flatten.
 
     hls4ml's io_stream flatten is a view of the pixel stream (packets of one pixel's channels)
     that only a dense layer knows how to read; an activation after it writes packets of the whole
     flat size while reading pixel packets, so it reads too little and leaves data in the stream.
     An elementwise op commutes with flatten (channels-last row-major order is the stream's pixel
     order), so each moved node keeps its per-flat-feature tables and sees the pixel packets, and
-    the flatten (or flattens) follow it with the last moved node's type.
+    the flatten (or flattens) follow it with the last moved node's type; the nodes that read the
+    last moved node read the flatten instead. A flatten read by several nodes stays in place.
     """
     if io_type != "io_stream":
         return Chain(list(graph.nodes))
+    readers = {n.name: len(graph.readers(n)) for n in graph.nodes}
     nodes: list[Node] = []
-    pending: list[Node] = []  # flattens not yet emitted
+    holder: dict[str, str] = {}  # graph node name -> the chain node that holds its value
+    pending: list[Node] = []  # flattens not yet emitted, each read only by the next
+    src = tail = ""  # the chain node the pending flattens will read; the graph node they stand for
     moved: set[str] = set()
 
     def emit_pending():
+        nonlocal src
         for flat in pending:
-            src = nodes[-1]
-            nodes.append(dataclasses.replace(flat, inputs=[src.name], type=src.type))
+            before = next(n for n in reversed(nodes) if n.name == src)
+            nodes.append(dataclasses.replace(flat, inputs=[src], type=before.type))
+            src = flat.name
+        holder[tail] = src
         pending.clear()
 
     for node in graph.nodes:
         op = lowering(node)
-        if op is flatten:
+        follows = bool(pending) and node.inputs == [tail] and readers[tail] == 1
+        if pending and not follows:
+            emit_pending()
+        if op is flatten and readers[node.name] <= 1:
+            if not pending:
+                src = holder.get(node.inputs[0], node.inputs[0])
             pending.append(node)
-        elif pending and op.ELEMENTWISE:
-            src = nodes[-1]
-            nodes.append(dataclasses.replace(node, inputs=[src.name], shape=src.shape))
+            tail = node.name
+        elif follows and op.ELEMENTWISE:
+            prev = next(n for n in reversed(nodes) if n.name == src)
+            nodes.append(dataclasses.replace(node, inputs=[src], shape=prev.shape))
             moved.update(f.name for f in pending)
+            src = tail = node.name
         else:
             if pending:
                 emit_pending()
-                node = dataclasses.replace(node, inputs=[nodes[-1].name])
-            nodes.append(node)
-    emit_pending()
+            nodes.append(dataclasses.replace(node, inputs=[holder.get(i, i) for i in node.inputs]))
+    if pending:
+        emit_pending()
     return Chain(nodes, frozenset(moved))
+
+
+def _clone(name: str) -> str:
+    """The name of the ``Clone`` layer hls4ml's io_stream inserts after layer ``name`` when several read it."""
+    return f"clone_{name}"
 
 
 def hls_names(graph: Graph) -> dict[str, str]:
@@ -114,13 +135,15 @@ def hls_config(chain: Chain, names, output_dir, project_name, target: Target, tr
     for node in chain.nodes:
         op = lowering(node)
         cfg = {
-            "Precision": op.precisions(node, chain.source(node)),
+            "Precision": op.precisions(node, source(op, chain, node)),
             "ReuseFactor": op.reuse_factor(node, get_backend(backend), strategy, target.reuse_factor_of(node.name)),
             "Strategy": strategy,
             "Trace": trace,
         }
         for name in op.config_names(names[node.name], node is chain.output):
             layer_cfg[name] = cfg
+        if target.io_type == "io_stream" and len(chain.readers(node)) > 1:  # the Clone hls4ml adds copies its type
+            layer_cfg[_clone(names[node.name])] = {"Precision": {"result": precision(node.type)}}
     config["HLSConfig"] = {
         # no model-wide default precision: a layer hls4ml might add without one fails loudly
         "Model": {"ReuseFactor": target.model_reuse_factor, "Strategy": strategy, "BitExact": False},
@@ -133,11 +156,11 @@ def layer_list(chain: Chain, names: dict[str, str]) -> list[dict]:
     """The layer list hls4ml's ``ModelGraph.from_layer_list`` takes, one entry per node."""
     layers = []
     for node in chain.nodes:
-        src = chain.source(node)
+        op = lowering(node)
         entry = {"name": names[node.name]}
-        if src is not None:
-            entry["inputs"] = [names[src.name]]
-        entry.update(lowering(node).layer(node, src))
+        if node.inputs:
+            entry["inputs"] = [names[i] for i in node.inputs]
+        entry.update(op.layer(node, source(op, chain, node)))
         layers.append(entry)
     return layers
 
@@ -151,21 +174,29 @@ def check_model(model, chain: Chain, names: dict[str, str], target: Target) -> l
     # (hls4ml layer name, class, graph node whose output type the layer's result must have)
     expected = []
     for n in chain.nodes:
-        expected += lowering(n).hls_layers(n, chain.source(n), names[n.name], io_type, n is chain.output)
+        op = lowering(n)
+        expected += op.hls_layers(n, source(op, chain, n), names[n.name], io_type, n is chain.output)
+        if io_type == "io_stream" and len(chain.readers(n)) > 1:  # hls4ml copies a stream read twice
+            expected.append((_clone(names[n.name]), "Clone", n))
     want = [(name, cls) for name, cls, _ in expected]
     got = [(layer.name, layer.class_name) for layer in layers]
-    if got != want:
+    # in a graph with branches hls4ml places a layer it inserts (ZeroPadding2D) right after the
+    # layer it reads, so only the set of layers is fixed, not their order
+    branching = any(len(chain.readers(n)) > 1 for n in chain.nodes)
+    if (sorted(got) != sorted(want)) if branching else (got != want):
         raise RuntimeError(
             f"hls4ml rewrote the layer list to {got} (expected {want}); the project would not be "
             "bit-exact, please report this to edgebnn"
         )
+    by_name = {layer.name: layer for layer in layers}
     messages = []
-    for layer, (name, _, node) in zip(layers, expected):
+    for name, _, node in expected:
+        layer = by_name[name]
         expect_precision(backend, layer, "result", layer.get_output_variable().type.precision, precision(node.type))
-        if name != names[node.name]:  # a layer hls4ml added for the node (ZeroPadding2D, Repack)
+        if name != names[node.name]:  # a layer hls4ml added for the node (ZeroPadding2D, Repack, Clone)
             continue
         op = lowering(node)
         if io_type == "io_stream" and op.ELEMENTWISE:
             check_packing(layer)
-        messages += op.verify(layer, node, chain.source(node), backend, target.reuse_factor_of(node.name))
+        messages += op.verify(layer, node, source(op, chain, node), backend, target.reuse_factor_of(node.name))
     return messages

@@ -23,12 +23,14 @@ from types import ModuleType
 import keras
 
 from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
-from ..items import FreezeError, Layer, where
+from ..items import FreezeError, Layer, Read, Wrote, where
 from . import (
     activation,
+    add,
     avgpool,
     avgpool1d,
     batchnorm,
+    concatenate,
     conv1d,
     conv2d,
     dense,
@@ -60,6 +62,8 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.AveragePooling1D: avgpool1d,
     keras.layers.GlobalAveragePooling1D: avgpool1d,
     keras.layers.ZeroPadding1D: zeropad1d,
+    keras.layers.Add: add,
+    keras.layers.Concatenate: concatenate,
 }
 
 
@@ -83,7 +87,10 @@ def unsupported(layer) -> FreezeError:
 
 
 def run(items: Iterable, planning) -> Iterator:
-    """The lowering pass: each :class:`Layer` becomes its handler's items."""
+    """The lowering pass: each :class:`Layer` becomes its handler's items; in a branching model
+    a :class:`Read` comes first where the layer does not read (only) the layer before it, and a
+    :class:`Wrote` after them (passes/branches follows the data flow by them)."""
+    previous = None
     for item in items:
         if not isinstance(item, Layer):
             yield item
@@ -91,4 +98,9 @@ def run(items: Iterable, planning) -> Iterator:
         handler = handler_for(item.layer)
         if handler is None:
             raise unsupported(item.layer)
+        if item.inputs is not None and previous is not None and item.inputs != [previous]:
+            yield Read(item.layer, item.inputs)
         yield from handler.lower(item)
+        if item.inputs is not None:
+            yield Wrote(item.layer, item.readers)
+        previous = item.layer

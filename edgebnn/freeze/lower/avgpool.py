@@ -47,6 +47,6 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The avgpool2d node reading the last node."""
+    """The avgpool2d node reading its source."""
     layer = step.layer
-    return avgpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))
+    return avgpool2d_node(step.name, freezing.source(step), tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))

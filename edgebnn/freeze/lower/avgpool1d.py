@@ -48,6 +48,6 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The avgpool1d node reading the last node."""
+    """The avgpool1d node reading its source."""
     pool, strides = pool1d.window(step.layer)
-    return avgpool1d_node(step.name, freezing.nodes[-1], pool, strides, ",".join(step.sources))
+    return avgpool1d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))

@@ -25,8 +25,8 @@ def lower(source: Layer) -> Iterator:
 
 
 def node(step: Step, freezing):
-    """The conv1d node reading the last node."""
-    layer, src = step.layer, freezing.nodes[-1]
+    """The conv1d node reading its source."""
+    layer, src = step.layer, freezing.source(step)
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
     padding = conv.padding(layer, src.shape[:1])
     pad_code = conv.pad_code(layer, src, padding)

@@ -38,8 +38,8 @@ def lower(source: Layer) -> Iterator:
 
 
 def node(step: Step, freezing):
-    """The conv2d node reading the last node (its kernel dilated by the layer's dilation_rate)."""
-    layer, src = step.layer, freezing.nodes[-1]
+    """The conv2d node reading its source (its kernel dilated by the layer's dilation_rate)."""
+    layer, src = step.layer, freezing.source(step)
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
     padding, pad_code = explicit_padding(layer, src)
     w_codes = dilated(w_codes, layer.dilation_rate)

@@ -27,6 +27,6 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The dense node reading the last node."""
+    """The dense node reading its source."""
     w_type, w_codes, bias, bias_type = weighted.weights(step.layer)
-    return dense_node(step.name, freezing.nodes[-1], w_codes, w_type, bias, bias_type, source=",".join(step.sources))
+    return dense_node(step.name, freezing.source(step), w_codes, w_type, bias, bias_type, source=",".join(step.sources))

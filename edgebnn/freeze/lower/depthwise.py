@@ -48,8 +48,8 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The depthwise_conv2d node reading the last node (its kernel dilated by the layer's dilation_rate)."""
-    layer, src = step.layer, freezing.nodes[-1]
+    """The depthwise_conv2d node reading its source (its kernel dilated by the layer's dilation_rate)."""
+    layer, src = step.layer, freezing.source(step)
     w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", _kernel(layer), not _separable(layer))
     w_codes = dilated(w_codes, layer.dilation_rate)
     padding, pad_code = conv2d.explicit_padding(layer, src)

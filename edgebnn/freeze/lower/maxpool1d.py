@@ -29,6 +29,6 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The maxpool1d node reading the last node."""
+    """The maxpool1d node reading its source."""
     pool, strides = pool1d.window(step.layer)
-    return maxpool1d_node(step.name, freezing.nodes[-1], pool, strides, ",".join(step.sources))
+    return maxpool1d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))

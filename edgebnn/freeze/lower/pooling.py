@@ -43,6 +43,6 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The maxpool2d node reading the last node."""
+    """The maxpool2d node reading its source."""
     layer = step.layer
-    return maxpool2d_node(step.name, freezing.nodes[-1], tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))
+    return maxpool2d_node(step.name, freezing.source(step), tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))

@@ -35,5 +35,5 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The flatten node reading the last node."""
-    return flatten_node(step.name, freezing.nodes[-1], ",".join(step.sources))
+    """The flatten node reading its source."""
+    return flatten_node(step.name, freezing.source(step), ",".join(step.sources))

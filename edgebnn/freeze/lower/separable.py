@@ -43,5 +43,5 @@ def node(step: Step, freezing):
     """The 1x1 conv2d node reading the depthwise node."""
     layer = step.layer
     w_type, w_codes, bias, bias_type = weighted.weights(layer, "pointwise_quantizer", layer.quantized_pointwise_kernel())
-    src = freezing.nodes[-1]
+    src = freezing.source(step)
     return conv2d_node(step.name, src, w_codes, w_type, bias=bias, bias_type=bias_type, source=",".join(step.sources))

@@ -29,5 +29,5 @@ def keras_eval(step: Step, x):
 
 
 def node(step: Step, freezing):
-    """The zeropad1d node reading the last node."""
-    return zeropad1d_node(step.name, freezing.nodes[-1], tuple(step.layer.padding), ",".join(step.sources))
+    """The zeropad1d node reading its source."""
+    return zeropad1d_node(step.name, freezing.source(step), tuple(step.layer.padding), ",".join(step.sources))

@@ -2,8 +2,10 @@
 
 :data:`PASSES` make the steps (``plan``): each is ``run(items, planning) -> items``, a
 generator over the stream of items (``freeze/items.py``) starting as one :class:`Layer` per
-Keras layer. The stream is lazy, so a model is refused at the first layer that fails, in the
-layer's order, whichever pass refuses it.
+Keras layer (in a branching model with ``Read`` / ``Wrote`` markers where the stream's order is
+not the data flow, which ``branches`` consumes: the later passes, which rely on the stream's
+order, meet a jump only where no float op is pending). The stream is lazy, so a model is
+refused at the first layer that fails, in the layer's order, whichever pass refuses it.
 
 :data:`NODE_PASSES` turn each step into its node (``freeze``): each is ``run(step,
 freezing) -> None``, called on every step in order.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from .. import lower
 from . import (
+    branches,
     build_node,
     cast_or_threshold,
     caveats,
@@ -24,6 +27,7 @@ from . import (
     input_quantizer,
     move_after_quantizer,
     strip_softmax,
+    wire,
 )
 
 PASSES = [
@@ -31,11 +35,13 @@ PASSES = [
     check_start.run,  # the first layer is a QuantDense or QuantConv2D
     lower.run,  # each layer -> its handler's items
     input_quantizer.run,  # the first layer's input_quantizer -> the input step
+    branches.run,  # a branching model: tensors read away from the stream are on a grid
     check_requantizers.run,  # every other quantizer is deployable
     move_after_quantizer.run,  # Flatten / MaxPooling2D among float ops -> after their quantizer
     check_on_grid.run,  # an AveragePooling2D reads a quantized tensor or an accumulator
     fold_float_ops.run,  # float ops + their quantizer -> one requant step
     cast_or_threshold.run,  # a plain conversion after relus -> a cast step
+    wire.run,  # each step's inputs
 ]
 
 NODE_PASSES = [

@@ -23,7 +23,7 @@ MAX_OUTPUT_BITS = 40
 
 def node(step: Step, freezing):
     """The affine node of an "affine" step, reading the last node built."""
-    src = freezing.nodes[-1]
+    src = freezing.source(step)
     check_enumerable(step, src)
     codes, _, _ = reachable(src, freezing.node)
     values = src.type.from_codes(codes).astype(np.float32)

@@ -24,6 +24,6 @@ def run(items: Iterable[Step], planning: Planning) -> Iterator[Step]:
 
 
 def node(step: Step, freezing):
-    """The cast node of a cast step, reading the last node."""
+    """The cast node of a cast step, reading its source."""
     relu = any(op.relu for op in step.float_ops)
-    return cast_node(step.name, freezing.nodes[-1], forms.output_type(step.quantizer), relu, ",".join(step.sources))
+    return cast_node(step.name, freezing.source(step), forms.output_type(step.quantizer), relu, ",".join(step.sources))

@@ -85,7 +85,7 @@ def _first(step: Step, freezing, kind: str, applies, count, reason) -> dict | No
 def _replayed(step: Step, freezing):
     """The accumulator node of the step's threshold and the replay arguments of its thresholds:
     (values, output codes, output type, jit, rank)."""
-    src = freezing.node(freezing.nodes[-1].inputs[0])
+    src = freezing.node(freezing.node(step.name).inputs[0])
     values, out_codes = freezing.replayed[step.name]
     return src, (values, out_codes, forms.output_type(step.quantizer), freezing.jit, len(src.shape))
 

@@ -15,13 +15,14 @@ from collections.abc import Iterable, Iterator
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
 ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d")
-ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise")
+# accumulator-like steps: exact tensors on a grid before any float op
+ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise", "add", "concatenate")
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
     """The items unchanged; refuses an average pool or zero padding step while float ops are pending."""
     pending: list[FloatOp] = []  # float ops since the last quantizer
-    accumulator = None  # the last accumulator step
+    accumulator = None  # the last accumulator (or merge) step
     for item in items:
         if isinstance(item, FloatOp):
             pending.append(item)

@@ -1,5 +1,5 @@
-"""Whether Keras's float32 arithmetic computes every accumulator and every mean exactly
-(``graph.meta["keras_float32_exact"]``)."""
+"""Whether Keras's float32 arithmetic computes every accumulator, every mean and every sum of a
+merge exactly (``graph.meta["keras_float32_exact"]``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from ...graph.ops.depthwise_conv2d import as_conv2d
 
 def inexact(nodes: list) -> list[str]:
     """The dense and conv nodes whose accumulators (a separable layer's intermediate depthwise
-    result among them), and the average pool nodes whose window sums, float32 may round."""
+    result among them), the average pool nodes whose window sums and the add nodes whose sums
+    float32 may round."""
     return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
@@ -52,6 +53,14 @@ def mean_exact(node, nodes: list) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
+def sum_exact(node, nodes: list) -> bool:
+    """Every partial sum of the add node's inputs (Keras adds them in order, in float32) is an
+    integer multiple of the node's grid below 2**24 in magnitude."""
+    srcs = [next(n for n in nodes if n.name == name) for name in node.inputs]
+    bound = float(sum(np.maximum(np.abs(s.lo), np.abs(s.hi)) for s in srcs).max(initial=0.0))
+    return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
+
+
 CHECKS = {
     "dense": float32_exact,
     "conv2d": float32_exact,
@@ -59,4 +68,5 @@ CHECKS = {
     "depthwise_conv2d": depthwise_exact,
     "conv1d": float32_exact,
     "avgpool1d": mean_exact,
+    "add": sum_exact,
 }

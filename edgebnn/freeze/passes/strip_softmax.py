@@ -3,6 +3,7 @@ layer is dropped, a trailing ``QuantDense`` is lowered without its activation (i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 
 from ...layers import QuantDense
@@ -20,4 +21,4 @@ def run(items: Iterable[Layer], planning: Planning) -> Iterator[Layer]:
             continue
         planning.stripped = item.layer
         if isinstance(item.layer, QuantDense):
-            yield Layer(item.layer, logits=True)
+            yield dataclasses.replace(item, logits=True)

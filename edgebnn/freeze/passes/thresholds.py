@@ -57,7 +57,7 @@ def check_enumerable(step: Step, src) -> None:
 def node(step: Step, freezing):
     """The threshold node of a requant step, per channel (the last axis); the float ops run on
     values of the source's rank."""
-    src = freezing.nodes[-1]
+    src = freezing.source(step)
     out_type = forms.output_type(step.quantizer)
     check_enumerable(step, src)
     channels = src.shape[-1]

@@ -37,12 +37,13 @@ class OpSpec:
     the input count and the required keys before it calls ``validate(node, inputs, where)``,
     which raises :class:`GraphError` (messages start with ``where``) for anything else wrong.
     ``execute(node, inputs, codes)`` returns the node's output codes (batch first) from its
-    source nodes ``inputs`` and their code arrays ``codes``, in the order of ``node.inputs``.
+    source nodes ``inputs`` and their code arrays ``codes``, in the order of ``node.inputs``
+    (``variadic`` ops take ``n_inputs`` or more).
     ``describe(node)``, when given, is the extra text of :meth:`Graph.summary` (a leading space).
     """
 
     op: str
-    n_inputs: int
+    n_inputs: int  # how many inputs; with ``variadic`` the fewest it takes
     validate: Callable[[Node, list[Node], str], None]
     execute: Callable[[Node, list[Node], list[np.ndarray]], np.ndarray]
     params: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -50,14 +51,17 @@ class OpSpec:
     optional_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
     optional_attrs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     describe: Callable[[Node], str] | None = None
+    variadic: bool = False  # takes ``n_inputs`` or more inputs (a merge)
 
 
 # the op modules import OpSpec from here, so they come after it
 from . import (
+    add,
     affine,
     avgpool1d,
     avgpool2d,
     cast,
+    concatenate,
     conv1d,
     conv2d,
     dense,
@@ -85,6 +89,8 @@ _MODULES = (
     maxpool1d,
     avgpool1d,
     zeropad1d,
+    add,
+    concatenate,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)

@@ -1,15 +1,13 @@
 """hls4ml cost model: resources and latency of each graph op as hls4ml 1.3.0 would build it.
 
 :data:`COSTS` maps each graph op to its cost function, one module per op named after it (each
-:data:`COSTS` maps each graph op to its cost function, one module per op (:mod:`.dense`,
-:mod:`.conv2d`, :mod:`.maxpool2d`, :mod:`.avgpool2d`, :mod:`.flatten`, :mod:`.threshold`, :mod:`.cast`,
-:mod:`.conv1d`, :mod:`.maxpool1d`, :mod:`.avgpool1d`, :mod:`.zeropad1d`; each
 module's docstring is the description of how that op is costed). Every cost function has the
 same signature::
 
     cost(node, src, rf, ctx, widths, warnings, live) -> LayerEstimate
 
-``node`` the graph node, ``src`` the node it reads, ``rf`` its reuse factor (1 for ops without
+``node`` the graph node, ``src`` the node it reads (for an op in :data:`MULTI_INPUT`, a merge,
+the list of the nodes it reads), ``rf`` its reuse factor (1 for ops without
 weights), ``ctx`` the build (:class:`.context._Context`), ``widths`` node name ->
 ``{"accum"|"result"|"weight": FixedType}`` as the design is built, ``warnings`` a list the
 function may append sentences to, ``live`` the mask of the node's outputs some later node reads
@@ -21,8 +19,11 @@ Ops that get no row are in :data:`FREE` with the reason; ops the model cannot co
 :mod:`.blocks`, the constants and timing rules in :mod:`.context`, the softmax row a graph
 frozen with ``strip_softmax=True`` gets in :mod:`.softmax`.
 
-Whole design (``edgebnn.estimate``): latency is the sum of the rows (hls4ml chains the layers),
-II the largest row's; ``io_stream`` adds a cycle and a FIFO per node (``blocks._stream``);
+Whole design (``edgebnn.estimate``): latency is the sum of the rows along the slowest path from
+the input to the output (all rows in a chain: hls4ml chains the layers; a merge waits for its
+slowest input, ``blocks._longest_path``), II the largest row's; ``io_stream`` adds a cycle and a
+FIFO per node (``blocks._stream``) and a ``clone_<node>`` row where several nodes read one
+(hls4ml's Clone, ``blocks._clone``);
 past the device's DSP count the other multipliers are rebuilt from LUTs (``blocks._cap_dsp``).
 URAM is never used (hls4ml does not place weights there by default). Nothing here imports
 hls4ml, TensorFlow or Keras: the model reads only the graph and the board profile.
@@ -33,10 +34,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import (
+    add,
     affine,
     avgpool1d,
     avgpool2d,
     cast,
+    concatenate,
     conv1d,
     conv2d,
     dense,
@@ -63,6 +66,8 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "maxpool1d": maxpool1d.cost,
     "avgpool1d": avgpool1d.cost,
     "zeropad1d": zeropad1d.cost,
+    "add": add.cost,
+    "concatenate": concatenate.cost,
 }
 
 # graph ops that build no logic and get no row, and why
@@ -74,6 +79,9 @@ FREE: dict[str, str] = {
 REFUSED: dict[str, str] = {}
 
 KNOWN_OPS = tuple(COSTS)
+
+# ops whose cost function gets the list of the nodes they read as ``src`` (the merges)
+MULTI_INPUT = ("add", "concatenate")
 
 # ops with a weight matrix: a reuse factor, accumulator and weight types
 WEIGHTED_OPS = ("dense", "conv2d", "depthwise_conv2d", "conv1d")

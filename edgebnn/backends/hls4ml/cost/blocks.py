@@ -226,7 +226,8 @@ def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict
     """Per node, which elements of its last axis some later node reads (Vivado removes the
     logic of an unread value). A dense with constant weights (Latency strategy, or Resource
     with ``R = 1``) reads input ``i`` only when row ``i`` of its weights has a non-zero entry
-    in a live output column; a cast reads what it writes live; anything else (a threshold,
+    in a live output column; a cast and an add read what they write live, a concatenate the
+    channels it writes live from each input; anything else (a threshold,
     weights in memory, the graph's output) reads or is everything."""
     nodes = graph.compute_nodes()
     live: dict[str, np.ndarray] = {}
@@ -242,8 +243,13 @@ def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict
             if r.op == "dense" and not (strategy == "Resource" and rf_of[r.name] > 1):
                 w = np.asarray(r.params["weight"])
                 need |= (w[:, out] != 0).any(axis=1)
-            elif r.op == "cast":
+            elif r.op in ("cast", "add"):
                 need |= out
+            elif r.op == "concatenate":  # the slice of the channels it writes from this node
+                offsets = np.cumsum([0] + [graph[i].shape[-1] for i in r.inputs])
+                for i, name in enumerate(r.inputs):
+                    if name == node.name:
+                        need |= out[offsets[i] : offsets[i + 1]]
             else:
                 need |= True
         live[node.name] = need
@@ -283,3 +289,60 @@ def _one_row(cost_2d, node: Node, src: Node, rf: int, ctx: _Context, widths, war
     twin (``graph/ops/_oned.as_2d``: height 1), under the node's own op."""
     twin = cost_2d(as_2d(node), row(src), rf, ctx, widths, warnings, live)
     return dataclasses.replace(twin, op=node.op)
+
+
+def _elementwise_frame(node: Node, ctx: _Context, live: np.ndarray | None, out_bits: int) -> dict:
+    """What an elementwise hls4ml function costs besides its operators: the units it builds
+    (the live elements; in io_stream one pixel's), its output registers where the tool's layer
+    boundary is a cycle (``out_bits`` each), its latency and II (io_stream: one pixel per cycle)."""
+    pixels = _positions(node)
+    stream = ctx.io_type == "io_stream" and pixels > 1
+    units = int(np.prod(node.shape)) if live is None else pixels * int(live.sum())
+    if stream:
+        units //= pixels
+    latency = ctx.boundary
+    ff = units * out_bits if latency else 0
+    if stream:
+        latency += pixels - 1
+    return {"units": units, "ff": ff, "latency": latency, "ii": pixels if stream else 1}
+
+
+def _clone(node: Node, copies: int, ctx: _Context, widths) -> LayerEstimate:
+    """io_stream: hls4ml's ``Clone`` after a node that ``copies`` nodes read: one packet (a
+    pixel) copied to every output stream per cycle, each copy a FIFO of the node's whole output
+    (``copies * H*W*C * Wo`` register bits, as ``_stream`` counts one); ``H*W`` cycles plus its
+    stream cycle, II ``H*W``."""
+    pixels = _positions(node)
+    fifo = copies * int(np.prod(node.shape)) * widths[node.name]["result"].width
+    return LayerEstimate(
+        f"clone_{node.name}",
+        "clone",
+        0,
+        fifo,
+        0,
+        0,
+        0,
+        pixels + ctx.c.stream_cycles,
+        pixels,
+        {"copies": copies, "stream_fifo_bits": fifo},
+    )
+
+
+def _longest_path(graph: Graph, rows: list[LayerEstimate]) -> tuple[str, ...]:
+    """The rows on the path of the largest total latency from the input to the output: a node
+    starts when its slowest input is done (a ``clone_<name>`` row sits between a node and its
+    readers); a row without a node (the softmax) follows the output."""
+    by_name = {r.name: r for r in rows}
+    done: dict[str, tuple[int, tuple[str, ...]]] = {graph.input.name: (0, ())}
+    for node in graph.compute_nodes():
+        starts = []
+        for name in node.inputs:
+            t, path = done[name]
+            clone = by_name.get(f"clone_{name}")
+            if clone is not None:
+                t, path = t + clone.latency, path + (clone.name,)
+            starts.append((t, path))
+        t, path = max(starts, key=lambda s: s[0])
+        done[node.name] = (t + by_name[node.name].latency, path + (node.name,))
+    nodes = {n.name for n in graph.nodes}
+    return done[graph.output.name][1] + tuple(r.name for r in rows if r.name not in nodes and r.op != "clone")

@@ -1,7 +1,8 @@
 """Each graph op's hls4ml lowering, one module per op, looked up in :data:`LOWERINGS`.
 
 Every module has the same interface (``src`` is the node's input in the chain hls4ml gets,
-None for the input; ``where`` names the node in error messages):
+None for the input, and for a module with ``MULTI_INPUT = True`` (a merge) the list of the
+nodes it reads: :func:`source`; ``where`` names the node in error messages):
 
 ``ELEMENTWISE``                                  True for an op that commutes with a flatten
                                                  (io_stream runs it before a flatten it follows)
@@ -27,10 +28,12 @@ from types import ModuleType
 from ....errors import EdgebnnError
 from ....graph import Node
 from . import (
+    add,
     affine,
     avgpool1d,
     avgpool2d,
     cast,
+    concatenate,
     conv1d,
     conv2d,
     dense,
@@ -59,10 +62,22 @@ LOWERINGS: dict[str, ModuleType] = {
     "maxpool1d": maxpool1d,
     "avgpool1d": avgpool1d,
     "zeropad1d": zeropad1d,
+    "add": add,
+    "concatenate": concatenate,
 }
 
 # what every module in LOWERINGS defines
 INTERFACE = ("ELEMENTWISE", "hls_class", "check", "layer", "precisions", "reuse_factor", "config_names", "hls_layers", "verify")
+
+
+def source(module: ModuleType, nodes, node: Node):
+    """What ``module``'s functions get as ``src`` for ``node`` of ``nodes`` (a graph or a chain):
+    the list of the nodes it reads for a ``MULTI_INPUT`` module, else the one it reads (None for
+    the input)."""
+    srcs = nodes.sources(node)
+    if getattr(module, "MULTI_INPUT", False):
+        return srcs
+    return srcs[0] if srcs else None
 
 
 def lowering(node: Node) -> ModuleType:

@@ -1,0 +1,27 @@
+"""Cost of a ``concatenate`` node: hls4ml's ``Concatenate`` along the last axis.
+
+Wires: each value is assigned to the output type, which holds it exactly (0 LUTs). io_parallel
+inlines it (0 cycles, no register). io_stream reads one packet of each input per pixel and
+writes one joined packet: ``H*W`` cycles, II ``H*W``, no logic beyond its FIFO
+(``blocks._stream``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgebnn.graph import Node
+
+from .blocks import _positions
+from .context import _Context
+from .row import LayerEstimate
+
+
+def cost(
+    node: Node, src: list[Node], rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
+    """The row of a concatenate node: wires in io_parallel; io_stream joins one pixel per cycle."""
+    pixels = _positions(node)
+    latency = pixels if ctx.io_type == "io_stream" else 0
+    detail = {"elements": int(np.prod(node.shape)), "inputs": len(src)}
+    return LayerEstimate(node.name, "concatenate", 0, 0, 0, 0, 0, latency, max(1, latency), detail)

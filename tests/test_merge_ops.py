@@ -1,0 +1,148 @@
+"""The merge ops add and concatenate (graph/ops/add.py, concatenate.py): exact types from the
+inputs' grids and bounds, validation, emulation, the graph's DAG checks; their hls4ml lowering's
+refusals and layer list; their estimate (io_stream Clone rows, the slowest path, live outputs)."""
+
+import re
+
+import numpy as np
+import pytest
+from graphs import dag_graph, edge_inputs
+
+from edgebnn.emulate import emulate
+from edgebnn.errors import EdgebnnError
+from edgebnn.estimate import estimate
+from edgebnn.fixed import FixedType
+from edgebnn.graph import Graph, GraphError, Node, add_node, cast_node, concatenate_node, conv2d_node, dense_node, input_node
+
+WT = FixedType.from_string("fixed<3,3>")
+
+
+def sources():
+    """An input, a cast on a coarse grid (steps of 2) and one on a fine grid (steps of 1/4)."""
+    inp = input_node("in", (3, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    coarse = cast_node("coarse", inp, FixedType.from_string("ufixed<3,4,TRN,SAT>"), relu=True)
+    fine = cast_node("fine", inp, FixedType.from_string("fixed<5,3,RND,SAT>"), relu=False)
+    return inp, coarse, fine
+
+
+def test_add_sums_exactly_on_the_finest_grid():
+    inp, coarse, fine = sources()
+    s = add_node("s", [coarse, fine, fine])
+    assert (
+        s.type.lsb_exp == -2 and np.array_equal(s.lo, coarse.lo + 2 * fine.lo) and np.array_equal(s.hi, coarse.hi + 2 * fine.hi)
+    )
+    graph = Graph("g", [inp, coarse, fine, s])
+    x = edge_inputs(graph, n=400)
+    out = emulate(graph, x, return_all=True)
+    assert np.array_equal(out["s"], out["coarse"] + 2 * out["fine"])
+    assert s.type.contains(out["s"]) and out["s"].min() == s.type.from_codes(s.type.codes(s.lo.min()))
+
+
+def test_concatenate_holds_every_input_exactly():
+    inp, coarse, fine = sources()
+    c = concatenate_node("c", [fine, coarse])
+    assert c.shape == (3, 4) and c.type.lsb_exp == -2 and c.type.contains(coarse.hi) and c.type.contains(fine.lo)
+    graph = Graph("g", [inp, coarse, fine, c])
+    out = emulate(graph, edge_inputs(graph, n=400), return_all=True)
+    assert np.array_equal(out["c"], np.concatenate([out["fine"], out["coarse"]], axis=-1))
+
+
+def test_wide_sums_are_exact_in_python_integers():
+    from edgebnn.graph import REGISTRY
+
+    wide, fine = FixedType(60, 70), FixedType(20, 0)  # steps of 2**10 and of 2**-20
+    a = Node("a", "cast", [], (2,), wide, {"lo": np.full(2, wide.min), "hi": np.full(2, wide.max)})
+    b = Node("b", "cast", [], (2,), fine, {"lo": np.full(2, fine.min), "hi": np.full(2, fine.max)})
+    s = add_node("s", [a, b])
+    assert s.type.width == 91 and s.type.lsb_exp == -20
+    codes = [np.array([[2**59 - 1, -(2**59)]]), np.array([[2**19 - 1, -(2**19)]])]
+    got = REGISTRY["add"].execute(s, [a, b], codes)
+    assert got.tolist() == [[(2**59 - 1) * 2**30 + 2**19 - 1, -(2**59) * 2**30 - 2**19]]
+
+
+def test_the_graph_checks_merges_and_its_one_output():
+    inp, coarse, fine = sources()
+    with pytest.raises(GraphError, match=re.escape("graph node 's' (add): takes 2 or more input(s), has 1")):
+        Graph("g", [inp, coarse, Node("s", "add", ["coarse"], (3, 2), coarse.type, {"lo": coarse.lo, "hi": coarse.hi})])
+    d = dense_node("d", coarse, np.ones((2, 3), dtype=int), WT)
+    bad = add_node("s", [coarse, coarse])
+    bad.inputs = ["coarse", "d"]
+    with pytest.raises(
+        GraphError, match=re.escape("graph node 's' (add): adds inputs of its own shape (3, 2), got [(3, 2), (3, 3)]")
+    ):
+        Graph("g", [inp, coarse, d, bad])
+    with pytest.raises(
+        GraphError, match=re.escape("graph node 'coarse' (cast) is read by no node; a graph has one output, its last node")
+    ):
+        Graph("g", [inp, coarse, fine])
+
+
+def test_save_load_keeps_a_dag(tmp_path):
+    graph = dag_graph()
+    graph.save(tmp_path / "g.npz")
+    again = Graph.load(tmp_path / "g.npz")
+    assert [n.inputs for n in again.nodes] == [n.inputs for n in graph.nodes]
+    x = edge_inputs(graph, n=40)
+    assert np.array_equal(emulate(again, x), emulate(graph, x))
+    assert "cat                  concatenate (4, 4, 6)" in graph.summary() and "<- add1, thr1" in graph.summary()
+
+
+def test_hls4ml_refuses_three_inputs_and_one_stream_read_twice(tmp_path):
+    from edgebnn.backends.hls4ml.exporter import check_graph
+
+    inp, coarse, fine = sources()
+    with pytest.raises(EdgebnnError, match=re.escape("merges 3 inputs, but hls4ml's merge layers take two; merge two at a time")):
+        check_graph(Graph("g", [inp, coarse, fine, add_node("s", [coarse, fine, fine])]))
+    twice = Graph("g", [inp, coarse, add_node("s", [coarse, coarse])])
+    check_graph(twice, "io_parallel")
+    with pytest.raises(EdgebnnError, match=re.escape("reads 'coarse' twice, which hls4ml's io_stream cannot do")):
+        check_graph(twice, "io_stream")
+
+
+def test_the_layer_list_names_every_input_and_io_stream_moves_a_flatten_read_once():
+    from edgebnn.backends.hls4ml.model import hls_chain, hls_names, layer_list
+
+    graph = dag_graph()
+    names = hls_names(graph)
+    layers = {entry["name"]: entry for entry in layer_list(hls_chain(graph, "io_parallel"), names)}
+    assert layers["add1"]["inputs"] == ["thr1", "cast2"] and layers["add1"]["class_name"] == "Merge"
+    assert layers["cat"] | {} == {
+        "name": "cat",
+        "inputs": ["add1", "thr1"],
+        "class_name": "Concatenate",
+        "op": "concatenate3d",
+        "axis": -1,
+    }
+    # a cast read only through a flatten runs before it in io_stream; the dense then reads the flatten
+    inp = input_node("in", (2, 2, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    c = conv2d_node("c", inp, np.ones((1, 1, 2, 2), dtype=int), WT)
+    from edgebnn.graph import flatten_node
+
+    flat = flatten_node("flat", c)
+    cast = cast_node("cast", flat, FixedType.from_string("ufixed<3,1,RND,SAT>"), relu=True)
+    dense_in = dense_node("d", cast, np.ones((8, 2), dtype=int), WT)
+    chain = hls_chain(Graph("g", [inp, c, flat, cast, dense_in]), "io_stream")
+    assert [(n.name, n.inputs) for n in chain.nodes] == [
+        ("in", []),
+        ("c", ["in"]),
+        ("cast", ["c"]),
+        ("flat", ["cast"]),
+        ("d", ["flat"]),
+    ]
+
+
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_estimate_walks_the_dag(io_type):
+    graph = dag_graph()
+    est = estimate(graph, "pynq-z2", io_type=io_type)
+    rows = {r.name: r for r in est.rows}
+    clones = {name for name in rows if name.startswith("clone_")}
+    assert clones == ({"clone_thr1", "clone_cat"} if io_type == "io_stream" else set())
+    if clones:
+        thr1 = graph["thr1"]
+        assert rows["clone_thr1"].ff == 3 * int(np.prod(thr1.shape)) * thr1.type.width
+    path = est.latency_path
+    assert path[0] == "conv1" and path[-1] == "dense" and ("conv3a" in path) != ("conv3b" in path)
+    assert est.latency_cycles == sum(rows[name].latency for name in path) <= sum(r.latency for r in est.rows)
+    assert rows["add1"].lut > 0 and rows["cat"].lut == 0
+    assert est.to_dict()["latency_path"] == list(path)
