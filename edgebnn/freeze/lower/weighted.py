@@ -22,23 +22,44 @@ def lower(source: Layer, kind: str) -> Iterator:
     if layer.kernel_quantizer is None:
         raise FreezeError(f"{where(layer)} has a float kernel; give it a kernel_quantizer such as 'ste_sign'")
     yield Step(layer.name, kind, layer, sources=[layer.name])
+    if forms.folds_scale(layer):  # the accumulator holds codes: its scales (then a quantized bias) are float ops
+        yield forms.scale_op(layer)
+        if layer.use_bias and layer.bias_quantizer is not None:
+            yield FloatOp(
+                f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.quantized_bias()), bias=True, layer=layer, per_channel=True
+            )
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
         yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
 
 
+def _bias_in_accumulator(layer) -> bool:
+    """A quantized bias adds to the accumulator (a float one, or one after a scale op, is folded
+    into the requant)."""
+    return layer.use_bias and layer.bias_quantizer is not None and not forms.folds_scale(layer)
+
+
 def add_quantized_bias(layer, x):
     """The accumulator includes a quantized bias (a float one is folded into the requant)."""
-    if layer.use_bias and layer.bias_quantizer is not None:
+    if _bias_in_accumulator(layer):
         x = ops.add(x, layer.quantized_bias())
     return x
 
 
+def deployed_kernel(layer):
+    """The kernel the accumulator multiplies, as a Keras tensor: the quantized kernel, or a
+    scaled kernel's codes (times its power-of-two scale when that is a shift of the grid)."""
+    values, scale = layer.split_kernel()
+    if scale is None or forms.folds_scale(layer):
+        return values
+    return layer.kernel_quantizer.rescale(values, scale)
+
+
 def weights(layer):
     """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer."""
-    w_type, w_codes = forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    w_type, w_codes = forms.kernel(layer)
     bias = bias_type = None
-    if layer.use_bias and layer.bias_quantizer is not None:
+    if _bias_in_accumulator(layer):
         bias_type, bias = forms.on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
     return w_type, w_codes, bias, bias_type

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
 
@@ -34,11 +35,21 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             )
             became[id(item)] = step
             pending.clear()
+            scale = forms.activation_scale(item)
+            if scale is not None:  # the quantizer's codes are the step's output; its scale comes after
+                pending.append(scale)
             yield step
         else:
             if isinstance(item.moved_from, Quantize):
                 item.moved_from = became[id(item.moved_from)]
             yield item
+    scales = [op for op in pending if op.scale is not None]
+    if scales:
+        raise FreezeError(
+            f"{scales[-1].scale}, a scale that is not a power of two, and its real-valued products end the model, "
+            "which hardware cannot reproduce exactly; add a quantizer after the layer (e.g. "
+            "QuantActivation('quantized_bits(8, 3)')) so that freeze folds the scale into its thresholds"
+        )
     if pending:
         raise FreezeError(
             f"the model ends with real-valued outputs of {_names(pending)} that hardware cannot "
