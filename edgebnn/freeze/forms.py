@@ -208,11 +208,11 @@ def check_requantizer(quantizer, layer, which: str) -> None:
             "computing one sample at a time cannot reproduce; use dorefa in 'activations' mode for activations"
         )
     hw = hardware(quantizer, layer, which)
-    if isinstance(hw, forms.Scaled) and (hw.scale is None or not isinstance(hw.base, forms._ON_GRID)):
+    if isinstance(hw, forms.Scaled) and hw.scale is None:
         raise FreezeError(
-            f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale{_scale_text(hw)}, so they "
-            "lie on no fixed-point grid and freeze cannot derive exact thresholds for them yet; use an unscaled "
-            "quantizer (e.g. quantized_relu(2) instead of DoReFa, or quantized_bits without alpha)"
+            f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale computed from the values of "
+            "each batch, which hardware computing one sample at a time cannot reproduce; use an activation quantizer "
+            "with a constant scale or none (e.g. dorefa(2), or quantized_bits without alpha or with a numeric alpha)"
         )
     if isinstance(hw, forms.Partial) and (hw.rest is None or hw.type is None):
         raise FreezeError(

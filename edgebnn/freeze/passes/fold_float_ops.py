@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ...layers import QuantActivation
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
@@ -19,6 +20,13 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             pending.append(item)
         elif isinstance(item, Quantize):
             if item.quantizer is None:  # a weighted layer without an input quantizer
+                if len(pending) == 1 and isinstance(pending[0].layer, QuantActivation) and pending[0].scale:
+                    source = pending[0].layer
+                    raise FreezeError(
+                        f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends on "
+                        f"the order of the additions; give the layer input_quantizer={source.quantizer!r} instead (it "
+                        "then applies the scale once after its sum)"
+                    )
                 if pending:
                     raise FreezeError(
                         f"{where(item.layer)} receives real-valued inputs from {_names(pending)}; "
