@@ -13,8 +13,8 @@ accepts (and the forms it cannot deploy, which must be refused in one sentence: 
 its quantizer), a trailing softmax frozen with ``strip_softmax=True``, Sequential and functional
 models, with Keras compiled with or without XLA. Scaled kernels (XNOR, magnitude-aware sign,
 QKeras alphas, DoReFa weights) and the catalogue's other activation forms (DoReFa k-bit,
-quantized_relu with a negative slope or an upper bound, power-of-two) are drawn too. Inputs sit on grid points, between them, exactly on ties, one
-float32 ulp around ties and far out of range.
+quantized_relu with a negative slope or an upper bound, power-of-two) are drawn too. Inputs sit
+on grid points, between them, exactly on ties, one float32 ulp around ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
