@@ -17,6 +17,11 @@ Families (each class documents its forward and gradient as math):
   QKeras snake_case names).
 - ``XnorSign`` (XNOR-Net) and ``PartialQuantizer`` (a quantizer on chosen channels only).
 
+A quantizer whose form is ``scaled`` (XNOR, magnitude-aware sign, DoReFa with k > 1, QKeras
+``alpha``) also splits its output: ``split(x)`` gives its unscaled values (integer codes on the
+form's grid) and its scale, ``rescale(v, s)`` applies the scale as the quantizer does; the
+edgebnn layers sum the codes and apply the scale once after (an order freeze replays exactly).
+
 Two deliberate differences from larq/QKeras, both about exactness: the forward value is the
 quantized value itself (QKeras computes ``x + stop_gradient(q - x)``, which float32 may round
 off the grid), and stochastic rounding happens only when the caller passes ``training=True``

@@ -104,3 +104,20 @@ def test_scale_along_the_reduction_axis_keeps_the_plain_product():
     assert layer.split_kernel()[1] is None
     assert np.array_equal(np.asarray(y), np.asarray(ops.matmul(x, layer.quantized_kernel()) + layer.bias))
     assert keras.ops.shape(y) == (2, 3)
+
+
+def test_saved_scaled_model_loads_and_predicts_the_same(tmp_path):
+    from edgebnn.layers import QuantActivation, load_model
+
+    model = keras.Sequential(
+        [
+            keras.Input((5,)),
+            QuantDense(4, input_quantizer="quantized_bits(4, 1)", kernel_quantizer="xnor_sign", name="d1"),
+            QuantDense(3, input_quantizer="dorefa(2)", kernel_quantizer="quantized_bits(4, 1, alpha='auto')", name="d2"),
+            QuantActivation("quantized_bits(8, 3)"),
+        ]
+    )
+    x = np.random.default_rng(2).normal(size=(16, 5)).astype(np.float32)
+    model.save(tmp_path / "m.keras")
+    again = load_model(tmp_path / "m.keras")
+    assert np.array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
