@@ -151,11 +151,16 @@ def activation_scale(item) -> FloatOp | None:
             f"pad_values={item.layer.pad_values}, which is no code of it; pad with 0.0 or use an unscaled input_quantizer"
         )
     s = quantizer.split(ops.zeros((1,)))[1]
+    if np.size(_numpy(s)) > 1 or np.any(_numpy(s) <= 0):
+        raise FreezeError(
+            f"{where(item.layer)}: its {item.which} {quantizer!r} scales its codes by {_values_text(_numpy(s))}; as a "
+            "QuantActivation freeze deploys only one positive scale per tensor (it commutes with pooling and "
+            "reshapes); give the alpha as one positive number or make the quantizer the next layer's input_quantizer"
+        )
     return FloatOp(
         f"{item.layer.name}.scale",
         lambda x, q=quantizer, s=s: q.rescale(x, s),
         layer=item.layer,
-        per_channel=np.size(_numpy(s)) > 1,
         scale=f"{where(item.layer)} scales the codes of its {item.which} {quantizer!r}",
     )
 

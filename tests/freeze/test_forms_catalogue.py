@@ -301,3 +301,36 @@ def test_representative_forms_csim(tmp_path, io_type):
     report = verify(model, graph, x, project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
     assert len(np.unique(report.outputs["csim"], axis=0)) > 10
+
+
+def test_average_of_dorefa_outputs_is_refused():
+    model = keras.Sequential(
+        [
+            keras.Input((4, 4, 1)),
+            QuantConv2D(2, 1, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c"),
+            QuantActivation("dorefa(2)", name="a"),
+            keras.layers.AveragePooling2D(2, name="avg"),
+            QuantConv2D(2, 1, input_quantizer="ste_sign", kernel_quantizer="ste_sign"),
+            QuantActivation("ste_sign"),
+        ]
+    )
+    assert _refusal(model) == (
+        "layer 'avg' (AveragePooling2D) averages the scaled outputs of layer 'a' (QuantActivation), whose float32 mean "
+        "differs from the scaled mean of its codes; pool before that QuantActivation (on the accumulator) or use an "
+        "unscaled quantizer there (e.g. quantized_relu)"
+    )
+
+
+def test_per_channel_activation_scale_is_refused():
+    model = keras.Sequential(
+        [
+            keras.Input((6,)),
+            QuantDense(3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d"),
+            QuantActivation("quantized_bits(3, 1, alpha=[0.5, 0.75, 1.0])", name="a"),
+            QuantDense(2, input_quantizer="ste_sign", kernel_quantizer="ste_sign"),
+        ]
+    )
+    assert _refusal(model).startswith(
+        "layer 'a' (QuantActivation): its quantizer quantized_bits(3, 1, alpha=[0.5, 0.75, 1.0]) scales its codes by "
+        "(0.5, 0.75, 1); as a QuantActivation freeze deploys only one positive scale per tensor"
+    )
