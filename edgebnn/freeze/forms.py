@@ -146,9 +146,15 @@ def activation_scale(item) -> FloatOp | None:
     if item.which == "input_quantizer":
         if splits_input(item.layer):
             return None
+        if quantizer.hardware().axis is not None:
+            raise FreezeError(
+                f"{where(item.layer)}: its input_quantizer {quantizer!r} scales each input channel differently, along "
+                "the sum, so the scale cannot be applied after it; give the alpha as one number"
+            )
         raise FreezeError(
-            f"{where(item.layer)}: its input_quantizer {quantizer!r} scales its codes, but the layer pads with "
-            f"pad_values={item.layer.pad_values}, which is no code of it; pad with 0.0 or use an unscaled input_quantizer"
+            f"{where(item.layer)}: its input_quantizer {quantizer!r} scales its codes and the layer pads with "
+            f"pad_values={item.layer.pad_values}, not 0.0, so it cannot sum the codes and apply the scale after; pad "
+            "with 0.0 or use an unscaled input_quantizer"
         )
     s = quantizer.split(ops.zeros((1,)))[1]
     if np.size(_numpy(s)) > 1 or np.any(_numpy(s) <= 0):

@@ -334,3 +334,33 @@ def test_per_channel_activation_scale_is_refused():
         "layer 'a' (QuantActivation): its quantizer quantized_bits(3, 1, alpha=[0.5, 0.75, 1.0]) scales its codes by "
         "(0.5, 0.75, 1); as a QuantActivation freeze deploys only one positive scale per tensor"
     )
+
+
+def test_scaled_inputs_the_layer_cannot_rescale_after_its_sum_are_refused():
+    per_channel = keras.Sequential(
+        [
+            keras.Input((6,)),
+            QuantDense(3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d"),
+            QuantDense(2, input_quantizer="quantized_bits(3, 1, alpha=[0.5, 0.75, 1.0])", kernel_quantizer="ste_sign", name="d2"),
+            QuantActivation("ste_sign"),
+        ]
+    )
+    assert _refusal(per_channel) == (
+        "layer 'd2' (QuantDense): its input_quantizer quantized_bits(3, 1, alpha=[0.5, 0.75, 1.0]) scales each input "
+        "channel differently, along the sum, so the scale cannot be applied after it; give the alpha as one number"
+    )
+    padded = keras.Sequential(
+        [
+            keras.Input((4, 4, 1)),
+            QuantConv2D(2, 1, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c"),
+            QuantConv2D(
+                2, 3, padding="same", pad_values=1.0, input_quantizer="dorefa(2)", kernel_quantizer="ste_sign", name="c2"
+            ),
+            QuantActivation("ste_sign"),
+        ]
+    )
+    assert _refusal(padded) == (
+        "layer 'c2' (QuantConv2D): its input_quantizer dorefa scales its codes and the layer pads with "
+        "pad_values=1.0, not 0.0, so it cannot sum the codes and apply the scale after; pad with 0.0 or use an "
+        "unscaled input_quantizer"
+    )
