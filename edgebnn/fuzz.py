@@ -21,6 +21,13 @@ or a one-sentence refusal. A quarter of the seeds build branching functional mod
 Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
 ``Concatenate`` of branches (a fan-out after a quantizer), sums of accumulators, and the merges
 freeze refuses.
+accepts (and the forms it cannot deploy, which must be refused in one sentence: dilation,
+"same" pooling, average windows of 3 or 9 values, an average between a BatchNormalization and
+its quantizer), a trailing softmax frozen with ``strip_softmax=True``, Sequential and functional
+models, with Keras compiled with or without XLA. Scaled kernels (XNOR, magnitude-aware sign,
+QKeras alphas, DoReFa weights) and the catalogue's other activation forms (DoReFa k-bit,
+quantized_relu with a negative slope or an upper bound, power-of-two) are drawn too. Inputs sit
+on grid points, between them, exactly on ties, one float32 ulp around ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -138,8 +145,12 @@ def _activation_quantizer(rng, channels: int) -> str:
             "relu",
             "tanh",
             "partial",
+            "catalogue",
+            "catalogue",
         ]
     )
+    if kind == "catalogue":
+        return _catalogue_activation(rng)
     if kind == "ste_tern":
         return f"ste_tern(threshold_value={float(rng.choice([0.0, 0.05, 0.5, 1.0]))})"
     if kind == "binary01":
@@ -158,8 +169,45 @@ def _activation_quantizer(rng, channels: int) -> str:
     return str(kind if kind != "partial" else "ste_sign")
 
 
-# kernel quantizers freeze cannot deploy yet (scaled forms): each must be a one-sentence refusal, not a crash
-UNDEPLOYED_KERNELS = ("xnor_sign", "dorefa(2, 'weights')", "magnitude_aware_sign", "quantized_bits(4, 1, alpha='auto')")
+def _scaled_kernel(rng) -> str:
+    """A scaled kernel quantizer (codes in the MACs, the scale after the sum): XNOR per output
+    channel or per tensor (a power of two or not), magnitude-aware sign, QKeras alphas (auto,
+    auto_po2, a number, one per channel), DoReFa weights, QKeras binary/ternary with alpha."""
+    kind = int(rng.integers(9))
+    if kind == 0:
+        return f"xnor_sign(per_channel={bool(rng.integers(2))}, po2={bool(rng.integers(2))})"
+    if kind == 1:
+        return "magnitude_aware_sign"
+    if kind in (2, 3):
+        bits, alpha = int(rng.integers(2, 6)), "auto" if kind == 2 else "auto_po2"
+        return f"quantized_bits({bits}, {int(rng.integers(0, 2))}, alpha={alpha!r})"
+    if kind == 4:
+        return f"quantized_bits({int(rng.integers(2, 5))}, 0, alpha={float(rng.choice([0.5, 0.375, 0.3, 2.0, 1.25]))})"
+    if kind == 5:
+        return f"dorefa({int(rng.integers(2, 5))}, 'weights')"
+    if kind == 6:
+        return f"binary(alpha={str(rng.choice(['auto', 'auto_po2']))!r})"
+    if kind == 7:
+        return f"ternary(alpha={str(rng.choice(['auto', 'auto_po2']))!r})"
+    return f"ternary(alpha={float(rng.choice([0.7, 0.25]))})"
+
+
+def _catalogue_activation(rng) -> str:
+    """An activation form beyond plain fixed point: DoReFa k-bit (a scale 1/(2**k - 1) after its
+    codes), QKeras quantized_relu with a negative slope or an upper bound, power-of-two ones."""
+    kind = int(rng.integers(6))
+    if kind in (0, 1):
+        return f"dorefa({int(rng.integers(2, 5))})"
+    if kind == 2:
+        bits = int(rng.integers(3, 6))
+        return f"quantized_relu({bits}, {int(rng.integers(0, 3))}, negative_slope={float(rng.choice([0.25, 0.5, 0.125]))})"
+    if kind == 3:
+        return f"quantized_relu({int(rng.integers(2, 5))}, 1, relu_upper_bound={float(rng.choice([1.0, 1.5]))})"
+    if kind == 4:
+        return f"quantized_po2({int(rng.integers(2, 5))})"
+    return f"quantized_relu_po2({int(rng.integers(2, 5))})"
+
+
 # kernel forms on a grid other than binary and plain fixed point, deployed as codes of their type
 GRID_KERNELS = (
     "ternary",
@@ -178,8 +226,8 @@ def _kernel_quantizer(rng) -> str:
         return "ste_sign"
     if r < 0.6:
         return str(rng.choice(["ste_sign(0.5)", "approx_sign", "swish_sign", "binary"]))
-    if r < 0.63:
-        return str(rng.choice(UNDEPLOYED_KERNELS))
+    if r < 0.68:
+        return _scaled_kernel(rng)
     if r < 0.72:
         return str(rng.choice(GRID_KERNELS))
     bits = int(rng.integers(2, 6))

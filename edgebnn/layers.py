@@ -8,6 +8,15 @@ arithmetic runs unchanged. A quantizer left at None means that tensor stays floa
 The layers keep the user's quantizers exactly as given (no silent substitution) and serialize
 every argument, so a saved ``.keras`` model loads back after ``import edgebnn`` alone.
 
+Scaled quantizers (``hardware()`` a ``scaled`` form: XNOR, magnitude-aware sign, DoReFa,
+QKeras ``alpha``) are applied in an exact order: the layer multiplies and sums the unscaled
+values (integer codes on a grid, :meth:`~edgebnn.quantizers.Quantizer.split`) and applies the
+scale once after, per output channel (:meth:`~_Quantized.rescale`), before the bias and the
+activation. That is the same forward in real arithmetic with the same gradients, and a result
+Keras computes independently of the summation order, which freeze replays exactly. A kernel
+scale along another axis than the output channels, or a tensor-dependent input scale, keeps the
+plain product ``q_in(x) @ q_k(W)``.
+
 ``pad_values`` (convolutions, as in larq): with ``padding="same"`` the quantized input is
 padded with this constant and a "valid" convolution follows. A binary network pads with
 ``1.0`` or ``-1.0`` so that the padded border stays on the binary grid; ``0.0`` (the default)
@@ -19,6 +28,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from . import forms
 from . import quantizers as q
 
 
@@ -53,6 +63,49 @@ def _quantize_input(layer, inputs, training):
     if layer.input_quantizer is None:
         return inputs
     return layer.input_quantizer(inputs, training=training)
+
+
+def _scaled_form(quantizer):
+    """The quantizer's ``scaled`` form, else None."""
+    if quantizer is None:
+        return None
+    try:
+        hw = quantizer.hardware()
+    except (q.NoHardwareForm, ValueError):
+        return None
+    return hw if isinstance(hw, forms.Scaled) else None
+
+
+def _splits_kernel(quantizer, ndim: int) -> bool:
+    """The kernel quantizer scales per tensor or per output channel (the kernel's last axis),
+    so its scale can be applied after the sum."""
+    hw = _scaled_form(quantizer)
+    return hw is not None and (hw.axis is None or hw.axis % ndim == ndim - 1)
+
+
+def splits_input(layer) -> bool:
+    """The input quantizer has one constant scale (per tensor, not from the tensor's values) and
+    the layer pads with zeros, so the codes can be summed and the scale applied after."""
+    hw = _scaled_form(layer.input_quantizer)
+    if hw is None or hw.axis is not None or hw.scale is None or isinstance(hw.scale, tuple):
+        return False
+    return getattr(layer, "pad_values", 0.0) == 0.0 or getattr(layer, "padding", "valid") != "same"
+
+
+def _split(quantizer, x, training, splits: bool):
+    """(values, scale or None): the quantizer's unscaled values when it ``splits``, else q(x)."""
+    if not splits:
+        return _apply(quantizer, x, training), None
+    return quantizer.split(x, training=training)
+
+
+def _channel_scale(scale, repeat: int = 1):
+    """A kernel scale as a vector along the output channels (repeated ``repeat`` times for a
+    depthwise kernel, whose outputs are input channel x multiplier)."""
+    if scale is None or len(ops.shape(scale)) == 0:
+        return scale
+    scale = ops.reshape(scale, (-1,))
+    return ops.tile(scale, (repeat,)) if repeat > 1 else scale
 
 
 def _bias_and_activation(layer, x, training=None):
@@ -184,6 +237,32 @@ class _Quantized:
     def quantized_bias(self, training=None):
         return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
+    def _input(self, inputs, training):
+        """(quantized input or its unscaled codes, the input scale or None)."""
+        return _split(self.input_quantizer, inputs, training, splits_input(self))
+
+    def _rescaled(self, x, scales):
+        """``x`` times the scales ``(input scale, kernel scale per output channel)`` that the
+        layer applies after its sum (each None when absent), each the way its quantizer does."""
+        s_in, s_k = scales
+        if s_k is not None:
+            x = getattr(self, self._tagged_kernels[-1][1]).rescale(x, s_k)
+        if s_in is not None:
+            x = self.input_quantizer.rescale(x, s_in)
+        return x
+
+    def output_scales(self):
+        """(input scale, kernel scale per output channel) applied after the sum at inference
+        (each None when that quantizer has no scale or keeps the plain product)."""
+        s_in = None
+        if splits_input(self):
+            s_in = self.input_quantizer.split(ops.zeros((1,)))[1]  # a constant: it does not depend on x
+        return s_in, self._kernel_scale()
+
+    def rescale(self, x):
+        """The accumulator ``x`` times the layer's scales, exactly as ``call`` applies them."""
+        return self._rescaled(x, self.output_scales())
+
     def get_config(self):
         config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
         if hasattr(self, "pad_values"):
@@ -213,9 +292,18 @@ class QuantDense(_Quantized, keras.layers.Dense):
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
 
+    def split_kernel(self, training=None):
+        """(kernel values the layer multiplies, scale per output channel or None)."""
+        v, s = _split(self.kernel_quantizer, self.kernel, training, _splits_kernel(self.kernel_quantizer, 2))
+        return v, _channel_scale(s)
+
+    def _kernel_scale(self):
+        return self.split_kernel()[1]
+
     def call(self, inputs, training=None):
-        x = _quantize_input(self, inputs, training)
-        x = ops.matmul(x, self.quantized_kernel(training))
+        x, s_in = self._input(inputs, training)
+        kernel, s_k = self.split_kernel(training)
+        x = self._rescaled(ops.matmul(x, kernel), (s_in, s_k))
         return _bias_and_activation(self, x, training)
 
 
@@ -227,9 +315,22 @@ class _QuantConv(_Quantized):
     convolution itself (its kernels and Keras op) in each layer's ``_convolve``."""
 
     def call(self, inputs, training=None):
-        x = _quantize_input(self, inputs, training)
+        x, s_in = self._input(inputs, training)
         x, padding, strides = _conv_input(self, x)
-        return _bias_and_activation(self, _static_shape(self, inputs, self._convolve(x, strides, padding, training)), training)
+        x, s_k = self._convolve_split(x, strides, padding, training)
+        return _bias_and_activation(self, _static_shape(self, inputs, self._rescaled(x, (s_in, s_k))), training)
+
+    def _convolve_split(self, x, strides, padding, training):
+        """(the convolution with the kernel's unscaled values, its scale per output channel)."""
+        kernel, s = self.split_kernel(training)
+        return self._convolve_with(x, kernel, strides, padding), s
+
+    def _convolve(self, x, strides, padding, training):
+        """The convolution with the quantized kernel (scale inside the product)."""
+        return self._convolve_with(x, self.quantized_kernel(training), strides, padding)
+
+    def _kernel_scale(self):
+        return self.split_kernel()[1]
 
     def _options(self, strides, padding) -> dict:
         return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate, "data_format": self.data_format}
@@ -253,8 +354,14 @@ class _QuantFilters(_QuantConv):
     def quantized_kernel(self, training=None):
         return _apply(self.kernel_quantizer, self.kernel, training)
 
-    def _convolve(self, x, strides, padding, training):
-        return ops.conv(x, self.quantized_kernel(training), **self._options(strides, padding))
+    def split_kernel(self, training=None):
+        """(kernel values the layer convolves with, scale per output channel or None)."""
+        nd = len(self.kernel.shape)
+        v, s = _split(self.kernel_quantizer, self.kernel, training, _splits_kernel(self.kernel_quantizer, nd))
+        return v, _channel_scale(s)
+
+    def _convolve_with(self, x, kernel, strides, padding):
+        return ops.conv(x, kernel, **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -288,8 +395,13 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
         return _apply(self.depthwise_quantizer, self.kernel, training)
 
-    def _convolve(self, x, strides, padding, training):
-        return ops.depthwise_conv(x, self.quantized_kernel(training), **self._options(strides, padding))
+    def split_kernel(self, training=None):
+        """(depthwise values the layer convolves with, scale per output channel or None)."""
+        v, s = _split(self.depthwise_quantizer, self.kernel, training, _splits_kernel(self.depthwise_quantizer, 4))
+        return v, _channel_scale(s, int(self.kernel.shape[2]))
+
+    def _convolve_with(self, x, kernel, strides, padding):
+        return ops.depthwise_conv(x, kernel, **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -335,6 +447,26 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
             self.quantized_pointwise_kernel(training),
             **self._options(strides, padding),
         )
+
+    def _convolve_split(self, x, strides, padding, training):
+        """With a scaled depthwise or pointwise kernel: the depthwise convolution on its unscaled
+        values, its scale, the pointwise convolution on its unscaled values; the pointwise scale
+        is returned (applied after the sum). Otherwise Keras's separable convolution."""
+        dq, pq = self.depthwise_quantizer, self.pointwise_quantizer
+        split_d, split_p = _splits_kernel(dq, 4), _splits_kernel(pq, 4)
+        if not (split_d or split_p):
+            return self._convolve(x, strides, padding, training), None
+        dv, ds = _split(dq, self.depthwise_kernel, training, split_d)
+        x = ops.depthwise_conv(x, dv, **self._options(strides, padding))
+        if ds is not None:
+            x = dq.rescale(x, _channel_scale(ds, int(self.depthwise_kernel.shape[2])))
+        pv, ps = _split(pq, self.pointwise_kernel, training, split_p)
+        x = ops.conv(x, pv, strides=1, padding="valid", data_format=self.data_format)
+        return x, _channel_scale(ps)
+
+    def _kernel_scale(self):
+        pq = self.pointwise_quantizer
+        return _channel_scale(_split(pq, self.pointwise_kernel, None, _splits_kernel(pq, 4))[1])
 
 
 # --------------------------------------------------------------------------- activation

@@ -17,6 +17,11 @@ Families (each class documents its forward and gradient as math):
   QKeras snake_case names).
 - ``XnorSign`` (XNOR-Net) and ``PartialQuantizer`` (a quantizer on chosen channels only).
 
+A quantizer whose form is ``scaled`` (XNOR, magnitude-aware sign, DoReFa with k > 1, QKeras
+``alpha``) also splits its output: ``split(x)`` gives its unscaled values (integer codes on the
+form's grid) and its scale, ``rescale(v, s)`` applies the scale as the quantizer does; the
+edgebnn layers sum the codes and apply the scale once after (an order freeze replays exactly).
+
 Two deliberate differences from larq/QKeras, both about exactness: the forward value is the
 quantized value itself (QKeras computes ``x + stop_gradient(q - x)``, which float32 may round
 off the grid), and stochastic rounding happens only when the caller passes ``training=True``
@@ -74,6 +79,19 @@ class Quantizer:
         """The output grid as a record of :mod:`edgebnn.forms`; ``x`` (the tensor quantized) is
         needed only where a scale depends on it."""
         raise NotImplementedError
+
+    def split(self, x, training=None):
+        """``(v, s)``: the unscaled values ``v`` (on the grid of ``hardware().type``) and the scale
+        ``s`` of a ``scaled`` form, such that :meth:`rescale` ``(v, s)`` is ``q(x)`` in real
+        arithmetic and ``rescale(v, s)`` has the gradient of ``q(x)`` (``s`` is None for a form
+        without a scale: ``v`` is ``q(x)``). A layer multiplies its integer codes first and
+        applies ``s`` once after, an order freeze can replay exactly."""
+        return self(x, training=training), None
+
+    def rescale(self, v, s):
+        """``v`` (unscaled values, or a sum of products with them) times the scale ``s`` of
+        :meth:`split`, as this quantizer applies it (``s * v``)."""
+        return v if s is None else s * v
 
     def get_config(self) -> dict:
         return {}
@@ -293,6 +311,12 @@ def _ste_identity(q_fn):
     return _custom(q_fn, lambda x, dy: dy)
 
 
+def _ste_over(q_fn, s):
+    """Forward ``q_fn(x)``, gradient ``1 / s`` (0 where ``s`` is 0): ``s`` times it has the
+    gradient 1 of a quantizer whose straight-through estimator passes the scaled product."""
+    return _custom(q_fn, lambda x, dy: ops.divide_no_nan(dy, ops.cast(s, dy.dtype)))
+
+
 def _sign(x):
     """-1 where x < 0, else +1 (so sign(0) = sign(-0.0) = +1, as larq's ``math.sign``)."""
     return ops.where(x < 0, -ops.ones_like(x), ops.ones_like(x))
@@ -507,11 +531,13 @@ class MagnitudeAwareSign(Quantizer):
         nd = len(x.shape)
         return ops.abs(x) if nd <= 1 else ops.mean(ops.abs(x), axis=tuple(range(nd - 1)))
 
-    def __call__(self, x, training=None):
+    def split(self, x, training=None):
         x = _tensor(x)
-        s = ops.stop_gradient(self.scale(x))
         clip = self.clip_value
-        return s * _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(x)
+        return _custom(_sign, lambda x, dy: dy * _window(x, clip, dy.dtype))(x), ops.stop_gradient(self.scale(x))
+
+    def __call__(self, x, training=None):
+        return self.rescale(*self.split(x))
 
     def hardware(self, x=None) -> forms.Form:
         scale = None if x is None else _channel_scale(self.scale(x), -1)
@@ -638,15 +664,36 @@ class DoReFa(Quantizer):
     def precision(self) -> int:
         return self.k_bit
 
+    def _unit(self, x):
+        """x' of the weights mode."""
+        limited = ops.tanh(x)
+        d = ops.stop_gradient(ops.max(ops.abs(limited)))
+        return ops.divide_no_nan(limited, 2.0 * d) + 0.5
+
     def __call__(self, x, training=None):
         x = _tensor(x)
         n = float(2**self.k_bit - 1)
         k_bit = _ste_identity(lambda v: ops.round(v * n) / n)
         if self.mode == "activations":
             return _ste_identity(lambda v: _round_conv_times(v, self.k_bit) / n)(ops.clip(x, 0.0, 1.0))
-        limited = ops.tanh(x)
-        d = ops.stop_gradient(ops.max(ops.abs(limited)))
-        return 2.0 * k_bit(ops.divide_no_nan(limited, 2.0 * d) + 0.5) - 1.0
+        return 2.0 * k_bit(self._unit(x)) - 1.0
+
+    def split(self, x, training=None):
+        """Codes and :math:`n` (k > 1): ``round(n clip(x, 0, 1))`` (activations) or the odd codes
+        ``2 round(n x') - n`` (weights), each with :math:`n` times the gradient of :math:`q`;
+        ``rescale`` divides by :math:`n`. In activations mode ``rescale(*split(x))`` is
+        ``q(x)`` bit for bit; in weights mode it is ``(2r - n) / n`` rounded once, ``q(x)`` in
+        real arithmetic."""
+        if self.k_bit == 1:
+            return self(x, training=training), None
+        x = _tensor(x)
+        k, n = self.k_bit, float(2**self.k_bit - 1)
+        if self.mode == "activations":
+            return _custom(lambda v: _round_conv_times(v, k), lambda v, dy: dy * n)(ops.clip(x, 0.0, 1.0)), n
+        return _custom(lambda v: 2.0 * ops.round(v * n) - n, lambda v, dy: dy * (2.0 * n))(self._unit(x)), n
+
+    def rescale(self, v, s):
+        return v if s is None else v / s
 
     def hardware(self, x=None) -> forms.Form:
         k, n = self.k_bit, 2**self.k_bit - 1
@@ -856,18 +903,33 @@ class QuantizedBits(_Stochastic, Quantizer):
             return self._auto(ops.stop_gradient(_tensor(x)))[1]
         return 1.0 if self.alpha is None else _alpha_tensor(self.alpha, _tensor(x).dtype)
 
+    def _unscaled(self, x, training):
+        u = None if self._binary else self._draws(x, training)
+        t = self.type
+        return _sign if self._binary else (lambda v: fixed_quantize(v, t, u))
+
     def __call__(self, x, training=None):
         x = _tensor(x)
         if isinstance(self.alpha, str):
             z, s = self._auto(ops.stop_gradient(x))
             return _ste_identity(lambda v: s * z)(x)
-        u = None if self._binary else self._draws(x, training)
-        t = self.type
-        q = _sign if self._binary else (lambda v: fixed_quantize(v, t, u))
+        q = self._unscaled(x, training)
         if self.alpha is not None:
             a = _alpha_tensor(self.alpha, x.dtype)
             return _ste_identity(lambda v: a * q(v))(x)
         return _ste_identity(q)(x)
+
+    def split(self, x, training=None):
+        """With an alpha: the unscaled values (``z``, or the ``alpha=None`` values) with gradient
+        ``1 / s``, and the scale ``s``; ``rescale(*split(x))`` is ``q(x)`` bit for bit."""
+        if self.alpha is None:
+            return self(x, training=training), None
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            z, s = self._auto(ops.stop_gradient(x))
+            return _ste_over(lambda v: z, s)(x), s
+        a = _alpha_tensor(self.alpha, x.dtype)
+        return _ste_over(self._unscaled(x, training), a)(x), a
 
     def hardware(self, x=None) -> forms.Form:
         if isinstance(self.alpha, str):
@@ -1165,6 +1227,14 @@ class Binary(Quantizer):
         s = self.scale(x)
         return _ste_identity(lambda v: s * self._k(v))(x)
 
+    def split(self, x, training=None):
+        """With an alpha: ``k`` with gradient ``1 / alpha``, and ``alpha``."""
+        if self.alpha is None:
+            return self(x, training=training), None
+        x = _tensor(x)
+        s = self.scale(x)
+        return _ste_over(self._k, s)(x), s
+
     def hardware(self, x=None) -> forms.Form:
         return _scaled_hardware(self, forms.Unipolar() if self.use_01 else forms.Binary(), x)
 
@@ -1244,12 +1314,26 @@ class Ternary(Quantizer):
         if isinstance(self.alpha, str):
             k, s = self._auto(ops.stop_gradient(x))
             return _ste_identity(lambda v: s * k)(x)
-        t = 0.33 if self.threshold is None else self.threshold
-        k_of = lambda v: ops.cast(ops.abs(v) >= t, v.dtype) * ops.sign(v)
+        k_of = self._k_of()
         if self.alpha is None:
             return _custom(k_of, lambda v, dy: dy * (1.0 - ops.tanh(v) * ops.tanh(v)))(x)
         a = _alpha_tensor(self.alpha, x.dtype)
         return _ste_identity(lambda v: a * k_of(v))(x)
+
+    def _k_of(self):
+        t = 0.33 if self.threshold is None else self.threshold
+        return lambda v: ops.cast(ops.abs(v) >= t, v.dtype) * ops.sign(v)
+
+    def split(self, x, training=None):
+        """With an alpha: ``k`` with gradient ``1 / s``, and the scale ``s``."""
+        if self.alpha is None:
+            return self(x, training=training), None
+        x = _tensor(x)
+        if isinstance(self.alpha, str):
+            k, s = self._auto(ops.stop_gradient(x))
+            return _ste_over(lambda v: k, s)(x), s
+        a = _alpha_tensor(self.alpha, x.dtype)
+        return _ste_over(self._k_of(), a)(x), a
 
     def hardware(self, x=None) -> forms.Form:
         return _scaled_hardware(self, forms.Ternary(), x)
@@ -1485,13 +1569,16 @@ class XnorSign(Quantizer):
         """:math:`E` for the tensor ``x``: a scalar, or one value per channel of the last axis."""
         return self._scale(ops.stop_gradient(_tensor(x)))
 
-    def __call__(self, x, training=None):
+    def split(self, x, training=None):
         x = _tensor(x)
         e = self._scale(x)
         if not self.scale_gradient:
             e = ops.stop_gradient(e)
         clip = self.clip_value
-        return e * _custom(_sign, lambda v, dy: dy * _window(v, clip, dy.dtype))(x)
+        return _custom(_sign, lambda v, dy: dy * _window(v, clip, dy.dtype))(x), e
+
+    def __call__(self, x, training=None):
+        return self.rescale(*self.split(x))
 
     def hardware(self, x=None) -> forms.Form:
         scale = None if x is None else _channel_scale(self.scale(x), -1)

@@ -62,6 +62,13 @@ rewrite those into steps and the steps into nodes:
   accumulator-like tensor that float ops and a quantizer may follow or that may end the model;
   each step records the steps it reads (``Step.inputs``, ``passes/wire``). Several inputs or
   outputs and a layer called more than once are refused;
+* a scaled kernel (XNOR, magnitude-aware sign, QKeras alphas, DoReFa weights; per tensor or per
+  output channel) is lowered as its integer codes: the layer sums the codes and applies the
+  scale once after (an exact order). A power-of-two scale shifts the codes onto a finer type; any
+  other scale, and the scale of a DoReFa or numeric-alpha ``input_quantizer``, becomes a float op
+  after the accumulator (a quantized bias follows it), folded into the next thresholds. A
+  DoReFa ``QuantActivation`` is deployed as its codes with its scale a float op for the next
+  quantizer. A non-power-of-two scale that ends the model is refused (add a quantizer after it);
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the

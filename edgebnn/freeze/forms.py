@@ -3,8 +3,16 @@ fixed-point type and integer codes, or refuses it with a sentence naming the lay
 
 The forms are the typed records of :mod:`edgebnn.forms`. Weights are constants, so any form
 whose values lie on its fixed-point type (binary, unipolar, ternary, fixed, grid, po2, and a
-partial form whose parts do) is deployed as integer codes of that type; a scaled form is refused
-until its scale can be folded into the requantization after it.
+partial form whose parts do) is deployed as integer codes of that type.
+
+A scaled kernel (per tensor or per output channel) is deployed as the integer codes of its base
+form; the layer applies the scale once after the sum (``layers``), so freeze either shifts the
+codes onto a finer grid (every scale a power of two: exact, no float op) or lowers the scale as a
+float op after the accumulator (:func:`folds_scale`), which the next quantizer's thresholds
+replay. A scaled activation quantizer with a constant per-tensor scale (DoReFa's ``1/(2**k-1)``,
+QKeras's numeric ``alpha``) is deployed as its codes: as a layer's ``input_quantizer`` the
+layer's own scale op applies the scale, as a ``QuantActivation`` a float op after its codes does
+(:func:`activation_scale`).
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ from keras import ops
 
 from .. import forms
 from .. import quantizers as qz
-from .items import FreezeError, where
+from ..fixed import FixedType
+from ..layers import splits_input
+from .items import FloatOp, FreezeError, where
 
 # forms whose values are codes of their type: a weight tensor of one is integers on that grid
 _ON_A_GRID = (forms.Binary, forms.Unipolar, forms.Ternary, forms.Fixed, forms.Grid, forms.Po2, forms.Partial)
@@ -53,6 +63,122 @@ def on_declared_grid(layer, which: str, tensor):
     return hw.type, hw.type.codes(values)
 
 
+def _numpy(tensor):
+    return None if tensor is None else np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
+
+
+def _is_po2(scale) -> bool:
+    """Every scale a positive power of two (a shift of the grid)."""
+    s = np.atleast_1d(scale)
+    return bool(np.all(s > 0) and np.all(np.frexp(s)[0] == 0.5))
+
+
+def folds_scale(layer) -> bool:
+    """The layer multiplies its accumulator by a scale that is not a shift of the grid: an input
+    scale, or a kernel scale that is not a power of two. Freeze then lowers the accumulator on
+    the codes and a float op "times the scales" after it (before bias and activation)."""
+    s_in, s_k = layer.output_scales()
+    return s_in is not None or (s_k is not None and not _is_po2(_numpy(s_k)))
+
+
+def scale_op(layer) -> FloatOp:
+    """The float op of a layer whose scales :func:`folds_scale`: its accumulator times its
+    scales, as the layer's ``call`` computes it."""
+    s_in, s_k = layer.output_scales()
+    text = []
+    if s_k is not None:
+        text.append(f"its kernel scale {_values_text(_numpy(s_k))}")
+    if s_in is not None:
+        text.append(f"the scale {_values_text(_numpy(s_in))} of its input_quantizer {layer.input_quantizer!r}")
+    per_channel = s_k is not None and np.size(_numpy(s_k)) > 1
+    return FloatOp(
+        f"{layer.name}.scale",
+        lambda x, l=layer: l.rescale(x),
+        layer=layer,
+        per_channel=per_channel,
+        scale=f"{where(layer)} multiplies its sums by {' and '.join(text)}",
+    )
+
+
+def _values_text(s) -> str:
+    s = np.ravel(s)
+    return f"{s[0]:g}" if s.size == 1 else f"({', '.join(f'{v:g}' for v in s[:4])}{', ...' if s.size > 4 else ''})"
+
+
+def kernel(layer):
+    """(type, integer codes) of the kernel the layer's accumulator multiplies: the quantized
+    kernel on its grid; for a scaled kernel its codes, on the grid shifted by the scale when the
+    scale is a power of two and the layer has no other scale (:func:`folds_scale` is False)."""
+    quantizer = layer.kernel_quantizer
+    hw = hardware(quantizer, layer, "kernel_quantizer")
+    if not isinstance(hw, forms.Scaled):
+        return on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+    values, scale = layer.split_kernel()
+    if scale is None:  # the layer keeps the plain product: a scale along the reduction axis
+        raise FreezeError(
+            f"{where(layer)}: its kernel_quantizer {quantizer!r} scales the weights along axis {hw.axis}, not per "
+            "output channel (the last axis) or per tensor, so the scale cannot be applied after the sum; use a "
+            "per-output-channel scale (e.g. scale_axis=None)"
+        )
+    values, scale = _numpy(values), _numpy(scale)
+    base = hw.base.type
+    if not base.contains(values):
+        raise FreezeError(
+            f"{where(layer)}: its kernel_quantizer {quantizer!r} gave weight codes off its grid {base}; please report "
+            "this to edgebnn with the model"
+        )
+    if folds_scale(layer):
+        return base, base.codes(values)
+    exps = np.frexp(np.atleast_1d(scale))[1] - 1  # scale = 2**exps exactly
+    codes = base.codes(values).astype(np.int64) << (exps - exps.min())  # per output channel (the last axis)
+    t = FixedType.for_codes(int(codes.min()), int(codes.max()), base.lsb_exp + int(exps.min()))
+    return t.replace(rounding="RND_CONV", overflow="SAT"), codes
+
+
+def activation_scale(item) -> FloatOp | None:
+    """A scaled quantizer ending float ops (``item``: a Quantize) is deployed as its codes; the
+    float op that applies its scale after them (a ``QuantActivation``), or None (unscaled, or a
+    layer's ``input_quantizer`` whose scale the layer's own scale op applies). A scaled input the
+    layer cannot apply after its sum is refused."""
+    quantizer = item.quantizer
+    if not isinstance(quantizer.hardware(), forms.Scaled):
+        return None
+    if item.which == "input_quantizer":
+        if splits_input(item.layer):
+            return None
+        if quantizer.hardware().axis is not None:
+            raise FreezeError(
+                f"{where(item.layer)}: its input_quantizer {quantizer!r} scales each input channel differently, along "
+                "the sum, so the scale cannot be applied after it; give the alpha as one number"
+            )
+        raise FreezeError(
+            f"{where(item.layer)}: its input_quantizer {quantizer!r} scales its codes and the layer pads with "
+            f"pad_values={item.layer.pad_values}, not 0.0, so it cannot sum the codes and apply the scale after; pad "
+            "with 0.0 or use an unscaled input_quantizer"
+        )
+    s = quantizer.split(ops.zeros((1,)))[1]
+    if np.size(_numpy(s)) > 1 or np.any(_numpy(s) <= 0):
+        raise FreezeError(
+            f"{where(item.layer)}: its {item.which} {quantizer!r} scales its codes by {_values_text(_numpy(s))}; as a "
+            "QuantActivation freeze deploys only one positive scale per tensor (it commutes with pooling and "
+            "reshapes); give the alpha as one positive number or make the quantizer the next layer's input_quantizer"
+        )
+    return FloatOp(
+        f"{item.layer.name}.scale",
+        lambda x, q=quantizer, s=s: q.rescale(x, s),
+        layer=item.layer,
+        scale=f"{where(item.layer)} scales the codes of its {item.which} {quantizer!r}",
+    )
+
+
+def codes_of(quantizer, x):
+    """The quantizer's output as the graph holds it: its codes (unscaled values) for a scaled
+    form, else ``q(x)`` (at inference)."""
+    if isinstance(quantizer.hardware(), forms.Scaled):
+        return quantizer.split(x, training=False)[0]
+    return quantizer(x, training=False)
+
+
 def _scale_text(hw) -> str:
     """`` (per channel)``, `` (one per tensor)`` or `` (0.333)``: how a scaled form scales."""
     if hw.scale is None or isinstance(hw.scale, tuple):
@@ -87,12 +213,17 @@ def check_requantizer(quantizer, layer, which: str) -> None:
             "hardware computing one sample at a time cannot reproduce; use ste_tern with a fixed threshold_value "
             "for activations (ternary_weight_networks is meant for weights)"
         )
-    hw = hardware(quantizer, layer, which)
-    if isinstance(hw, forms.Scaled):
+    if isinstance(quantizer, qz.DoReFa) and quantizer.mode == "weights" and quantizer.k_bit > 1:
         raise FreezeError(
-            f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale{_scale_text(hw)}, so they "
-            "lie on no fixed-point grid and freeze cannot derive exact thresholds for them yet; use an unscaled "
-            "quantizer (e.g. quantized_relu(2) instead of DoReFa, or quantized_bits without alpha)"
+            f"{where(layer)}: its {which} {quantizer!r} takes its range from the maximum of each batch, which hardware "
+            "computing one sample at a time cannot reproduce; use dorefa in 'activations' mode for activations"
+        )
+    hw = hardware(quantizer, layer, which)
+    if isinstance(hw, forms.Scaled) and hw.scale is None:
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} multiplies its outputs by a scale computed from the values of "
+            "each batch, which hardware computing one sample at a time cannot reproduce; use an activation quantizer "
+            "with a constant scale or none (e.g. dorefa(2), or quantized_bits without alpha or with a numeric alpha)"
         )
     if isinstance(hw, forms.Partial) and (hw.rest is None or hw.type is None):
         raise FreezeError(

@@ -66,6 +66,7 @@ class FloatOp:
     bias: bool = False  # a float bias added to the accumulator
     layer: Any = None  # the Keras layer it comes from
     per_channel: bool = False  # its parameters follow the channel axis (it does not commute with a Flatten)
+    scale: str | None = None  # a scale applied after integer codes: how a refusal names it (layer and scale)
 
 
 @dataclasses.dataclass

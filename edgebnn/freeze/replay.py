@@ -6,15 +6,17 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from .forms import codes_of
 from .items import FloatOp, Step
 
 
 def run_ops(step: Step, x, start: int = 0, stop: int | None = None, quantize: bool = True):
     """The float ops ``start:stop`` of a requantization step on the Keras tensor ``x``, then
-    (with ``quantize``) its quantizer, as the model computes them at inference."""
+    (with ``quantize``) its quantizer, as the model computes them at inference (the codes of a
+    scaled quantizer, whose scale a later float op applies)."""
     for op in step.float_ops[start:stop]:
         x = op.fn(x)
-    return step.quantizer(x, training=False) if quantize else x
+    return codes_of(step.quantizer, x) if quantize else x
 
 
 class _Replay(keras.layers.Layer):

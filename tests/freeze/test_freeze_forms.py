@@ -20,15 +20,28 @@ def test_binary_weights_become_codes_on_their_grid():
     assert np.array_equal(t.from_codes(codes), np.asarray(layer.quantized_kernel()))
 
 
-def test_scaled_weights_and_forms_without_hardware_are_refused():
+def test_scaled_weights_become_codes_of_their_base_form():
+    """The layer sums the codes and applies the scale after: the kernel is its codes (shifted onto
+    a finer grid when every scale is a power of two)."""
     for q in ("magnitude_aware_sign", "xnor_sign", "quantized_bits(4, 0, alpha='auto')", "dorefa(k_bit=2, mode='weights')"):
         layer = _layer(q)
-        with pytest.raises(
-            FreezeError,
-            match=r"layer 'd' \(QuantDense\): its kernel_quantizer .* multiplies the "
-            r"weights by a scale.*; use a kernel_quantizer without a scale",
-        ):
-            forms.on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
+        t, codes = forms.kernel(layer)
+        values = np.asarray(layer.split_kernel()[0])
+        assert forms.folds_scale(layer) and np.array_equal(t.from_codes(codes), values)
+    layer = _layer("xnor_sign(po2=True)")
+    t, codes = forms.kernel(layer)
+    assert not forms.folds_scale(layer) and np.array_equal(t.from_codes(codes), np.asarray(layer.quantized_kernel()))
+
+
+def test_scaled_biases_and_forms_without_hardware_are_refused():
+    layer = _layer("ste_sign")
+    layer.bias_quantizer = layer.kernel_quantizer = forms.qz.get("xnor_sign")
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'd' \(QuantDense\): its bias_quantizer .* multiplies the "
+        r"weights by a scale.*; use a bias_quantizer without a scale",
+    ):
+        forms.on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
     with pytest.raises(FreezeError, match=r"layer 'd' \(QuantDense\): its kernel_quantizer cannot be deployed"):
         forms.hardware(_layer("noop(8)").kernel_quantizer, _layer("noop(8)"), "kernel_quantizer")
 

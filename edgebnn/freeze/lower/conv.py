@@ -35,7 +35,7 @@ def keras_eval(step: Step, x):
     x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
     x = ops.conv(
         x,
-        layer.quantized_kernel(),
+        weighted.deployed_kernel(layer),
         strides=strides,
         padding=padding,
         dilation_rate=layer.dilation_rate,

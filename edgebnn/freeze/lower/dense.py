@@ -23,7 +23,7 @@ def lower(source: Layer) -> Iterator:
 
 def keras_eval(step: Step, x):
     """The accumulator as Keras computes it."""
-    return weighted.add_quantized_bias(step.layer, ops.matmul(x, step.layer.quantized_kernel()))
+    return weighted.add_quantized_bias(step.layer, ops.matmul(x, weighted.deployed_kernel(step.layer)))
 
 
 def node(step: Step, freezing):

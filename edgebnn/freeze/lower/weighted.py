@@ -25,26 +25,50 @@ def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -
         if getattr(layer, which) is None:
             raise FreezeError(f"{where(layer)} has a float kernel; give it a {which} such as 'ste_sign'")
     yield from steps or [Step(layer.name, kind, layer, sources=[layer.name])]
+    if forms.folds_scale(layer):  # the accumulator holds codes: its scales (then a quantized bias) are float ops
+        yield forms.scale_op(layer)
+        if layer.use_bias and layer.bias_quantizer is not None:
+            yield FloatOp(
+                f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.quantized_bias()), bias=True, layer=layer, per_channel=True
+            )
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
         yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
 
 
+def _bias_in_accumulator(layer) -> bool:
+    """A quantized bias adds to the accumulator (a float one, or one after a scale op, is folded
+    into the requant)."""
+    return layer.use_bias and layer.bias_quantizer is not None and not forms.folds_scale(layer)
+
+
 def add_quantized_bias(layer, x):
     """The accumulator includes a quantized bias (a float one is folded into the requant)."""
-    if layer.use_bias and layer.bias_quantizer is not None:
+    if _bias_in_accumulator(layer):
         x = ops.add(x, layer.quantized_bias())
     return x
 
 
+def deployed_kernel(layer):
+    """The kernel the accumulator multiplies, as a Keras tensor: the quantized kernel, or a
+    scaled kernel's codes (times its power-of-two scale when that is a shift of the grid)."""
+    values, scale = layer.split_kernel()
+    if scale is None or forms.folds_scale(layer):
+        return values
+    return layer.kernel_quantizer.rescale(values, scale)
+
+
 def weights(layer, which: str = "kernel_quantizer", kernel=None, with_bias: bool = True):
-    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer: the
-    kernel ``kernel`` (default its ``quantized_kernel()``) on the grid of its quantizer
-    ``which``, and its quantized bias unless ``with_bias`` is False."""
-    kernel = layer.quantized_kernel() if kernel is None else kernel
-    w_type, w_codes = forms.on_declared_grid(layer, which, kernel)
+    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer: its
+    ``kernel_quantizer``'s kernel (codes of a scaled one, :func:`forms.kernel`), or the kernel
+    ``kernel`` on the grid of its quantizer ``which``; its quantized bias unless ``with_bias``
+    is False."""
+    if kernel is None:
+        w_type, w_codes = forms.kernel(layer)
+    else:
+        w_type, w_codes = forms.on_declared_grid(layer, which, kernel)
     bias = bias_type = None
-    if with_bias and layer.use_bias and layer.bias_quantizer is not None:
+    if with_bias and _bias_in_accumulator(layer):
         bias_type, bias = forms.on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
     return w_type, w_codes, bias, bias_type

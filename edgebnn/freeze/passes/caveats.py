@@ -2,7 +2,8 @@
 TensorFlow computes differently at different tensor positions near a quantization step (the
 ``layout`` caveat), a transcendental activation that TensorFlow may fuse into the convolution or
 matmul before it near a quantization step (``fused``), a float bias that XLA folds into the dot
-product (``xla_bias``)."""
+product (``xla_bias``), a scale after integer codes that XLA may combine with the dot product or
+the float ops after it (``xla_scale``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def run(step: Step, freezing) -> None:
         freezing.caveats.append(caveat)
     if freezing.jit:
         freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
+        freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
 
 
 def _layout(step: Step, freezing) -> dict | None:
@@ -101,5 +103,19 @@ def _xla_bias(step: Step, op) -> dict:
             "product at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; the "
             "deployed model adds the bias to the exact sum, as Keras does without XLA. For a layout-independent "
             "Keras model give the layer a bias_quantizer or compile it with jit_compile=False"
+        ),
+    }
+
+
+def _xla_scale(step: Step, op) -> dict:
+    return {
+        "node": step.name,
+        "layer": op.layer.name,
+        "kind": "xla_scale",
+        "reason": (
+            f"{op.scale} under XLA (jit_compile=True), which may combine that product with the dot product or the "
+            "float operations after it at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; "
+            "the deployed model applies the scale to the exact sum, as Keras does without XLA. For a layout-independent "
+            "Keras model use power-of-two scales or compile it with jit_compile=False"
         ),
     }

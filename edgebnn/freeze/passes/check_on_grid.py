@@ -3,18 +3,21 @@ a quantized tensor or an accumulator.
 
 Among float ops (conv -> BatchNormalization -> AveragePooling2D -> quantizer) Keras averages
 real values in float32, a rounding the graph cannot reproduce, and the mean does not commute
-with the float ops or the quantizer exactly; such a pool is refused. A zero padding among them
-would give the quantizer zeros where Keras's float ops never ran, which the requantization of
-the padded accumulator cannot reproduce.
+with the float ops or the quantizer exactly; such a pool is refused, and so is one on the
+outputs of a scaled ``QuantActivation`` (DoReFa): Keras averages the scaled float32 values, not
+the codes. A zero padding among them would give the quantizer zeros where Keras's float ops
+never ran, which the requantization of the padded accumulator cannot reproduce.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ...forms import Scaled
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
 ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d")
+AVERAGES = ("avgpool2d", "avgpool1d")
 # accumulator-like steps: exact tensors on a grid before any float op
 ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise", "add", "concatenate")
 
@@ -23,13 +26,21 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     """The items unchanged; refuses an average pool or zero padding step while float ops are pending."""
     pending: list[FloatOp] = []  # float ops since the last quantizer
     accumulator = None  # the last accumulator (or merge) step
+    scaled = None  # the QuantActivation whose scaled codes flow here (its scale follows them)
     for item in items:
         if isinstance(item, FloatOp):
             pending.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
             pending.clear()
+            scaled = item.layer if item.which == "quantizer" and isinstance(item.quantizer.hardware(), Scaled) else None
         elif isinstance(item, Step) and item.kind in ACCUMULATORS:
-            accumulator = item
+            accumulator, scaled = item, None
+        elif isinstance(item, Step) and item.kind in AVERAGES and scaled is not None:
+            raise FreezeError(
+                f"{where(item.layer)} averages the scaled outputs of {where(scaled)}, whose float32 mean differs from "
+                "the scaled mean of its codes; pool before that QuantActivation (on the accumulator) or use an "
+                "unscaled quantizer there (e.g. quantized_relu)"
+            )
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""
             if any(op.bias for op in pending):

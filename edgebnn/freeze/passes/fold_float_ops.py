@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 
 import keras
 
+from ...layers import QuantActivation
+from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
 
@@ -23,6 +25,13 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             pending.append(item)
         elif isinstance(item, Quantize):
             if item.quantizer is None:  # a weighted layer without an input quantizer
+                if len(pending) == 1 and isinstance(pending[0].layer, QuantActivation) and pending[0].scale:
+                    source = pending[0].layer
+                    raise FreezeError(
+                        f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends on "
+                        f"the order of the additions; give the layer input_quantizer={source.quantizer!r} instead (it "
+                        "then applies the scale once after its sum)"
+                    )
                 if pending:
                     raise FreezeError(
                         f"{where(item.layer)} receives real-valued inputs from {_names(pending)}; "
@@ -39,12 +48,22 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             )
             became[id(item)] = step
             pending.clear()
+            scale = forms.activation_scale(item)
+            if scale is not None:  # the quantizer's codes are the step's output; its scale comes after
+                pending.append(scale)
             yield step
         else:
             if isinstance(item.moved_from, Quantize):
                 item.moved_from = became[id(item.moved_from)]
             behind = behind or bool(pending)
             yield item
+    scales = [op for op in pending if op.scale is not None]
+    if scales:
+        raise FreezeError(
+            f"{scales[-1].scale}, a scale that is not a power of two, and its real-valued products end the model, "
+            "which hardware cannot reproduce exactly; add a quantizer after the layer (e.g. "
+            "QuantActivation('quantized_bits(8, 3)')) so that freeze folds the scale into its thresholds"
+        )
     if pending and not behind and all(op.bias or isinstance(op.layer, keras.layers.BatchNormalization) for op in pending):
         last = pending[-1].layer
         yield Step(last.name, "affine", last, None, list(pending), [op.layer.name for op in pending])
