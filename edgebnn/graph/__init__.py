@@ -11,7 +11,7 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
+``cast``, ``sumpool2d``, ``reshape``, ``pad2d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
 node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
 :class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
 version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
@@ -31,6 +31,9 @@ from .ops.flatten import flatten_node
 from .ops.input import input_node
 from .ops.maxpool2d import maxpool2d_node
 from .ops.threshold import threshold_node
+from .ops.sumpool2d import sumpool2d_node
+from .ops.reshape import reshape_node
+from .ops.pad2d import pad2d_node
 
 __all__ = [
     "FORMAT",
@@ -50,4 +53,7 @@ __all__ = [
     "maxpool2d_node",
     "spec",
     "threshold_node",
+    "sumpool2d_node",
+    "reshape_node",
+    "pad2d_node",
 ]

@@ -12,7 +12,8 @@ A handler module has
   sets the input's type);
 - for a family whose steps are its own (``Step.kind == KIND``): ``KIND``,
   ``keras_eval(step, x)`` (how Keras computes the step) and ``node(step, freezing)`` (its
-  graph node); ``freeze/kinds.py`` collects them.
+  graph node); ``EXTRA_KINDS`` (kind -> (keras_eval, node)) for its other step kinds;
+  ``freeze/kinds.py`` collects them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import keras
 from ...layers import QuantActivation, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
 from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
+from . import global_pool, zero_padding
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,
@@ -36,6 +38,15 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.AveragePooling2D: avgpool,
     keras.layers.Flatten: reshape,
     keras.layers.Dropout: noop,
+    keras.layers.GlobalMaxPooling2D: global_pool,
+    keras.layers.GlobalAveragePooling2D: global_pool,
+    keras.layers.Reshape: reshape,
+    keras.layers.ZeroPadding2D: zero_padding,
+    keras.layers.GaussianNoise: noop,
+    keras.layers.GaussianDropout: noop,
+    keras.layers.AlphaDropout: noop,
+    keras.layers.ActivityRegularization: noop,
+    keras.layers.Identity: noop,
 }
 
 
@@ -54,7 +65,7 @@ def starts(layer) -> bool:
 
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
-    labels = [h.LABEL for h in HANDLERS.values()]
+    labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
 
 

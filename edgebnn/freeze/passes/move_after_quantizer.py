@@ -1,9 +1,9 @@
-"""A ``Flatten`` or ``MaxPooling2D`` met between an accumulator and its quantizer moves after
-the quantizer.
+"""A ``Flatten``, ``Reshape`` or ``MaxPooling2D`` (also a global one) met between an accumulator
+and its quantizer moves after the quantizer.
 
 A reshape commutes with elementwise ops, so the thresholds stay per channel instead of per
-flattened feature; it must not meet a per-channel float op (BatchNormalization) or a
-per-channel quantizer after it. A maxpool commutes only when the requantization is monotone
+flattened feature; one that mixes channels (``lower.reshape.mixes_channels``) must not meet a
+per-channel float op (BatchNormalization) or a per-channel quantizer after it. A maxpool commutes only when the requantization is monotone
 in the order of the float ops before the pool: the moved pool step keeps how many float ops
 ran before it (``ops_before``) and refers to the quantizer (``moved_from``, which
 passes/fold_float_ops replaces by the requant step) for passes/check_pool_move.
@@ -15,8 +15,10 @@ from collections.abc import Iterable, Iterator
 
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
+from ..lower import reshape
 
-MOVED = ("flatten", "maxpool2d")
+MOVED = ("flatten", "reshape", "maxpool2d")
+VIEWS = ("flatten", "reshape")
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
@@ -25,7 +27,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     deferred: list[Step] = []
     for item in items:
         if isinstance(item, FloatOp):
-            flats = [d for d in deferred if d.kind == "flatten"]
+            flats = [d for d in deferred if d.kind in VIEWS and reshape.mixes_channels(d)]
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
@@ -38,13 +40,13 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 item.ops_before = len(pending)
             deferred.append(item)
         elif isinstance(item, Quantize) and item.quantizer is not None:
-            flats = [d for d in deferred if d.kind == "flatten"]
+            flats = [d for d in deferred if d.kind in VIEWS and reshape.mixes_channels(d)]
             if flats and forms.per_channel(item.quantizer):
                 raise FreezeError(
                     f"{where(item.layer)}: its {item.which} {item.quantizer!r} treats the features of the flattened "
                     f"tensor differently, but the real-valued outputs of {_names(pending)} before "
-                    f"{flats[0].name!r} (Flatten) can only be requantized per channel; quantize before the Flatten "
-                    "(e.g. a QuantActivation) or use one quantizer for all features"
+                    f"{flats[0].name!r} ({type(flats[0].layer).__name__}) can only be requantized per channel; quantize "
+                    f"before the {type(flats[0].layer).__name__} (e.g. a QuantActivation) or use one quantizer for all features"
                 )
             yield item
             for moved in deferred:

@@ -55,6 +55,7 @@ class OpSpec:
 # the op modules import OpSpec from here, so they come after it
 from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
 from . import input as input_op
+from . import pad2d, reshape, sumpool2d
 
 _MODULES = (
     input_op,
@@ -65,6 +66,9 @@ _MODULES = (
     flatten,
     threshold,
     cast,
+    sumpool2d,
+    reshape,
+    pad2d,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)
