@@ -30,7 +30,7 @@ from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
-from . import threshold_layer
+from . import pad_layer, threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering
 from .project import HLSExportWarning, HLSProject
@@ -104,6 +104,7 @@ def export(
     target.reuse_factors(graph)  # a per-node reuse factor must name a weighted node
 
     threshold_layer.register(BACKENDS)
+    pad_layer.register(BACKENDS)
     names = hls_names(graph)
     chain = hls_chain(graph, target.io_type)
     layers = layer_list(chain, names)

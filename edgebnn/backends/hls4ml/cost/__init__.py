@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import pad2d, reshape, sumpool2d
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {
@@ -41,6 +42,9 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "flatten": flatten.cost,
     "threshold": threshold.cost,
     "cast": cast.cost,
+    "sumpool2d": sumpool2d.cost,
+    "reshape": reshape.cost,
+    "pad2d": pad2d.cost,
 }
 
 # graph ops that build no logic and get no row, and why

@@ -27,6 +27,7 @@ from types import ModuleType
 from ....errors import EdgebnnError
 from ....graph import Node
 from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
+from . import pad2d, reshape, sumpool2d
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {
@@ -38,6 +39,9 @@ LOWERINGS: dict[str, ModuleType] = {
     "flatten": flatten,
     "threshold": threshold,
     "cast": cast,
+    "sumpool2d": sumpool2d,
+    "reshape": reshape,
+    "pad2d": pad2d,
 }
 
 # what every module in LOWERINGS defines
