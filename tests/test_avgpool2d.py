@@ -239,9 +239,13 @@ def test_refusals_name_the_layer_and_the_fix():
     def conv(cls, **kw):
         return cls(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c", **({"use_bias": False} | kw))
 
-    assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap")]) == (
-        "layer 'ap' (AveragePooling2D) averages 3x3 windows: a 3x3 window divides by 9, which no fixed-point type "
-        "holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D"
+    # a 3x3 window is a sum and a division that the next quantizer absorbs: an average of it is among float ops
+    assert refused(
+        lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap"), keras.layers.AveragePooling2D(1, name="a2")]
+    ) == (
+        "layer 'a2' (AveragePooling2D) averages the real-valued outputs of ap (division by 9), whose float32 mean "
+        "cannot be moved past them exactly; pool after the activation (after the QuantActivation that quantizes "
+        "them) or directly on the accumulator of 'c', before the normalization"
     )
     assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(2, padding="same", name="ap")]) == (
         "layer 'ap' (AveragePooling2D) has padding='same'; only padding='valid' can be frozen: Keras divides its "

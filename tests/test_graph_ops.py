@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from graphs import every_op_graph
+from graphs import OP_GRAPHS, edge_inputs, every_op_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType, on_grid
@@ -21,12 +21,23 @@ from edgebnn.graph import (
 from edgebnn.graph.ops import BOUNDS, OpSpec
 
 GRAPH = every_op_graph(pad_code=1)
-EXAMPLE = {node.op: node for node in GRAPH.nodes}
 X = np.random.default_rng(1).uniform(-5, 5, size=(20, 5, 5, 2))
+# the ops every_op_graph lacks come from the other example graphs
+GRAPHS = [GRAPH, *(build() for name, build in OP_GRAPHS.items() if name != "every_op")]
+HOME = {op: next(g for g in GRAPHS if any(n.op == op for n in g.nodes)) for op in REGISTRY}
+EXAMPLE = {op: next(n for n in HOME[op].nodes if n.op == op) for op in REGISTRY}
+
+
+def inputs_of(graph):
+    return X if graph is GRAPH else edge_inputs(graph, n=20)
 
 
 def test_the_table_holds_every_op_in_order_and_the_example_covers_it():
-    assert OPS == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast") == tuple(REGISTRY)
+    assert (
+        OPS
+        == ("input", "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "threshold", "cast", "sumpool2d", "reshape", "pad2d")
+        == tuple(REGISTRY)
+    )
     assert set(EXAMPLE) == set(REGISTRY)
     for op, entry in REGISTRY.items():
         assert isinstance(entry, OpSpec) and entry.op == op
@@ -63,7 +74,16 @@ REQUIRED = [
 
 
 def test_required_keys_are_declared():
-    assert {op for op, _, _ in REQUIRED} == {"dense", "conv2d", "maxpool2d", "avgpool2d", "threshold", "cast"}
+    assert {op for op, _, _ in REQUIRED} == {
+        "dense",
+        "conv2d",
+        "maxpool2d",
+        "avgpool2d",
+        "threshold",
+        "cast",
+        "sumpool2d",
+        "pad2d",
+    }
 
 
 def without(node, kind, key):
@@ -73,8 +93,8 @@ def without(node, kind, key):
 
 @pytest.mark.parametrize(("op", "kind", "key"), REQUIRED)
 def test_a_node_missing_a_required_key_is_a_graph_error_naming_it(op, kind, key):
-    i = GRAPH.nodes.index(EXAMPLE[op])
-    nodes = [*GRAPH.nodes[:i], without(EXAMPLE[op], kind, key)]
+    i = HOME[op].nodes.index(EXAMPLE[op])
+    nodes = [*HOME[op].nodes[:i], without(EXAMPLE[op], kind, key)]
     name = EXAMPLE[op].name
     with pytest.raises(GraphError, match=re.escape(f"graph node {name!r} ({op}): missing {kind}[{key!r}] (")):
         Graph("g", nodes)
@@ -114,7 +134,9 @@ def test_unknown_op_names_every_known_one():
 
 @pytest.mark.parametrize("op", OPS)
 def test_emulate_dispatches_by_table(op, monkeypatch):
-    right = emulate(GRAPH, X, return_all=True)
+    graph = HOME[op]
+    x = inputs_of(graph)
+    right = emulate(graph, x, return_all=True)
     name = EXAMPLE[op].name
     original = REGISTRY[op].execute
     seen = []
@@ -124,21 +146,26 @@ def test_emulate_dispatches_by_table(op, monkeypatch):
         return original(node, inputs, codes) ^ 1  # every code off by one
 
     monkeypatch.setitem(REGISTRY, op, dataclasses.replace(REGISTRY[op], execute=wrong))
-    got = emulate(GRAPH, X, return_all=True)
-    assert seen == [(list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))]
+    got = emulate(graph, x, return_all=True)
+    assert seen[0] == (list(EXAMPLE[op].inputs), max(1, len(EXAMPLE[op].inputs)))
+    assert len(seen) == sum(n.op == op for n in graph.nodes)
     assert np.all(got[name] != right[name])
     monkeypatch.undo()
-    assert all(np.array_equal(v, emulate(GRAPH, X, return_all=True)[k]) for k, v in right.items())
+    assert all(np.array_equal(v, emulate(graph, x, return_all=True)[k]) for k, v in right.items())
 
 
-def test_the_example_runs_every_kernel_on_its_own_range():
-    out = emulate(GRAPH, X, return_all=True)
-    for node in GRAPH.nodes:
+@pytest.mark.parametrize("index", range(len(GRAPHS)))
+def test_the_example_runs_every_kernel_on_its_own_range(index):
+    graph = GRAPHS[index]
+    out = emulate(graph, inputs_of(graph), return_all=True)
+    for node in graph.nodes:
         v = out[node.name]
-        assert v.shape == (len(X), *node.shape)
+        assert v.shape == (len(out[graph.input.name]), *node.shape)
         axes = tuple(range(v.ndim - 1))
         assert np.all(v.min(axis=axes) >= node.lo) and np.all(v.max(axis=axes) <= node.hi), node.name
-    assert len(np.unique(out["thr"])) > 1  # the thresholds are reached, not all below or above
+    assert all(
+        len(np.unique(out[n.name])) > 1 for n in graph.nodes if n.op == "threshold"
+    )  # the thresholds are reached, not all below or above
 
 
 def test_summary_adds_each_ops_description():

@@ -11,10 +11,10 @@ Every node also carries ``params['lo']`` / ``params['hi']``: per-channel bounds 
 values from interval analysis over the actual integer weights.
 
 The ops (``input``, ``dense``, ``conv2d``, ``maxpool2d``, ``avgpool2d``, ``flatten``, ``threshold``,
-``cast``, ``sumpool2d``, ``reshape``, ``pad2d``) live one per module in ``graph/ops/``: each declares its params and attrs, validates a
-node, executes it exactly on codes and builds it (``dense_node`` ...). ``graph/core.py`` holds the
-:class:`Graph`, its checks and its file: a compressed ``.npz`` whose ``__header__`` (JSON: format,
-version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
+``cast``, ``sumpool2d``, ``reshape``, ``pad2d``) live one per module in ``graph/ops/``: each declares
+its params and attrs, validates a node, executes it exactly on codes and builds it (``dense_node``
+...). ``graph/core.py`` holds the :class:`Graph`, its checks and its file: a compressed ``.npz``
+whose ``__header__`` (JSON: format, version, name, meta and per node its op, inputs, shape, type, attrs and each array's dtype and
 shape) and ``__checksum__`` (SHA-256 over header and arrays) sit beside the arrays ``n<i>/<key>``.
 """
 
@@ -30,10 +30,10 @@ from .ops.dense import dense_node
 from .ops.flatten import flatten_node
 from .ops.input import input_node
 from .ops.maxpool2d import maxpool2d_node
-from .ops.threshold import threshold_node
-from .ops.sumpool2d import sumpool2d_node
-from .ops.reshape import reshape_node
 from .ops.pad2d import pad2d_node
+from .ops.reshape import reshape_node
+from .ops.sumpool2d import sumpool2d_node
+from .ops.threshold import threshold_node
 
 __all__ = [
     "FORMAT",
@@ -51,9 +51,9 @@ __all__ = [
     "flatten_node",
     "input_node",
     "maxpool2d_node",
-    "spec",
-    "threshold_node",
-    "sumpool2d_node",
-    "reshape_node",
     "pad2d_node",
+    "reshape_node",
+    "spec",
+    "sumpool2d_node",
+    "threshold_node",
 ]

@@ -25,8 +25,7 @@ import keras
 
 from ...layers import QuantActivation, QuantConv2D, QuantDense
 from ..items import FreezeError, Layer, where
-from . import activation, avgpool, batchnorm, conv2d, dense, noop, pooling, quant_activation, reshape
-from . import global_pool, zero_padding
+from . import activation, avgpool, batchnorm, conv2d, dense, global_pool, noop, pooling, quant_activation, reshape, zero_padding
 
 HANDLERS: dict[type, ModuleType] = {
     QuantDense: dense,

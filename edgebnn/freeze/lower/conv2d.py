@@ -1,17 +1,19 @@
 """``QuantConv2D``: an exact conv2d node (explicit padding amounts with TensorFlow's "same"
-split, ``pad_values`` as a code of the quantized input's type, strides)."""
+split, strides). "same" padding with non-zero ``pad_values`` becomes a pad2d node of that value
+(a code of the quantized input's type, see ``zero_padding``) before a conv2d node without
+padding, as the layer itself computes it (it pads explicitly and convolves "valid") and as
+hls4ml can export it (its convolutions pad with zeros only)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
 from keras import ops
 
 from ...graph import conv2d_node
 from ...layers import _conv_input, _same_padding
 from ..items import FreezeError, Layer, Step, where
-from . import weighted
+from . import weighted, zero_padding
 
 LABEL = "QuantConv2D"
 STARTS = True  # its input_quantizer may set the model's input type
@@ -32,16 +34,42 @@ def check(layer) -> None:
         raise FreezeError(f"{where(layer)} needs a fixed (H, W, C) input shape; give the model a fixed input shape")
 
 
+def same_padding(layer, shape) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The explicit padding amounts of the layer on an (H, W, C) input ``shape``."""
+    if layer.padding != "same":
+        return ((0, 0), (0, 0))
+    (kh, kw), (sh, sw) = layer.kernel_size, layer.strides
+    return (_same_padding(int(shape[0]), kh, sh, 1), _same_padding(int(shape[1]), kw, sw, 1))
+
+
+def pads_value(layer) -> bool:
+    """The layer pads with a non-zero ``pad_values`` somewhere: a pad2d step comes before it."""
+    padding = same_padding(layer, layer.input.shape[1:])
+    return float(layer.pad_values) != 0.0 and any(a for pair in padding for a in pair)
+
+
 def lower(source: Layer) -> Iterator:
-    """Its input quantizer, the conv2d accumulator, a float bias and its activation."""
+    """Its input quantizer, (a pad2d step of its ``pad_values``,) the conv2d accumulator, a float
+    bias and its activation."""
     check(source.layer)
-    yield from weighted.lower(source, KIND)
+    for item in weighted.lower(source, KIND):
+        if isinstance(item, Step) and pads_value(source.layer):
+            yield Step(f"{source.layer.name}_pad", zero_padding.KIND, source.layer, sources=[source.layer.name])
+        yield item
 
 
 def keras_eval(step: Step, x):
     """The accumulator as Keras computes it."""
     layer = step.layer
-    x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
+    if pads_value(layer):  # padded by the pad2d step: "valid", with the layer's cut of a single window
+        padding, strides = "valid", list(layer.strides)
+        for axis in (1, 2):
+            k, s = layer.kernel_size[axis - 1], strides[axis - 1]
+            if s > 1 and (x.shape[axis] - k) // s + 1 == 1:
+                x = ops.take(x, list(range(k)), axis=axis)
+                strides[axis - 1] = 1
+    else:
+        x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
     x = ops.conv(
         x,
         layer.quantized_kernel(),
@@ -57,20 +85,6 @@ def node(step: Step, freezing):
     """The conv2d node reading the last node."""
     layer, src = step.layer, freezing.nodes[-1]
     w_type, w_codes, bias, bias_type = weighted.weights(layer)
-    kh, kw = layer.kernel_size
     sh, sw = layer.strides
-    padding = ((0, 0), (0, 0))
-    if layer.padding == "same":
-        padding = (_same_padding(src.shape[0], kh, sh, 1), _same_padding(src.shape[1], kw, sw, 1))
-    pad_code = 0
-    if any(a for pair in padding for a in pair):
-        pad = float(layer.pad_values)
-        if not src.type.contains(np.array([pad])):
-            raise FreezeError(
-                f"{where(layer)} pads with pad_values={pad}, which is not on the grid of its quantized input "
-                f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
-            )
-        pad_code = int(src.type.codes(np.array([pad]))[0])
-    return conv2d_node(
-        step.name, src, w_codes, w_type, (sh, sw), padding, pad_code, bias, bias_type, source=",".join(step.sources)
-    )
+    padding = ((0, 0), (0, 0)) if pads_value(layer) else same_padding(layer, src.shape)
+    return conv2d_node(step.name, src, w_codes, w_type, (sh, sw), padding, 0, bias, bias_type, source=",".join(step.sources))

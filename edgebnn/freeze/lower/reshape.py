@@ -59,8 +59,10 @@ def mixes_channels(step: Step) -> bool:
     so per-channel parameters after it differ from those before it (a flatten of one position, a
     global pool's, keeps them)."""
     layer = step.layer
-    if not isinstance(layer, keras.layers.Flatten | keras.layers.Reshape):
+    if isinstance(layer, keras.layers.GlobalMaxPooling2D | keras.layers.GlobalAveragePooling2D):
         return False  # the flatten of a global pool: one position
+    if not isinstance(layer, keras.layers.Flatten | keras.layers.Reshape):
+        return True
     inp, out = tuple(layer.input.shape[1:]), tuple(layer.output.shape[1:])
     if step.kind == KIND:
         return int(np.prod(inp[:-1])) > 1

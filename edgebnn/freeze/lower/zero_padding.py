@@ -1,11 +1,17 @@
 """``ZeroPadding2D`` (channels_last): a pad2d node of the code 0, on a tensor on a grid (a
-quantized tensor or an accumulator; passes/check_on_grid refuses it among float ops)."""
+quantized tensor or an accumulator; passes/check_on_grid refuses it among float ops). The pad2d
+step of a ``QuantConv2D`` with "same" padding and non-zero ``pad_values`` (``conv2d``) is built
+here too: that value as a code of the quantized input's type."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import keras
+import numpy as np
+
 from ...graph import pad2d_node
+from ...layers import _pad_input
 from ..items import FreezeError, Layer, Step, where
 
 LABEL = "ZeroPadding2D"
@@ -21,11 +27,25 @@ def lower(source: Layer) -> Iterator:
 
 
 def keras_eval(step: Step, x):
-    """The padding as Keras computes it."""
-    return step.layer(x)
+    """The padding as Keras computes it (a convolution's: as the layer pads its quantized input)."""
+    if isinstance(step.layer, keras.layers.ZeroPadding2D):
+        return step.layer(x)
+    return _pad_input(step.layer, x)[0]
 
 
 def node(step: Step, freezing):
     """The pad2d node reading the last node."""
-    padding = tuple(tuple(int(a) for a in pair) for pair in step.layer.padding)
-    return pad2d_node(step.name, freezing.nodes[-1], padding, 0, ",".join(step.sources))
+    layer, src = step.layer, freezing.nodes[-1]
+    if isinstance(layer, keras.layers.ZeroPadding2D):
+        padding = tuple(tuple(int(a) for a in pair) for pair in layer.padding)
+        return pad2d_node(step.name, src, padding, 0, ",".join(step.sources))
+    from .conv2d import same_padding
+
+    pad = float(layer.pad_values)
+    if not src.type.contains(np.array([pad])):
+        raise FreezeError(
+            f"{where(layer)} pads with pad_values={pad}, which is not on the grid of its quantized input "
+            f"{src.type}; pad with a value the input quantizer can produce (e.g. 1.0 or -1.0 after a sign)"
+        )
+    pad_code = int(src.type.codes(np.array([pad]))[0])
+    return pad2d_node(step.name, src, same_padding(layer, src.shape), pad_code, ",".join(step.sources))

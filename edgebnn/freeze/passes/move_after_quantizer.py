@@ -3,10 +3,11 @@ and its quantizer moves after the quantizer.
 
 A reshape commutes with elementwise ops, so the thresholds stay per channel instead of per
 flattened feature; one that mixes channels (``lower.reshape.mixes_channels``) must not meet a
-per-channel float op (BatchNormalization) or a per-channel quantizer after it. A maxpool commutes only when the requantization is monotone
-in the order of the float ops before the pool: the moved pool step keeps how many float ops
-ran before it (``ops_before``) and refers to the quantizer (``moved_from``, which
-passes/fold_float_ops replaces by the requant step) for passes/check_pool_move.
+per-channel float op (BatchNormalization) or a per-channel quantizer after it. A maxpool
+commutes only when the requantization is monotone in the order of the float ops before the
+pool: the moved pool step keeps how many float ops ran before it (``ops_before``) and refers to
+the quantizer (``moved_from``, which passes/fold_float_ops replaces by the requant step) for
+passes/check_pool_move.
 """
 
 from __future__ import annotations

@@ -53,9 +53,8 @@ class OpSpec:
 
 
 # the op modules import OpSpec from here, so they come after it
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
+from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, pad2d, reshape, sumpool2d, threshold
 from . import input as input_op
-from . import pad2d, reshape, sumpool2d
 
 _MODULES = (
     input_op,

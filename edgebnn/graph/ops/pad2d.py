@@ -42,7 +42,9 @@ def pad2d_node(name: str, src: Node, padding=((1, 1), (1, 1)), pad_code: int = 0
     lo, hi = np.minimum(src.lo, pad), np.maximum(src.hi, pad)
     if not any(a for pair in attrs["padding"] for a in pair):
         lo, hi = src.lo.copy(), src.hi.copy()
-    return Node(name, "pad2d", [src.name], padded_shape(src.shape, attrs["padding"]), src.type, {"lo": lo, "hi": hi}, attrs, source)
+    return Node(
+        name, "pad2d", [src.name], padded_shape(src.shape, attrs["padding"]), src.type, {"lo": lo, "hi": hi}, attrs, source
+    )
 
 
 SPEC = OpSpec(
@@ -50,5 +52,8 @@ SPEC = OpSpec(
     n_inputs=1,
     validate=validate,
     execute=execute,
-    attrs={"padding": "[[top, bottom], [left, right]] rows and columns added", "pad_code": "the padding value as a code of the input's type"},
+    attrs={
+        "padding": "[[top, bottom], [left, right]] rows and columns added",
+        "pad_code": "the padding value as a code of the input's type",
+    },
 )

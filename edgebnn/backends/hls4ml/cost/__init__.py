@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, threshold
-from . import pad2d, reshape, sumpool2d
+from . import avgpool2d, cast, conv2d, dense, flatten, maxpool2d, pad2d, reshape, sumpool2d, threshold
 from .row import LayerEstimate
 
 COSTS: dict[str, Callable[..., LayerEstimate]] = {

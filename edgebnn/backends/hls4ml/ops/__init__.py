@@ -26,8 +26,7 @@ from types import ModuleType
 
 from ....errors import EdgebnnError
 from ....graph import Node
-from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, threshold
-from . import pad2d, reshape, sumpool2d
+from . import avgpool2d, cast, conv2d, dense, flatten, input, maxpool2d, pad2d, reshape, sumpool2d, threshold
 
 # graph op -> its lowering module (the order is the one export's refusal lists)
 LOWERINGS: dict[str, ModuleType] = {

@@ -12,7 +12,18 @@ from .common import own_config_names as config_names
 from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "PAD_CLASS", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
+__all__ = [
+    "ELEMENTWISE",
+    "PAD_CLASS",
+    "check",
+    "config_names",
+    "hls_class",
+    "hls_layers",
+    "layer",
+    "precisions",
+    "reuse_factor",
+    "verify",
+]
 
 PAD_CLASS = "EdgebnnPad2D"
 ELEMENTWISE = False

@@ -19,7 +19,18 @@ from ....graph import Node
 from . import conv2d
 from .common import own_config_names as config_names
 
-__all__ = ["ELEMENTWISE", "as_conv", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
+__all__ = [
+    "ELEMENTWISE",
+    "as_conv",
+    "check",
+    "config_names",
+    "hls_class",
+    "hls_layers",
+    "layer",
+    "precisions",
+    "reuse_factor",
+    "verify",
+]
 
 ELEMENTWISE = False
 IDENTITY_TYPE = "int<2>"
