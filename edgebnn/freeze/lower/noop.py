@@ -9,7 +9,10 @@ from collections.abc import Iterator
 
 from ..items import Layer
 
-LABEL = "the inference no-ops (Dropout, SpatialDropout, GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, Identity)"
+LABEL = (
+    "the inference no-ops (Dropout, SpatialDropout, GaussianNoise, GaussianDropout, AlphaDropout, "
+    "ActivityRegularization, Identity)"
+)
 
 
 def lower(source: Layer) -> Iterator:
