@@ -32,7 +32,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
-                    f"quantize before {flats[0].name!r} (Flatten) or normalize before it"
+                    f"quantize before {flats[0].name!r} ({type(flats[0].layer).__name__}) or normalize before it"
                 )
             pending.append(item)
             yield item
