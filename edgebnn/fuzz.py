@@ -259,7 +259,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         ops_done = 0
         float_acc = act is not None or (bias and bias_q is None)  # float ops right after the accumulator
 
-        def maybe_pool(at, pending, pool_at=pool_at, avg_at=avg_at):
+        def maybe_pool(at, pending, pool_at=pool_at, avg_at=avg_at, last=last):
             """The pools at position ``at``; ``pending``: float ops run since the accumulator, where
             an average is refused (made only sometimes, for the refusal)."""
             nonlocal cur
