@@ -274,7 +274,7 @@ def bnn_2d():
             L.GlobalAveragePooling2D(keepdims=True, name="g"),
             QuantActivation("quantized_bits(5, 1)", name="q3"),
             L.GlobalMaxPooling2D(name="gm"),
-            QuantDense(4, input_quantizer="quantized_bits(5, 1)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            QuantDense(4, input_quantizer="quantized_bits(4, 1)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
             L.BatchNormalization(name="bn3"),
             QuantActivation("quantized_bits(6, 2)", name="out"),
         ]
@@ -299,3 +299,12 @@ def test_binary_network_exports_and_simulates_exactly(io_type, tmp_path):
     project.compile()
     report = verify(model, graph, x, project=project)
     assert report.keras_vs_emulator == 0 and report.emulator_vs_csim == 0 and not report.stream_leftovers, report.describe()
+
+
+def test_a_window_sum_float32_cannot_hold_is_recorded():
+    from edgebnn.freeze.passes.float32_exactness import inexact
+
+    for bits, exact in ((20, True), (22, False)):
+        inp = input_node("x", (3, 3, 1), FixedType.from_string(f"fixed<{bits},2>"))
+        nodes = [inp, sumpool2d_node("s", inp, (3, 3))]  # 9 values: sums of up to 9 * 2**(bits - 1) codes
+        assert inexact(nodes) == ([] if exact else ["s"])

@@ -9,8 +9,8 @@ import numpy as np
 
 
 def inexact(nodes: list) -> list[str]:
-    """The dense and conv2d nodes whose accumulators, and the avgpool2d nodes whose window
-    sums, float32 may round."""
+    """The dense and conv2d nodes whose accumulators, and the avgpool2d and sumpool2d nodes whose
+    window sums, float32 may round."""
     return [n.name for n in nodes if n.op in CHECKS and not CHECKS[n.op](n, nodes)]
 
 
@@ -39,9 +39,10 @@ def mean_exact(node, nodes: list) -> bool:
     """Every partial window sum of the avgpool2d node is an integer multiple of its input's grid
     below 2**24 in magnitude (at most the window size times the largest input, which on the
     node's finer grid is its largest code), so float32 sums without rounding and the division
-    by the power-of-two window size is exact."""
+    by the power-of-two window size is exact. For a sumpool2d node the same bound is its largest
+    code on the input's grid: Keras's float32 window sum is then the node's sum in any order."""
     bound = float(np.maximum(np.abs(node.lo), np.abs(node.hi)).max(initial=0.0))
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
 
 
-CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact}
+CHECKS = {"dense": float32_exact, "conv2d": float32_exact, "avgpool2d": mean_exact, "sumpool2d": mean_exact}
