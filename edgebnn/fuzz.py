@@ -259,7 +259,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         ops_done = 0
         float_acc = act is not None or (bias and bias_q is None)  # float ops right after the accumulator
 
-        def maybe_pool(at, pending, pool_at=pool_at, avg_at=avg_at, last=last):
+        def maybe_pool(at, pending, pool_at=pool_at, avg_at=avg_at):
             """The pools at position ``at``; ``pending``: float ops run since the accumulator, where
             an average is refused (made only sometimes, for the refusal)."""
             nonlocal cur
@@ -279,10 +279,10 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
             if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
                 cur = _average_pool(rng, cur, add)
-                if at == 2 and last and text[-1].startswith("AveragePooling2D") and not _power_of_two_window(text[-1]):
+                if at == 2 and text[-1].startswith("AveragePooling2D") and not _power_of_two_window(text[-1]):
                     _quantize_after(rng, cur, add)  # the division needs a quantizer after it
             if len(cur) == 3:
-                cur = _views_2d(rng, cur, add, at, pending, last)
+                cur = _views_2d(rng, cur, add, at, pending)
 
         maybe_pool(0, float_acc)
         if dense_softmax or (last and rng.random() < 0.15 and act is None):
@@ -370,15 +370,15 @@ def _quantize_after(rng, cur, add) -> None:
     add(QuantActivation(q), f"QuantActivation({q!r})")
 
 
-def _views_2d(rng, cur, add, at: int, pending: bool, last: bool) -> tuple:
+def _views_2d(rng, cur, add, at: int, pending: bool) -> tuple:
     """Sometimes add a 2-D view or window layer to an (H, W, C) tensor ``cur`` at position ``at``
     (0: on the accumulator, 1: among the float ops, 2: after the quantizer) and return the new
     shape: a ``GlobalMaxPooling2D`` / ``GlobalAveragePooling2D`` (keepdims or not; an average over
     any number of values), a ``ZeroPadding2D``, or a ``Reshape`` (to one axis, or to three that
     keep, split or merge the channels). A global average or a padding among float ops is
     refused; a Reshape there moves after the quantizer (refused before a per-channel op when it
-    mixes channels); an average of a number of values not a power of two at the end gets a
-    quantizer after it."""
+    mixes channels); an average of a number of values not a power of two after the quantizer gets
+    a quantizer after it."""
     import keras
 
     h, w, c = cur
@@ -389,7 +389,7 @@ def _views_2d(rng, cur, add, at: int, pending: bool, last: bool) -> tuple:
             add(keras.layers.GlobalMaxPooling2D(keepdims=keep), f"GlobalMaxPooling2D(keepdims={keep})")
         else:
             add(keras.layers.GlobalAveragePooling2D(keepdims=keep), f"GlobalAveragePooling2D(keepdims={keep})")
-            if at == 2 and last and (h * w) & (h * w - 1):
+            if at == 2 and (h * w) & (h * w - 1):
                 _quantize_after(rng, (1, 1, c), add)
         return (1, 1, c) if keep else (c,)
     if r < 0.07 and (not pending or rng.random() < 0.2):

@@ -374,3 +374,16 @@ def chain(ops, input_shape=(6, 6, 2), input_type="ufixed<6,0,RND_CONV,SAT>", see
         else:
             raise ValueError(f"unknown op {op!r}")
     return Graph(name, nodes)
+
+
+def keras_edge_inputs(n, seed, shape):
+    """Keras inputs for a model whose input quantizer has the step 1/16: on that grid, exact ties,
+    one float32 ulp around ties, out of range both ways."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-4, 20, size=(n, *shape))
+    tie = ((codes + 0.5) / 16).astype(np.float32)
+    kind = rng.integers(0, 5, size=codes.shape)
+    x = np.where(kind == 0, codes / 16, tie).astype(np.float32)
+    x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
+    x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
+    return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)

@@ -146,33 +146,15 @@ def keras_pooled(where, out_q, strides=1):
 
 
 def keras_inputs(n, seed, shape=(8, 8, 2)):
-    """On the input grid, exact ties, one float32 ulp around ties, out of range both ways."""
-    rng = np.random.default_rng(seed)
-    codes = rng.integers(-4, 20, size=(n, *shape))
-    tie = ((codes + 0.5) / 16).astype(np.float32)
-    kind = rng.integers(0, 5, size=codes.shape)
-    x = np.where(kind == 0, codes / 16, tie).astype(np.float32)
-    x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
-    x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
-    return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)
+    from graphs import keras_edge_inputs
+
+    return keras_edge_inputs(n, seed, shape)
 
 
 def adversarial(model, x, seed):
-    """The BatchNormalizations around the averages adversarial (``bn.adversarial_bn``, channel by
-    channel) on the values the inputs reach there; the last one plain (the inputs' own
-    statistics), so the outputs vary."""
-    import keras
-    from bn import adversarial_bn
+    from bn import adversarial_on_inputs
 
-    rng = np.random.default_rng(seed)
-    for layer in [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]:
-        probe = keras.Model(model.inputs, layer.input)
-        seen = np.asarray(probe.predict(x, verbose=0), np.float64).reshape(-1, layer.gamma.shape[0])
-        if layer.name == "bn2":
-            weights = [np.ones(seen.shape[1]), np.zeros(seen.shape[1]), seen.mean(0), seen.var(0) + 0.1]
-        else:
-            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])], axis=1)
-        layer.set_weights([np.asarray(w, np.float32) for w in weights])
+    adversarial_on_inputs(model, x, seed, plain="bn2")
 
 
 @pytest.mark.parametrize("where", ["after_quantizer", "on_accumulator"])
@@ -298,7 +280,7 @@ def test_verify_end_to_end(io_type, tmp_path):
 def test_fuzzed_models_hold_average_pools_that_freeze():
     from edgebnn import fuzz
 
-    outcomes = [o for seed in (7, 22, 32) for o in fuzz.run(models=2, seed=seed).outcomes]
+    outcomes = [o for seed in (7, 25, 32) for o in fuzz.run(models=2, seed=seed).outcomes]
     assert not [o for o in outcomes if o.status in ("mismatch", "crash")], [o.line() for o in outcomes]
     pooled = [o for o in outcomes if any(line.startswith("AveragePooling2D") for line in o.layers)]
     assert [o.status for o in pooled].count("ok") >= 3, [o.line() for o in pooled]

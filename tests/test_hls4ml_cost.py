@@ -45,7 +45,8 @@ def test_an_op_the_table_lacks_is_named_with_the_ops_it_models():
     node.op = "lstm"  # past the graph's own check, as a graph from a newer edgebnn would be
     message = (
         f"graph node {node.name!r}: estimate does not know op 'lstm' yet; it models dense, conv2d, "
-        "maxpool2d, avgpool2d, flatten, threshold, cast (update edgebnn or estimate a graph without this node)"
+        "maxpool2d, avgpool2d, flatten, threshold, cast, sumpool2d, reshape, pad2d (update edgebnn or estimate a graph "
+        "without this node)"
     )
     with pytest.raises(EstimateError, match=re.escape(message)):
         estimate(g, "pynq-z2")

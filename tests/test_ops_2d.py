@@ -9,7 +9,8 @@ import warnings
 import keras
 import numpy as np
 import pytest
-from test_avgpool2d import IN_Q, adversarial, keras_inputs
+from bn import adversarial_on_inputs
+from graphs import keras_edge_inputs as keras_inputs
 
 from edgebnn.emulate import emulate
 from edgebnn.errors import EdgebnnError
@@ -19,6 +20,7 @@ from edgebnn.graph import Graph, GraphError, input_node, pad2d_node, reshape_nod
 from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
 
 L = keras.layers
+IN_Q = "quantized_bits(4, 0, keep_negative=False)"
 T = FixedType.from_string("fixed<5,2,RND_CONV,SAT>")
 
 
@@ -78,7 +80,7 @@ def model_of(*layers, shape=(7, 7, 2), first=None):
 
 def check_exact(model, x, seed=0):
     """Freeze with adversarial BatchNormalizations; Keras (batch 1 and 32, and node by node) = emulator."""
-    adversarial(model, x, seed)
+    adversarial_on_inputs(model, x, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # exact: no float32 or layout caveat
         graph = freeze(model)
