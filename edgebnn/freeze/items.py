@@ -79,7 +79,8 @@ class Step:
     """One node of the graph and how Keras computes the same values."""
 
     name: str
-    # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "flatten" | "requant" (thresholds) | "cast"
+    # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "sumpool2d" | "pad2d" | "flatten" | "reshape"
+    # | "requant" (thresholds) | "cast"
     kind: str
     layer: Any
     quantizer: Any = None
