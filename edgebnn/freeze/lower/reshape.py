@@ -1,8 +1,8 @@
 """``Flatten`` and ``Reshape`` (channels_last): views of the channels-last row-major data.
 
-A ``Flatten`` of an (H, W, C) tensor, or a ``Reshape`` of one to one axis, becomes a flatten
-node; a ``Reshape`` to two or three axes a reshape node; a flatten of a flat tensor, or a reshape
-to the shape it has, is nothing.
+A ``Flatten`` of an (H, W, C) tensor, or a ``Reshape`` to one axis, becomes a flatten node; a
+``Reshape`` to two or three axes a reshape node; a flatten of a flat tensor, or a reshape to the
+shape it has, is nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def lower(source: Layer) -> Iterator:
         raise FreezeError(f"{where(layer)} reshapes to {out}; only shapes of one to three axes (H, W, C) can be frozen")
     if out == inp:
         return
-    kind = KIND if len(out) == 1 and len(inp) == 3 else RESHAPE
+    kind = KIND if len(out) == 1 else RESHAPE
     yield Step(layer.name, kind, layer, sources=[layer.name])
 
 

@@ -29,9 +29,12 @@ def hls_class(node: Node) -> str:
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
-    """In io_stream refuse packets that do not divide each other and the reshape of a flatten."""
+    """In io_stream refuse a reshape to one axis (a flatten node's job), the reshape of a flatten
+    and packets that do not divide each other."""
     if io_type != "io_stream":
         return
+    if len(node.shape) == 1:
+        raise EdgebnnError(f"{where} reshapes to one axis, which hls4ml's io_stream runs as a flatten; use a flatten node")
     if src.op == "flatten":
         raise EdgebnnError(
             f"{where} reshapes the flattened tensor of {src.name!r}, which hls4ml's io_stream holds as pixel packets "
