@@ -214,6 +214,11 @@ def test_refusals_name_the_layer_and_the_fix():
         "of their quantizer; pad after the quantizer (e.g. a QuantActivation) or directly on the accumulator, before "
         "the float ops"
     )
+    assert refusal(L.ZeroPadding2D(1, name="z"), q(), first=conv(use_bias=True)) == (
+        "layer 'z' (ZeroPadding2D) pads the real-valued outputs of c.bias, which the graph holds only as the "
+        "thresholds of their quantizer; pad after the quantizer (e.g. a QuantActivation) or directly on the "
+        "accumulator (with a quantized bias or none), before the float ops"
+    )
     biased = conv(use_bias=True)
     assert refusal(L.Reshape((21, 7), name="r"), L.BatchNormalization(name="bn"), q(), first=biased) == (
         "layer 'bn' (BatchNormalization) normalizes the flattened real-valued outputs of c; quantize before 'r' "

@@ -69,6 +69,11 @@ def mixes_channels(step: Step) -> bool:
     return inp[-1] != out[-1]
 
 
+def label(step: Step) -> str:
+    """How an error names the layer of a flatten or reshape step: Flatten or Reshape."""
+    return "Reshape" if isinstance(step.layer, keras.layers.Reshape) or step.kind == RESHAPE else "Flatten"
+
+
 def keras_eval(step: Step, x):
     """The reshape as Keras computes it."""
     return ops.reshape(x, (ops.shape(x)[0], -1))

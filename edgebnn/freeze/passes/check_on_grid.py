@@ -28,10 +28,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         elif isinstance(item, Step) and item.kind in ("dense", "conv2d"):
             accumulator = item
         elif isinstance(item, Step) and item.kind == "pad2d" and pending:
+            bias = " (with a quantized bias or none)" if any(op.bias for op in pending) else ""
             raise FreezeError(
                 f"{where(item.layer)} pads the real-valued outputs of {', '.join(op.label for op in pending)}, which the "
                 "graph holds only as the thresholds of their quantizer; pad after the quantizer (e.g. a QuantActivation) "
-                "or directly on the accumulator, before the float ops"
+                f"or directly on the accumulator{bias}, before the float ops"
             )
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""

@@ -32,7 +32,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             if flats and item.per_channel:
                 raise FreezeError(
                     f"{where(item.layer)} normalizes the flattened real-valued outputs of {_names(pending)}; "
-                    f"quantize before {flats[0].name!r} ({type(flats[0].layer).__name__}) or normalize before it"
+                    f"quantize before {flats[0].name!r} ({reshape.label(flats[0])}) or normalize before it"
                 )
             pending.append(item)
             yield item
@@ -46,8 +46,8 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 raise FreezeError(
                     f"{where(item.layer)}: its {item.which} {item.quantizer!r} treats the features of the flattened "
                     f"tensor differently, but the real-valued outputs of {_names(pending)} before "
-                    f"{flats[0].name!r} ({type(flats[0].layer).__name__}) can only be requantized per channel; quantize "
-                    f"before the {type(flats[0].layer).__name__} (e.g. a QuantActivation) or use one quantizer for all features"
+                    f"{flats[0].name!r} ({reshape.label(flats[0])}) can only be requantized per channel; quantize "
+                    f"before the {reshape.label(flats[0])} (e.g. a QuantActivation) or use one quantizer for all features"
                 )
             yield item
             for moved in deferred:
