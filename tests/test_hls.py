@@ -306,7 +306,7 @@ def test_unsupported_nodes(small, tmp_path):
     with pytest.raises(
         EdgebnnError,
         match=r"'dense0' \(pool2d\).*supports input, dense, conv2d, maxpool2d, avgpool2d, "
-        r"flatten, threshold, cast nodes",
+        r"flatten, threshold, cast, sumpool2d, reshape, pad2d nodes",
     ):
         hls.export(graph, tmp_path / "p")
 

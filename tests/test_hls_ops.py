@@ -41,7 +41,7 @@ def test_unknown_op_is_refused_with_one_sentence_and_nothing_written(tmp_path):
     graph.nodes[2].op = "lstm"
     want = (
         f"graph node {graph.nodes[2].name!r} (lstm) cannot be exported to hls4ml; "
-        "export supports input, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast nodes"
+        "export supports input, dense, conv2d, maxpool2d, avgpool2d, flatten, threshold, cast, sumpool2d, reshape, pad2d nodes"
     )
     with pytest.raises(EdgebnnError) as err:
         lowering(graph.nodes[2])
