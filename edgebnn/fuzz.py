@@ -10,13 +10,13 @@ cancel after float32 rounding), elementwise activations (as layers and as the la
 ``activation``), every activation, input and kernel quantizer and rounding/overflow mode freeze
 accepts (and the forms it cannot deploy yet, which must be refused in one sentence: ternary,
 power-of-two, XNOR and DoReFa kernels, dilation, "same" pooling, an average between a
-BatchNormalization and its quantizer), a trailing softmax frozen
-with ``strip_softmax=True``, Sequential and functional models, with Keras compiled with or
-without XLA. The 2-D views and windows come too: global max and average pools (keepdims or not),
-averages over 3, 6 or 9 values (a quantizer after them), ``ZeroPadding2D``, ``Reshape`` and the
-inference no-ops (``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``, ``SpatialDropout2D``,
-``ActivityRegularization``, ``Identity``). Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
-ties and far out of range.
+BatchNormalization and its quantizer), a trailing softmax frozen with ``strip_softmax=True``,
+Sequential and functional models, with Keras compiled with or without XLA. The 2-D views and
+windows come too: global max and average pools (keepdims or not), averages over 3, 6 or 9 values
+(a quantizer after them), ``ZeroPadding2D``, ``Reshape`` and the inference no-ops
+(``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``, ``SpatialDropout2D``,
+``ActivityRegularization``, ``Identity``). Inputs sit on grid points, between them, exactly on
+ties, one float32 ulp around ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
