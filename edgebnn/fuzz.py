@@ -1,33 +1,30 @@
 """Random models through the public API, checked Keras = emulator = C-simulation, bit for bit.
 
 Hand-picked examples miss what users build; this generator builds what they might: chains of
-``QuantDense`` / ``QuantConv2D`` (valid or same padding, strides, ``pad_values``, 1x1 kernels),
-``MaxPooling2D``, ``AveragePooling2D`` (windows of a power of two of values, strides equal to
-them or overlapping, after a quantizer or directly on an accumulator), ``Flatten``, ``Dropout``,
-float or quantized biases, ``BatchNormalization`` with adversarial statistics (means exactly on
-accumulator values the inputs reach, gamma of both signs and zero, tiny variance, betas that
-cancel after float32 rounding), elementwise activations (as layers and as the layers' own
-``activation``), every activation, input and kernel quantizer and rounding/overflow mode freeze
-accepts (and the forms it cannot deploy yet, which must be refused in one sentence: ternary,
-power-of-two, XNOR and DoReFa kernels, "same" pooling, average windows of 3 or 9
-values, an average between a BatchNormalization and its quantizer), a trailing softmax frozen
-with ``strip_softmax=True``, Sequential and functional models, with Keras compiled with or
-without XLA. Inputs sit on grid points, between them, exactly on ties, one float32 ulp around
-ties and far out of range. A ``QuantConv2D`` is sometimes a ``QuantDepthwiseConv2D`` (depth
-multipliers 1 to 3) or a ``QuantSeparableConv2D`` instead, and any of them dilated (with strides
-too where Keras allows it: the depthwise layers). Some models end with a ``BatchNormalization``
-(and maybe a softmax), most of them with power-of-two-friendly statistics: an exact affine head,
-or a one-sentence refusal. A quarter of the seeds build branching functional models instead:
-Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
-``Concatenate`` of branches (a fan-out after a quantizer), sums of accumulators, and the merges
-freeze refuses.
-accepts (and the forms it cannot deploy, which must be refused in one sentence: dilation,
-"same" pooling, average windows of 3 or 9 values, an average between a BatchNormalization and
-its quantizer), a trailing softmax frozen with ``strip_softmax=True``, Sequential and functional
-models, with Keras compiled with or without XLA. Scaled kernels (XNOR, magnitude-aware sign,
-QKeras alphas, DoReFa weights) and the catalogue's other activation forms (DoReFa k-bit,
-quantized_relu with a negative slope or an upper bound, power-of-two) are drawn too. Inputs sit
-on grid points, between them, exactly on ties, one float32 ulp around ties and far out of range.
+``QuantDense`` / ``QuantConv2D`` (valid or same padding, strides, ``pad_values``, 1x1 kernels,
+dilation), ``QuantDepthwiseConv2D`` (depth multipliers 1 to 3) and ``QuantSeparableConv2D``,
+``MaxPooling2D``, ``AveragePooling2D`` (windows of any number of values, strides equal to them or
+overlapping, after a quantizer or directly on an accumulator), global max and average pools
+(keepdims or not), ``ZeroPadding2D``, ``Flatten``, ``Reshape``, the inference no-ops
+(``Dropout``, ``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``, ``SpatialDropout2D``,
+``ActivityRegularization``, ``Identity``), float or quantized biases, ``BatchNormalization`` with
+adversarial statistics (means exactly on accumulator values the inputs reach, gamma of both
+signs and zero, tiny variance, betas that cancel after float32 rounding), elementwise
+activations (as layers and as the layers' own ``activation``), every activation, input and
+kernel quantizer and rounding/overflow mode of the catalogue (scaled kernels: XNOR,
+magnitude-aware sign, QKeras alphas, DoReFa weights; DoReFa k-bit activations, quantized_relu
+with a negative slope or an upper bound, power-of-two forms), a trailing softmax frozen with
+``strip_softmax=True``, Sequential and functional models, with Keras compiled with or without
+XLA. A third of the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal
+padding, the 1-D pools and ``ZeroPadding1D``), and a quarter of the rest branching functional
+models (Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
+``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators). Some models end
+with a ``BatchNormalization`` (and maybe a softmax), mostly with power-of-two-friendly
+statistics: an exact affine head. The forms freeze cannot deploy are drawn too and must be
+refused in one sentence ("same" average pools, an average or a padding between a
+BatchNormalization and its quantizer, a real-valued tensor that branches, a non-power-of-two
+scale that ends the model). Inputs sit on grid points, between them, exactly on ties, one
+float32 ulp around ties and far out of range.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
@@ -332,6 +329,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             """The pools at position ``at``; ``pending``: float ops run since the accumulator, where
             an average is refused (made only sometimes, for the refusal)."""
             nonlocal cur
+            if len(cur) != 3:  # a global pool or a Reshape made it flat
+                return
             if pool_at == at and min(cur[:2]) >= 2:  # (an average before it may have shrunk the tensor)
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
@@ -346,6 +345,10 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
             if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
                 cur = _average_pool(rng, cur, add)
+                if at == 2 and text[-1].startswith("AveragePooling2D") and not _power_of_two_window(text[-1]):
+                    _quantize_after(rng, cur, add)  # the division needs a quantizer after it
+            if len(cur) == 3:
+                cur = _views_2d(rng, cur, add, at, pending)
 
         maybe_pool(0, float_acc)
         if dense_softmax or (last and rng.random() < 0.15 and act is None):
@@ -368,6 +371,8 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             add(keras.layers.Activation(a), f"Activation({a!r})")
         if rng.random() < 0.1:
             add(keras.layers.Dropout(0.5), "Dropout(0.5)")
+        if rng.random() < 0.1:
+            _inference_noop(rng, cur, add)
         q = _activation_quantizer(rng, cur[-1])
         if last or rng.random() < 0.5:
             add(QuantActivation(q), f"QuantActivation({q!r})")
@@ -648,14 +653,15 @@ def _refused_block(rng, h, spatial: bool, text: list[str]):
 def _average_pool(rng, cur, add) -> tuple:
     """Add an ``AveragePooling2D`` to an (H, W, C) tensor ``cur`` and return its output shape:
     mostly a window of a power of two of values (2x2 most often) at strides equal to it or
-    overlapping; sometimes a form freeze refuses (a 3-value window, padding="same")."""
+    overlapping; often one of 3, 6 or 9 values (a sum, its division folded into the next
+    quantizer); sometimes a form freeze refuses (padding="same")."""
     import keras
 
     h, w = cur[0], cur[1]
     r = rng.random()
     padding = "valid"
-    if r < 0.05 and max(h, w) >= 3:  # divides by 3 or 9: refused
-        p = (3 if h >= 3 else 1, 3 if w >= 3 else 1)
+    if r < 0.4 and max(h, w) >= 3:  # divides by 3, 6 or 9: a sum and its division into the next quantizer
+        p = (3 if h >= 3 else int(rng.integers(1, h + 1)), 3 if w >= 3 else int(rng.integers(1, w + 1)))
     else:
         fits = [q for q in ((2, 1), (1, 2), (1, 1), (4, 4), (2, 4), (4, 2), (4, 1)) if q[0] <= h and q[1] <= w]
         p = (2, 2) if rng.random() < 0.55 or not fits else fits[rng.integers(len(fits))]
@@ -812,6 +818,71 @@ def _pool_1d(rng, cur, add, pending: bool) -> tuple:
     add(cls(p, strides=s, padding=padding), f"{cls.__name__}({p}, strides={s}, padding={padding!r})")
     # "same" pads to a larger output: the "valid" shape keeps the next kernels within it (it is refused)
     return ((length - p) // s + 1, c)
+
+
+def _power_of_two_window(line: str) -> bool:
+    """The ``AveragePooling2D((ph, pw), ...)`` line's window holds a power of two of values."""
+    ph, pw = (int(d) for d in line.split("(", 2)[2].split(")")[0].split(","))
+    return (ph * pw) & (ph * pw - 1) == 0
+
+
+def _quantize_after(rng, cur, add) -> None:
+    """End a real-valued tensor (a division by a window size) with a random QuantActivation."""
+    from .layers import QuantActivation
+
+    q = _activation_quantizer(rng, cur[-1])
+    add(QuantActivation(q), f"QuantActivation({q!r})")
+
+
+def _views_2d(rng, cur, add, at: int, pending: bool) -> tuple:
+    """Sometimes add a 2-D view or window layer to an (H, W, C) tensor ``cur`` at position ``at``
+    (0: on the accumulator, 1: among the float ops, 2: after the quantizer) and return the new
+    shape: a ``GlobalMaxPooling2D`` / ``GlobalAveragePooling2D`` (keepdims or not; an average over
+    any number of values), a ``ZeroPadding2D``, or a ``Reshape`` (to one axis, or to three that
+    keep, split or merge the channels). A global average or a padding among float ops is
+    refused; a Reshape there moves after the quantizer (refused before a per-channel op when it
+    mixes channels); an average of a number of values not a power of two after the quantizer gets
+    a quantizer after it."""
+    import keras
+
+    h, w, c = cur
+    r = rng.random()
+    if r < 0.04 and (not pending or rng.random() < 0.3):
+        keep = bool(rng.integers(2))
+        if rng.random() < 0.5:
+            add(keras.layers.GlobalMaxPooling2D(keepdims=keep), f"GlobalMaxPooling2D(keepdims={keep})")
+        else:
+            add(keras.layers.GlobalAveragePooling2D(keepdims=keep), f"GlobalAveragePooling2D(keepdims={keep})")
+            if at == 2 and (h * w) & (h * w - 1):
+                _quantize_after(rng, (1, 1, c), add)
+        return (1, 1, c) if keep else (c,)
+    if r < 0.07 and (not pending or rng.random() < 0.2):
+        pad = tuple((int(rng.integers(0, 2)), int(rng.integers(0, 3))) for _ in range(2))
+        add(keras.layers.ZeroPadding2D(pad), f"ZeroPadding2D({pad})")
+        return (h + sum(pad[0]), w + sum(pad[1]), c)
+    if r < 0.1:
+        shapes = [(h * w * c,), (w, h, c), (h * w, 1, c), (h, w * c, 1)] + ([(h, w * c // 2, 2)] if c % 2 == 0 else [])
+        shape = shapes[int(rng.integers(len(shapes)))]
+        add(keras.layers.Reshape(shape), f"Reshape({shape})")
+        return shape
+    return cur
+
+
+def _inference_noop(rng, cur, add) -> None:
+    """Add a layer that is the identity at inference (freeze drops it)."""
+    import keras
+
+    choices = [
+        (keras.layers.GaussianNoise(0.5), "GaussianNoise(0.5)"),
+        (keras.layers.GaussianDropout(0.3), "GaussianDropout(0.3)"),
+        (keras.layers.AlphaDropout(0.3), "AlphaDropout(0.3)"),
+        (keras.layers.ActivityRegularization(0.01, 0.01), "ActivityRegularization(0.01, 0.01)"),
+        (keras.layers.Identity(), "Identity()"),
+    ]
+    if len(cur) == 3:
+        choices.append((keras.layers.SpatialDropout2D(0.3), "SpatialDropout2D(0.3)"))
+    layer, line = choices[int(rng.integers(len(choices)))]
+    add(layer, line)
 
 
 @contextlib.contextmanager

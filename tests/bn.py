@@ -38,3 +38,20 @@ def set_adversarial_bn(model, rng, acc_values):
     ``acc_values(layer)`` are the accumulator values that reach that layer."""
     for layer in batch_norms(model):
         layer.set_weights(adversarial_bn(layer.gamma.shape[0], rng, acc_values(layer)))
+
+
+def adversarial_on_inputs(model, x, seed, plain=None):
+    """Every BatchNormalization of ``model`` adversarial (:func:`adversarial_bn`, channel by
+    channel) on the values the inputs ``x`` reach there; the one named ``plain`` gets the inputs'
+    own statistics instead, so the outputs vary."""
+    import keras
+
+    rng = np.random.default_rng(seed)
+    for layer in batch_norms(model):
+        probe = keras.Model(model.inputs, layer.input)
+        seen = np.asarray(probe.predict(x, verbose=0), np.float64).reshape(-1, layer.gamma.shape[0])
+        if layer.name == plain:
+            weights = [np.ones(seen.shape[1]), np.zeros(seen.shape[1]), seen.mean(0), seen.var(0) + 0.1]
+        else:
+            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])], axis=1)
+        layer.set_weights([np.asarray(w, np.float32) for w in weights])

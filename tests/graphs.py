@@ -195,6 +195,39 @@ def dag_graph() -> Graph:
 
 # every graph op sits in one of these example graphs (tests/test_conformance.py walks them all,
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
+def ops_2d_graph() -> Graph:
+    """The 2-D view and window ops: input -> pad2d (a non-zero code) -> sumpool2d (3x3 windows,
+    stride 2) -> threshold -> reshape (3, 3, 2) -> (3, 6, 1) -> conv2d -> sumpool2d over the
+    whole (2, 5) window (a global average's sum) -> threshold -> flatten -> dense."""
+    from edgebnn.emulate import emulate
+    from edgebnn.graph import conv2d_node, flatten_node, pad2d_node, reshape_node, sumpool2d_node
+
+    rng = np.random.default_rng(3)
+    it = FixedType.from_string("fixed<6,2,RND_CONV,SAT>")
+    x = rng.uniform(it.min, it.max, size=(256, 5, 6, 2))
+    nodes = [input_node("in", (5, 6, 2), it)]
+
+    def add_threshold(name, out_type, k=3):
+        src = nodes[-1]
+        c = src.shape[-1]
+        codes = src.type.codes(emulate(Graph("partial", list(nodes)), x, return_all=True)[src.name]).reshape(-1, c)
+        t = np.quantile(codes, np.linspace(0, 1, k + 2)[1:-1], axis=0, method="nearest").T.astype(np.int64)
+        levels = np.round(np.linspace(out_type.min_code, out_type.max_code, k + 1)).astype(np.int64)
+        nodes.append(threshold_node(name, src, t, np.tile(levels, (c, 1)), out_type))
+
+    nodes.append(pad2d_node("pad", nodes[-1], ((1, 1), (0, 1)), pad_code=-5))
+    nodes.append(sumpool2d_node("sum", nodes[-1], (3, 3), (2, 2)))
+    add_threshold("q0", FixedType.from_string("fixed<3,1>"))
+    nodes.append(reshape_node("view", nodes[-1], (3, 6, 1)))
+    wt = FixedType.from_string("fixed<3,3>")
+    nodes.append(conv2d_node("conv", nodes[-1], rng.integers(-3, 4, (2, 2, 1, 3)), wt))
+    nodes.append(sumpool2d_node("gsum", nodes[-1], tuple(nodes[-1].shape[:2])))
+    add_threshold("q1", FixedType.from_string("ufixed<2,2>"))
+    nodes.append(flatten_node("flat", nodes[-1]))
+    nodes.append(dense_node("dense", nodes[-1], rng.integers(-3, 4, (3, 4)), wt))
+    return Graph("ops_2d", nodes)
+
+
 OP_GRAPHS = {
     "every_op": every_op_graph,
     "depthwise": depthwise_graph,
@@ -202,6 +235,7 @@ OP_GRAPHS = {
     "affine": affine_graph,
     "ops_1d": ops_1d_graph,
     "dag": dag_graph,
+    "ops_2d": ops_2d_graph,
 }
 
 
@@ -482,3 +516,16 @@ def fuzz_cases(holds, n: int, start: int = 0, limit: int = 300) -> list:
             if len(cases) == n:
                 return cases
     raise AssertionError(f"fewer than {n} of {limit} fuzzer models from seed {start} hold what the test needs")
+
+
+def keras_edge_inputs(n, seed, shape):
+    """Keras inputs for a model whose input quantizer has the step 1/16: on that grid, exact ties,
+    one float32 ulp around ties, out of range both ways."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-4, 20, size=(n, *shape))
+    tie = ((codes + 0.5) / 16).astype(np.float32)
+    kind = rng.integers(0, 5, size=codes.shape)
+    x = np.where(kind == 0, codes / 16, tie).astype(np.float32)
+    x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
+    x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
+    return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)

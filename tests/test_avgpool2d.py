@@ -147,33 +147,15 @@ def keras_pooled(where, out_q, strides=1):
 
 
 def keras_inputs(n, seed, shape=(8, 8, 2)):
-    """On the input grid, exact ties, one float32 ulp around ties, out of range both ways."""
-    rng = np.random.default_rng(seed)
-    codes = rng.integers(-4, 20, size=(n, *shape))
-    tie = ((codes + 0.5) / 16).astype(np.float32)
-    kind = rng.integers(0, 5, size=codes.shape)
-    x = np.where(kind == 0, codes / 16, tie).astype(np.float32)
-    x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
-    x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
-    return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)
+    from graphs import keras_edge_inputs
+
+    return keras_edge_inputs(n, seed, shape)
 
 
 def adversarial(model, x, seed):
-    """The BatchNormalizations around the averages adversarial (``bn.adversarial_bn``, channel by
-    channel) on the values the inputs reach there; the last one plain (the inputs' own
-    statistics), so the outputs vary."""
-    import keras
-    from bn import adversarial_bn
+    from bn import adversarial_on_inputs
 
-    rng = np.random.default_rng(seed)
-    for layer in [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]:
-        probe = keras.Model(model.inputs, layer.input)
-        seen = np.asarray(probe.predict(x, verbose=0), np.float64).reshape(-1, layer.gamma.shape[0])
-        if layer.name == "bn2":
-            weights = [np.ones(seen.shape[1]), np.zeros(seen.shape[1]), seen.mean(0), seen.var(0) + 0.1]
-        else:
-            weights = np.concatenate([adversarial_bn(1, rng, np.unique(seen[:, c])) for c in range(seen.shape[1])], axis=1)
-        layer.set_weights([np.asarray(w, np.float32) for w in weights])
+    adversarial_on_inputs(model, x, seed, plain="bn2")
 
 
 @pytest.mark.parametrize("where", ["after_quantizer", "on_accumulator"])
@@ -240,9 +222,13 @@ def test_refusals_name_the_layer_and_the_fix():
     def conv(cls, **kw):
         return cls(2, 3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c", **({"use_bias": False} | kw))
 
-    assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap")]) == (
-        "layer 'ap' (AveragePooling2D) averages 3x3 windows: a 3x3 window divides by 9, which no fixed-point type "
-        "holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D"
+    # a 3x3 window is a sum and a division that the next quantizer absorbs: an average of it is among float ops
+    assert refused(
+        lambda c: [conv(c), keras.layers.AveragePooling2D(3, name="ap"), keras.layers.AveragePooling2D(1, name="a2")]
+    ) == (
+        "layer 'a2' (AveragePooling2D) averages the real-valued outputs of ap (division by 9), whose float32 mean "
+        "cannot be moved past them exactly; pool after the activation (after the QuantActivation that quantizes "
+        "them) or directly on the accumulator of 'c', before the normalization"
     )
     assert refused(lambda c: [conv(c), keras.layers.AveragePooling2D(2, padding="same", name="ap")]) == (
         "layer 'ap' (AveragePooling2D) has padding='same'; only padding='valid' can be frozen: Keras divides its "

@@ -75,10 +75,22 @@ def test_bnn_cnn_keras_equals_emulator(seed, pad1, pad2):
     model = bnn_cnn(pad1, pad2)
     set_adversarial_bn(model, rng, bnn_cnn_acc)
     graph = freeze(model)
-    assert [n.op for n in graph.nodes] == ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten", "dense", "threshold"]
-    assert graph["c1"].attrs["padding"] == [[1, 1], [1, 1]]
-    assert graph["c1"].attrs["pad_code"] == int(graph.input.type.codes(pad1))
-    assert graph["c2"].attrs["pad_code"] == int(pad2)  # ste_sign codes are the values
+    # a non-zero pad_values is a pad2d node before a conv2d without padding (hls4ml pads zeros only)
+    pads = {name: pad for name, pad in (("c1", pad1), ("c2", pad2)) if pad}
+    ops = ["input", "conv2d", "threshold", "conv2d", "threshold", "flatten", "dense", "threshold"]
+    assert [n.name for n in graph.nodes if n.op == "pad2d"] == [f"{name}_pad" for name in pads]
+    assert [n.op for n in graph.nodes if n.op != "pad2d"] == ops
+    for name in ("c1", "c2"):
+        conv = graph[name]
+        if name in pads:
+            pad = graph[f"{name}_pad"]
+            assert conv.inputs == [pad.name] and conv.attrs["padding"] == [[0, 0], [0, 0]]
+            assert pad.attrs["padding"] == [[1, 1], [1, 1]]
+            assert pad.attrs["pad_code"] == int(graph[pad.inputs[0]].type.codes(np.array([pads[name]]))[0])
+        else:
+            assert conv.attrs["padding"] == [[1, 1], [1, 1]] and conv.attrs["pad_code"] == 0
+    if "c2" in pads:
+        assert graph["c2_pad"].attrs["pad_code"] == int(pad2)  # ste_sign codes are the values
     assert graph["c2_input"].params["thresholds"].shape[0] == 4  # per channel, not per pixel
     assert graph["d_input"].shape == (8, 8, 6) and graph["flat"].shape == (384,)
     assert graph.meta["keras_float32_exact"]
@@ -209,7 +221,7 @@ def test_strided_bnn_cnn_under_jit():
     model.compile(jit_compile=True)
     graph = freeze(model)
     assert graph["c2"].shape == (4, 4, 6) and graph["c2"].attrs["strides"] == [2, 2]
-    assert graph["c2"].attrs["padding"] == [[0, 1], [0, 1]]  # TensorFlow's "same" split for stride 2
+    assert graph["c2_pad"].attrs["padding"] == [[0, 1], [0, 1]]  # TensorFlow's "same" split for stride 2
     report = verify(model, graph, inputs(300, rng))
     assert report.keras_vs_emulator == 0, report.describe()
 

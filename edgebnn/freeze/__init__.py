@@ -20,6 +20,16 @@ rewrite those into steps and the steps into nodes:
 * a ``dilation_rate`` (``QuantConv2D`` and the depthwise layers; with strides where Keras allows
   them) becomes the dilated kernel, zero weights between the taps: the node holds what the
   hardware multiplies;
+  TensorFlow's "same" split, strides); "same" padding with a non-zero ``pad_values`` is a pad2d
+  node of that value (a code of the quantized input's type) before a conv2d node without
+  padding, as the layer computes it (hls4ml's convolutions pad zeros only);
+* a ``ZeroPadding2D`` becomes a pad2d node of the code 0; it must read a tensor on a grid (a
+  quantized one or an accumulator), among float ops it is refused;
+* a ``Reshape`` becomes a flatten node (to one axis) or a reshape node (two or three axes), a
+  view of the channels-last row-major codes; among float ops it moves after the quantizer like
+  a Flatten (refused before a per-channel op or quantizer when it mixes channels);
+* the inference no-ops (``Dropout``, ``SpatialDropout1D/2D/3D``, ``GaussianNoise``,
+  ``GaussianDropout``, ``AlphaDropout``, ``ActivityRegularization``, ``Identity``) are dropped;
 * a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
   quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
   thresholds stay per channel instead of per flattened feature;
@@ -69,6 +79,16 @@ rewrite those into steps and the steps into nodes:
   after the accumulator (a quantized bias follows it), folded into the next thresholds. A
   DoReFa ``QuantActivation`` is deployed as its codes with its scale a float op for the next
   quantizer. A non-power-of-two scale that ends the model is refused (add a quantizer after it);
+  AveragePooling2D -> quantizer) it is refused, never moved. A window of any other number of
+  values ``N`` (3x3, 3x1, ...) becomes a sumpool2d node (the exact integer sum of the ``N``
+  codes) and the division as a float op, folded with what follows into the next
+  requantization's threshold node; its thresholds replay Keras's own pooling layer on windows
+  holding each possible sum, which is Keras on every window with that sum (the float32 sum of
+  on-grid values below 2**24 steps is exact in any order). Without a quantizer after it the
+  model is refused (real-valued outputs); "same" padding stays refused;
+* a ``GlobalMaxPooling2D`` / ``GlobalAveragePooling2D`` is the matching pool over the whole
+  (H, W) window (maxpool2d; avgpool2d, or sumpool2d and its division), then with
+  ``keepdims=False`` a flatten node of the one position (which keeps the channels);
 * the float operations after an accumulator (a float bias, ``BatchNormalization``, an
   elementwise activation) together with the quantizer that ends them (a ``QuantActivation``
   or the next layer's ``input_quantizer``) become one threshold node (a cast node when the

@@ -86,9 +86,9 @@ class Step:
     """One node of the graph and how Keras computes the same values."""
 
     name: str
-    # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "flatten" | "requant" (thresholds) | "cast"
-    # | "affine" (float ops that end the model)
-    # | "add" | "concatenate"
+    # "input" | "dense" | "conv2d" | "maxpool2d" | "avgpool2d" | "sumpool2d" | "pad2d" | "flatten" | "reshape"
+    # | "requant" (thresholds) | "cast" | "affine" (float ops that end the model) | "add" | "concatenate"
+    # | the kinds of the other layer families (their handlers' KIND)
     kind: str
     layer: Any
     quantizer: Any = None

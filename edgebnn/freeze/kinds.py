@@ -1,5 +1,6 @@
 """What each step kind is: how Keras computes it (``Step.keras_eval``) and how it becomes a
-node. The kinds of the layer families come from their handler modules (``KIND``); the input
+node. The kinds of the layer families come from their handler modules (``KIND``, and
+``EXTRA_KINDS`` for a family with more than one); the input
 and the requantizations are made by passes."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Kind(NamedTuple):
 KINDS = {
     "input": Kind(inputs.keras_eval, inputs.node),
     **{m.KIND: Kind(m.keras_eval, m.node) for m in HANDLERS.values() if hasattr(m, "KIND")},
+    **{kind: Kind(*fns) for m in HANDLERS.values() for kind, fns in getattr(m, "EXTRA_KINDS", {}).items()},
     "requant": Kind(replay.run_ops, thresholds.node),
     "cast": Kind(replay.run_ops, cast_or_threshold.node),
     "affine": Kind(lambda step, x: replay.run_ops(step, x, quantize=False), affine.node),

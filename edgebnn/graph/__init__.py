@@ -36,6 +36,9 @@ from .ops.flatten import flatten_node
 from .ops.input import input_node
 from .ops.maxpool1d import maxpool1d_node
 from .ops.maxpool2d import maxpool2d_node
+from .ops.pad2d import pad2d_node
+from .ops.reshape import reshape_node
+from .ops.sumpool2d import sumpool2d_node
 from .ops.threshold import threshold_node
 from .ops.zeropad1d import zeropad1d_node
 
@@ -62,7 +65,10 @@ __all__ = [
     "input_node",
     "maxpool1d_node",
     "maxpool2d_node",
+    "pad2d_node",
+    "reshape_node",
     "spec",
+    "sumpool2d_node",
     "threshold_node",
     "zeropad1d_node",
 ]

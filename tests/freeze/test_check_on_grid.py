@@ -38,3 +38,18 @@ def test_1d_average_pools_and_zero_paddings_follow_the_same_rule():
         "pad after the activation (after the QuantActivation that quantizes them) or directly on the accumulator of "
         "'c', before the normalization"
     )
+
+
+def test_a_window_sum_and_a_padding_read_a_grid_too():
+    items = [step("conv2d", "c"), step("pad2d", "z"), step("sumpool2d", "s"), op("s (division by 9)"), quantize()]
+    out, _ = run(check_on_grid.run, items)
+    assert out == items
+    with pytest.raises(FreezeError, match=r"layer 's' \(Layer\) averages the real-valued outputs of bn,"):
+        run(check_on_grid.run, [step("conv2d", "c"), op("bn"), step("sumpool2d", "s"), quantize()])
+    with pytest.raises(
+        FreezeError,
+        match=r"layer 'z' \(Layer\) pads the real-valued outputs of bn, which the graph holds only as the "
+        r"thresholds of their quantizer; pad after the quantizer \(e.g. a QuantActivation\) or directly on the "
+        r"accumulator, before the float ops",
+    ):
+        run(check_on_grid.run, [step("conv2d", "c"), op("bn"), step("pad2d", "z"), quantize()])

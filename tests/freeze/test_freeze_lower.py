@@ -23,10 +23,12 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert msg == (
         "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
         "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
-        "Flatten, Dropout, QuantDepthwiseConv2D, QuantSeparableConv2D, QuantConv1D, MaxPooling1D, GlobalMaxPooling1D, "
-        "AveragePooling1D, GlobalAveragePooling1D, ZeroPadding1D, Add and Concatenate"
+        "Flatten, Reshape, the inference no-ops (Dropout, SpatialDropout, GaussianNoise, GaussianDropout, "
+        "AlphaDropout, ActivityRegularization, Identity), QuantDepthwiseConv2D, QuantSeparableConv2D, QuantConv1D, "
+        "MaxPooling1D, GlobalMaxPooling1D, AveragePooling1D, GlobalAveragePooling1D, ZeroPadding1D, Add, Concatenate, "
+        "GlobalMaxPooling2D, GlobalAveragePooling2D and ZeroPadding2D"
     )
-    assert len(HANDLERS) == 19
+    assert len(HANDLERS) == 28
     with pytest.raises(FreezeError, match="cannot be frozen"):
         lowered(keras.layers.Dense(2, name="x"))
 

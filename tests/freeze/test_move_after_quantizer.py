@@ -38,6 +38,24 @@ def test_a_per_channel_op_or_quantizer_after_a_moved_flatten_is_refused():
         )
 
 
+def test_a_reshape_moves_like_a_flatten_and_one_that_keeps_the_channels_meets_a_per_channel_op():
+    import keras
+
+    from edgebnn.freeze.items import Step
+
+    def reshape(shape_in, shape_out):
+        model = keras.Sequential([keras.Input(shape_in), keras.layers.Reshape(shape_out, name="r")])
+        return Step("r", "reshape", model.layers[-1])
+
+    acc, bias, q = step("conv2d"), op("c"), quantize()
+    keeps, mixes = reshape((2, 3, 4), (6, 1, 4)), reshape((2, 3, 4), (4, 6))
+    bn = op("bn", per_channel=True)
+    out, _ = run(move_after_quantizer.run, [acc, bias, keeps, bn, q])
+    assert out == [acc, bias, bn, q, keeps]
+    with pytest.raises(FreezeError, match=r"normalizes the flattened real-valued outputs of c; quantize before 'r' \(Reshape\)"):
+        run(move_after_quantizer.run, [step("conv2d"), op("c"), mixes, op("bn", per_channel=True), quantize()])
+
+
 def test_a_1d_max_pool_moves_like_a_2d_one():
     acc, bias, pool, bn, q = step("conv1d"), op("c"), step("maxpool1d"), op("bn"), quantize()
     out, _ = run(move_after_quantizer.run, [acc, bias, pool, bn, q])

@@ -31,7 +31,7 @@ from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
-from . import reuse, threshold_layer
+from . import pad_layer, reuse, threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering, source
 from .project import HLSExportWarning, HLSProject
@@ -106,6 +106,7 @@ def export(
     reuse.check(target, reuse.matrices(graph), graph.name)  # every reuse factor is built as given
 
     threshold_layer.register(BACKENDS)
+    pad_layer.register(BACKENDS)
     names = hls_names(graph)
     chain = hls_chain(graph, target.io_type)
     layers = layer_list(chain, names)

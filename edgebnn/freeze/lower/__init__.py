@@ -12,7 +12,8 @@ A handler module has
   sets the input's type);
 - for a family whose steps are its own (``Step.kind == KIND``): ``KIND``,
   ``keras_eval(step, x)`` (how Keras computes the step) and ``node(step, freezing)`` (its
-  graph node); ``freeze/kinds.py`` collects them.
+  graph node); ``EXTRA_KINDS`` (kind -> (keras_eval, node)) for its other step kinds;
+  ``freeze/kinds.py`` collects them.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ from . import (
     conv2d,
     dense,
     depthwise,
+    global_pool,
     maxpool1d,
     noop,
     pooling,
     quant_activation,
     reshape,
     separable,
+    zero_padding,
     zeropad1d,
 )
 
@@ -64,6 +67,15 @@ HANDLERS: dict[type, ModuleType] = {
     keras.layers.ZeroPadding1D: zeropad1d,
     keras.layers.Add: add,
     keras.layers.Concatenate: concatenate,
+    keras.layers.GlobalMaxPooling2D: global_pool,
+    keras.layers.GlobalAveragePooling2D: global_pool,
+    keras.layers.Reshape: reshape,
+    keras.layers.ZeroPadding2D: zero_padding,
+    keras.layers.GaussianNoise: noop,
+    keras.layers.GaussianDropout: noop,
+    keras.layers.AlphaDropout: noop,
+    keras.layers.ActivityRegularization: noop,
+    keras.layers.Identity: noop,
 }
 
 

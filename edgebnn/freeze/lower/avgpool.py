@@ -1,8 +1,21 @@
-"""``AveragePooling2D`` (channels_last, "valid" padding, a window of a power of two of values):
-an avgpool2d node, exact on a grid ``2**k`` times finer than its input's.
+"""``AveragePooling2D`` (channels_last, "valid" padding) and the average of
+``GlobalAveragePooling2D`` (see ``global_pool``).
 
-It must read a tensor on a grid (a quantized tensor or an accumulator): passes/check_on_grid
-refuses it among float ops, and unlike MaxPooling2D it is never moved after a quantizer.
+A window of a power of two of values ``N = 2**k`` becomes an avgpool2d node, exact on a grid
+``2**k`` times finer than its input's. Any other window becomes a sumpool2d step (the exact
+integer sum of the ``N`` codes, on the input's grid) followed by the division as a
+:class:`FloatOp`, which passes/fold_float_ops folds with the float ops and the quantizer after
+it into one threshold node; without a quantizer after it the model is refused there (real-valued
+outputs). The division replays Keras's own pooling: :func:`division` evaluates the Keras layer
+on a constructed window holding the sum ``s`` (``s`` in one position, zeros elsewhere). That is
+Keras's result on every window whose values sum to ``s``: Keras sums the window in float32 and
+then divides by ``N``, and sums of on-grid values whose partial sums stay below 2**24 steps
+(passes/float32_exactness checks the bound) are exact in float32 in any order, so the float32
+sum is ``s`` either way and the division sees the same operand.
+
+Either way the pool must read a tensor on a grid (a quantized tensor or an accumulator):
+passes/check_on_grid refuses it among float ops, and unlike MaxPooling2D it is never moved
+after a quantizer.
 """
 
 from __future__ import annotations
@@ -11,42 +24,78 @@ from collections.abc import Iterator
 
 from keras import ops
 
-from ...graph import avgpool2d_node
+from ...graph import avgpool2d_node, sumpool2d_node
 from ...graph.ops.avgpool2d import window_bits
-from ..items import FreezeError, Layer, Step, where
+from ..items import FloatOp, Layer, Step
 from . import pooling
 
 LABEL = "AveragePooling2D"
 KIND = "avgpool2d"
+SUM = "sumpool2d"
 
 
 def check(layer) -> None:
-    """Refuse the options the avgpool2d node does not have: those of every pool, and a window
-    whose mean no fixed-point type holds."""
+    """Refuse the options the pool nodes do not have (see ``pooling.check``)."""
     pooling.check(layer, padding_reason="Keras divides its border windows by the fewer values they hold")
-    ph, pw = layer.pool_size
-    if window_bits((ph, pw)) is None:
-        raise FreezeError(
-            f"{where(layer)} averages {ph}x{pw} windows: a {ph}x{pw} window divides by {ph * pw}, which no "
-            "fixed-point type holds exactly; use a pool whose area is a power of two such as (2, 2), or MaxPooling2D"
-        )
+
+
+def division(layer):
+    """A Keras function of window sums ``x`` (n, ..., C) returning ``layer``'s average of a
+    window holding each sum (the sum first, zeros after), in ``x``'s shape (a global pool
+    without ``keepdims``: (n, C), as the layer gives it)."""
+    (ph, pw), _ = pooling.window(layer)
+    flat = not getattr(layer, "keepdims", True)
+
+    def divide(x):
+        c = ops.shape(x)[-1]
+        first = ops.reshape(x, (-1, 1, 1, c))
+        win = ops.pad(first, [[0, 0], [0, ph - 1], [0, pw - 1], [0, 0]])
+        return ops.reshape(layer(win), (-1, c) if flat else ops.shape(x))
+
+    return divide
+
+
+def steps(layer) -> Iterator:
+    """The items of ``layer``'s average: an avgpool2d step, or a sumpool2d step and the division."""
+    pool, _ = pooling.window(layer)
+    if window_bits(pool) is not None:
+        yield Step(layer.name, KIND, layer, sources=[layer.name])
+        return
+    yield Step(layer.name, SUM, layer, sources=[layer.name])
+    yield FloatOp(f"{layer.name} (division by {pool[0] * pool[1]})", division(layer), layer=layer)
 
 
 def lower(source: Layer) -> Iterator:
-    """An avgpool2d step (passes/check_on_grid refuses it where float ops are pending)."""
+    """The average's items (passes/check_on_grid refuses them where float ops are pending)."""
     check(source.layer)
-    yield Step(source.layer.name, KIND, source.layer, sources=[source.layer.name])
+    yield from steps(source.layer)
 
 
 def keras_eval(step: Step, x):
     """The mean as Keras computes it (float32; exact while the window sums are, see
     passes/float32_exactness)."""
-    return ops.average_pool(
-        x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides), padding="valid", data_format="channels_last"
-    )
+    pool, strides = pooling.window(step.layer)
+    return ops.average_pool(x, pool_size=pool, strides=strides, padding="valid", data_format="channels_last")
 
 
 def node(step: Step, freezing):
     """The avgpool2d node reading its source."""
-    layer = step.layer
-    return avgpool2d_node(step.name, freezing.source(step), tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))
+    pool, strides = pooling.window(step.layer)
+    return avgpool2d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))
+
+
+def sum_keras_eval(step: Step, x):
+    """The window sums in float32 (a depthwise convolution with ones: exact below 2**24 steps)."""
+    pool, strides = pooling.window(step.layer)
+    ones = ops.ones((*pool, ops.shape(x)[-1], 1), dtype=x.dtype)
+    return ops.depthwise_conv(x, ones, strides=strides, padding="valid", data_format="channels_last")
+
+
+def sum_node(step: Step, freezing):
+    """The sumpool2d node reading its source."""
+    pool, strides = pooling.window(step.layer)
+    return sumpool2d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))
+
+
+# step kinds of this family besides KIND: kind -> (keras_eval, node)
+EXTRA_KINDS = {SUM: (sum_keras_eval, sum_node)}

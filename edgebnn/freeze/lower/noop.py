@@ -1,4 +1,7 @@
-"""``Dropout``: the identity at inference, so nothing."""
+"""The layers that are the identity at inference, so nothing: ``Dropout`` (and ``SpatialDropout1D``
+/ ``2D`` / ``3D``, its subclasses), ``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout`` (they
+act only when Keras calls them with ``training=True``), ``ActivityRegularization`` (it adds a loss,
+never changes its input) and ``Identity``."""
 
 from __future__ import annotations
 
@@ -6,7 +9,10 @@ from collections.abc import Iterator
 
 from ..items import Layer
 
-LABEL = "Dropout"
+LABEL = (
+    "the inference no-ops (Dropout, SpatialDropout, GaussianNoise, GaussianDropout, AlphaDropout, "
+    "ActivityRegularization, Identity)"
+)
 
 
 def lower(source: Layer) -> Iterator:

@@ -1,4 +1,5 @@
-"""``MaxPooling2D`` (channels_last, "valid" padding): a maxpool2d node."""
+"""``MaxPooling2D`` (channels_last, "valid" padding): a maxpool2d node; :func:`window` and
+:func:`check` serve every pooling family."""
 
 from __future__ import annotations
 
@@ -13,18 +14,27 @@ LABEL = "MaxPooling2D"
 KIND = "maxpool2d"
 
 
+def window(layer) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(pool, strides) of a pooling layer; a global pooling layer's window is its whole (H, W) input."""
+    if not hasattr(layer, "pool_size"):
+        whole = (int(layer.input.shape[1]), int(layer.input.shape[2]))
+        return whole, whole
+    return tuple(int(d) for d in layer.pool_size), tuple(int(d) for d in layer.strides)
+
+
 def check(layer, padding_reason: str = "", shape_name: str = "(H, W, C)") -> None:
     """Refuse the options the pool nodes (maxpool2d, avgpool2d, maxpool1d, avgpool1d) do not have;
     ``padding_reason`` ends the sentence refusing a padding other than "valid", ``shape_name``
     names the input shape."""
     if layer.data_format != "channels_last":
         raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
-    if layer.padding != "valid":
+    if getattr(layer, "padding", "valid") != "valid":
         raise FreezeError(
             f"{where(layer)} has padding={layer.padding!r}; only padding='valid' can be frozen"
             + (f": {padding_reason}" if padding_reason else "")
         )
-    if len(layer.input.shape) != len(layer.pool_size) + 2 or any(d is None for d in layer.input.shape[1:]):
+    rank = len(layer.pool_size) if hasattr(layer, "pool_size") else len(layer.input.shape) - 2  # a global pool's
+    if len(layer.input.shape) != rank + 2 or any(d is None for d in layer.input.shape[1:]):
         raise FreezeError(f"{where(layer)} needs a fixed {shape_name} input shape; give the model a fixed input shape")
 
 
@@ -37,12 +47,11 @@ def lower(source: Layer) -> Iterator:
 
 def keras_eval(step: Step, x):
     """The pool as Keras computes it."""
-    return ops.max_pool(
-        x, pool_size=tuple(step.layer.pool_size), strides=tuple(step.layer.strides), padding="valid", data_format="channels_last"
-    )
+    pool, strides = window(step.layer)
+    return ops.max_pool(x, pool_size=pool, strides=strides, padding="valid", data_format="channels_last")
 
 
 def node(step: Step, freezing):
     """The maxpool2d node reading its source."""
-    layer = step.layer
-    return maxpool2d_node(step.name, freezing.source(step), tuple(layer.pool_size), tuple(layer.strides), ",".join(step.sources))
+    pool, strides = window(step.layer)
+    return maxpool2d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))

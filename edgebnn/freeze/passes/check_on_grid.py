@@ -1,12 +1,13 @@
-"""An ``AveragePooling2D``, ``AveragePooling1D`` or ``ZeroPadding1D`` must read a tensor on a grid:
-a quantized tensor or an accumulator.
+"""An average pool (``AveragePooling2D``, ``AveragePooling1D``, a global average), a
+``ZeroPadding1D`` and a ``ZeroPadding2D`` must read a tensor on a grid: a quantized tensor or an
+accumulator.
 
 Among float ops (conv -> BatchNormalization -> AveragePooling2D -> quantizer) Keras averages
 real values in float32, a rounding the graph cannot reproduce, and the mean does not commute
 with the float ops or the quantizer exactly; such a pool is refused, and so is one on the
 outputs of a scaled ``QuantActivation`` (DoReFa): Keras averages the scaled float32 values, not
-the codes. A zero padding among them would give the quantizer zeros where Keras's float ops
-never ran, which the requantization of the padded accumulator cannot reproduce.
+the codes. A padding among float ops would put values into a tensor the graph never holds (only
+the thresholds of its quantizer); refused too.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from ...forms import Scaled
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
-ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d")
-AVERAGES = ("avgpool2d", "avgpool1d")
+ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d", "sumpool2d")
+AVERAGES = ("avgpool2d", "avgpool1d", "sumpool2d")
 # accumulator-like steps: exact tensors on a grid before any float op
 ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise", "add", "concatenate")
 
@@ -40,6 +41,13 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                 f"{where(item.layer)} averages the scaled outputs of {where(scaled)}, whose float32 mean differs from "
                 "the scaled mean of its codes; pool before that QuantActivation (on the accumulator) or use an "
                 "unscaled quantizer there (e.g. quantized_relu)"
+            )
+        elif isinstance(item, Step) and item.kind == "pad2d" and pending:
+            bias = " (with a quantized bias or none)" if any(op.bias for op in pending) else ""
+            raise FreezeError(
+                f"{where(item.layer)} pads the real-valued outputs of {', '.join(op.label for op in pending)}, which the "
+                "graph holds only as the thresholds of their quantizer; pad after the quantizer (e.g. a QuantActivation) "
+                f"or directly on the accumulator{bias}, before the float ops"
             )
         elif isinstance(item, Step) and item.kind in ON_GRID and pending:
             before = f" of {accumulator.name!r}" if accumulator is not None else ""

@@ -69,6 +69,9 @@ from . import (
     flatten,
     maxpool1d,
     maxpool2d,
+    pad2d,
+    reshape,
+    sumpool2d,
     threshold,
     zeropad1d,
 )
@@ -91,6 +94,9 @@ _MODULES = (
     zeropad1d,
     add,
     concatenate,
+    sumpool2d,
+    reshape,
+    pad2d,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)

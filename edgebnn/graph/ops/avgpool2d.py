@@ -6,7 +6,8 @@ The mean of ``N`` values on one grid is their sum on a grid ``N`` times finer, s
 type is the input's with ``k`` more fraction bits (the narrowest that holds the per-channel
 bounds, which are the input's: a mean lies between its values) and the output codes are the
 window sums of the input codes. Nothing rounds. A window whose size is not a power of two has a
-mean no fixed-point type holds; freeze refuses it (see ``edgebnn.freeze``).
+mean no fixed-point type holds; freeze makes it a sumpool2d node and folds the division into the next
+requantization (see ``edgebnn.freeze``).
 """
 
 from __future__ import annotations

@@ -47,6 +47,9 @@ from . import (
     flatten,
     maxpool1d,
     maxpool2d,
+    pad2d,
+    reshape,
+    sumpool2d,
     threshold,
     zeropad1d,
 )
@@ -68,6 +71,9 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "zeropad1d": zeropad1d.cost,
     "add": add.cost,
     "concatenate": concatenate.cost,
+    "sumpool2d": sumpool2d.cost,
+    "reshape": reshape.cost,
+    "pad2d": pad2d.cost,
 }
 
 # graph ops that build no logic and get no row, and why

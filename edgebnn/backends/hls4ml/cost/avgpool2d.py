@@ -33,9 +33,15 @@ def cost(
 ) -> LayerEstimate:
     """The row of an avgpool2d node: window adder trees of the input width (the reuse factor
     and the live outputs do not apply)."""
+    return window_sums(node, src, ctx, widths)
+
+
+def window_sums(node: Node, src: Node, ctx: _Context, widths) -> LayerEstimate:
+    """The row of a pool that sums its ``N``-value windows (avgpool2d, sumpool2d): per window a
+    balanced tree of ``N - 1`` adders in ``ceil(log2 N)`` levels, in the pooling frame."""
     ph, pw = node.attrs["pool"]
     wx = widths[src.name]["result"].width
-    k = (ph * pw).bit_length() - 1
+    k = math.ceil(math.log2(ph * pw))
     adders, adder_bits = _adder_tree(np.array([ph * pw]), wx, wx + k)
     frame = _pool_frame(node, src, ctx, widths, ctx.cycles(k * ctx.ns("add")), widths[node.name]["result"].width)
     lut = math.ceil(frame["units"] * adder_bits * ctx.c.lut_per_adder_bit) + frame["line_lut"]
@@ -48,4 +54,4 @@ def cost(
         "input_bits": wx,
         "line_buffer_lut": frame["line_lut"],
     }
-    return LayerEstimate(node.name, "avgpool2d", lut, frame["ff"], 0, frame["bram"], 0, frame["latency"], frame["ii"], detail)
+    return LayerEstimate(node.name, node.op, lut, frame["ff"], 0, frame["bram"], 0, frame["latency"], frame["ii"], detail)

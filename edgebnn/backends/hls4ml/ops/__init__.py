@@ -42,6 +42,9 @@ from . import (
     input,
     maxpool1d,
     maxpool2d,
+    pad2d,
+    reshape,
+    sumpool2d,
     threshold,
     zeropad1d,
 )
@@ -64,6 +67,9 @@ LOWERINGS: dict[str, ModuleType] = {
     "zeropad1d": zeropad1d,
     "add": add,
     "concatenate": concatenate,
+    "sumpool2d": sumpool2d,
+    "reshape": reshape,
+    "pad2d": pad2d,
 }
 
 # what every module in LOWERINGS defines

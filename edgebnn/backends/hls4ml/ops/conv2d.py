@@ -1,7 +1,8 @@
 """``conv2d`` in hls4ml: a ``Conv2D`` layer (channels last, weights in Keras layout (kh, kw, C, F))
 with types as for dense and the graph's explicit padding as pad_top/bottom/left/right.
 
-hls4ml pads with zeros only, so a node with a non-zero ``pad_code`` is refused. In io_stream
+hls4ml pads with zeros only, so a node with a non-zero ``pad_code`` is refused (freeze emits a
+pad2d node and a conv2d node without padding for such a layer). In io_stream
 hls4ml moves the padding into a ``ZeroPadding2D`` layer of the input's type. hls4ml runs a 1x1
 kernel as a ``PointwiseConv2D`` (same weights and types), rebuilt from the configuration: its
 reuse factor is the one configured, which export has checked is valid (``reuse``).
