@@ -34,19 +34,28 @@ class _Replay(keras.layers.Layer):
         return run_ops(self._step, x, start, stop, self._quantize)
 
 
+# rows of a replayed tensor come in multiples of this (4096, the largest batch, is one of them)
+VECTOR_ROWS = 64
+
+
 def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay) -> np.ndarray:
     """Run the step's float ops and quantizer (or the part ``replay`` selects, see
     :func:`run_ops`) through Keras ``predict``, as the model does.
 
     ``values`` is (n, channels); it is given the ``rank`` (batch axis not counted) of the
     model's tensor there ((n, 1, 1, C) after a convolution) so the same kernels (e.g.
-    TensorFlow's fused 4-D batch norm) run."""
-    shaped = values.reshape((len(values),) + (1,) * (rank - 1) + values.shape[1:])
+    TensorFlow's fused 4-D batch norm) run. The rows are padded (repeating the last) to a
+    multiple of :data:`VECTOR_ROWS`, so that every batch holds a multiple of 64 elements and
+    TensorFlow computes every value in its vectorized body, never in the scalar tail of a
+    tensor: that is the one layout :func:`layout_flips` compares the scalar path with."""
+    n = len(values)
+    padded = np.concatenate([values, np.repeat(values[-1:], -n % VECTOR_ROWS, axis=0)]) if n else values
+    shaped = padded.reshape((len(padded),) + (1,) * (rank - 1) + values.shape[1:])
     inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
     model = keras.Model(inp, _Replay(step, **replay)(inp))
     model.jit_compile = jit
-    out = model.predict(shaped, batch_size=min(len(values), 4096), verbose=0)
-    return np.asarray(out, dtype=np.float64).reshape(values.shape)
+    out = model.predict(shaped, batch_size=min(len(padded), 4096), verbose=0)
+    return np.asarray(out, dtype=np.float64)[:n].reshape(values.shape)
 
 
 class _Apply(keras.layers.Layer):
