@@ -257,6 +257,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         return _branching_model(seed, n_inputs)
     rng = np.random.default_rng(seed)
     head_rng = np.random.default_rng([seed, 2])  # the affine heads' draws: other seeds keep their models
+    repeat_rng = np.random.default_rng([seed, 3])  # a QuantActivation repeated as the next input_quantizer
     conv = bool(rng.integers(2))
     if conv:
         shape = (int(rng.integers(2, 7)), int(rng.integers(2, 7)), int(rng.integers(1, 4)))
@@ -376,7 +377,9 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         q = _activation_quantizer(rng, cur[-1])
         if last or rng.random() < 0.5:
             add(QuantActivation(q), f"QuantActivation({q!r})")
-            next_input_q = None
+            # sometimes the next layer quantizes its input again with the same quantizer (a cast to
+            # the type the tensor already has, or a threshold onto the same levels)
+            next_input_q = q if repeat_rng.random() < 0.1 else None
             maybe_pool(2, False)
         else:
             next_input_q = q

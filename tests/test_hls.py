@@ -421,3 +421,24 @@ def test_compile_without_gxx(small, tmp_path, monkeypatch):
     for call in (hls.check_compiler, project.compile, lambda: project.predict(np.zeros((1, 4)))):
         with pytest.raises(EdgebnnError, match=r"^g\+\+ was not found on PATH; install it .* to build the C-simulation"):
             call()
+
+
+@pytest.mark.csim
+def test_a_cast_to_the_type_it_already_has_is_removed_by_hls4ml_and_the_project_stays_exact(tmp_path):
+    # a QuantActivation repeated as the next layer's input_quantizer freezes to such a cast
+    from graphs import PYNQ, assert_csim_equals_emulator, edge_inputs, export_quietly
+
+    from edgebnn.fixed import FixedType
+    from edgebnn.graph import Graph, cast_node, dense_node, input_node
+
+    rng = np.random.default_rng(5)
+    wt, q = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<4,2,RND,SAT>")
+    inp = input_node("in", (5,), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    d0 = dense_node("d0", inp, rng.integers(-3, 4, (5, 4)), wt)
+    c0 = cast_node("c0", d0, q, relu=False)
+    c1 = cast_node("c1", c0, q, relu=False)  # the identity
+    d1 = dense_node("d1", c1, rng.integers(-3, 4, (4, 3)), wt)
+    graph = Graph("identity_cast", [inp, d0, c0, c1, d1])
+    project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type="io_parallel")
+    assert [layer.name for layer in project.model.get_layers()] == ["in_layer", "d0", "c0", "d1"]
+    assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=100))

@@ -1,5 +1,8 @@
 """``cast`` in hls4ml: an ``Activation`` layer (``relu`` or ``linear``) whose result type is the
-node's type: the C++ assignment is the ap_fixed conversion with that type's modes."""
+node's type: the C++ assignment is the ap_fixed conversion with that type's modes. A linear cast
+to the type its source already has (a quantizer repeated as the next layer's input quantizer) is
+the identity, which hls4ml's flows remove (``EliminateLinearActivation``); the model after the
+flows then has no layer for it."""
 
 from __future__ import annotations
 
@@ -47,4 +50,11 @@ def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str
     return []
 
 
-hls_layers = own_hls_layer(hls_class)
+_own_layer = own_hls_layer(hls_class)
+
+
+def hls_layers(node: Node, src: Node | None, name: str, io_type: str, last: bool) -> list[tuple[str, str, Node]]:
+    """The node's hls4ml layer after the flows: none for an identity (see the module docstring)."""
+    if not node.attrs["relu"] and src is not None and precision(src.type) == precision(node.type):
+        return []
+    return _own_layer(node, src, name, io_type, last)
