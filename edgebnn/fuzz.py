@@ -18,7 +18,8 @@ with a negative slope or an upper bound, power-of-two forms), a trailing softmax
 XLA. A third of the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal
 padding, the 1-D pools and ``ZeroPadding1D``), and a quarter of the rest branching functional
 models (Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
-``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators). Some models end
+``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators); some of these
+merges read three or four tensors, one of them maybe twice. Some models end
 with a ``BatchNormalization`` (and maybe a softmax), mostly with power-of-two-friendly
 statistics: an exact affine head. The forms freeze cannot deploy are drawn too and must be
 refused in one sentence ("same" average pools, an average or a padding between a
@@ -618,21 +619,38 @@ def _merge_block(rng, h, spatial: bool, text: list[str]):
     if kind == "residual":  # Bi-Real: the quantized shortcut plus the block's quantized output
         y = _branch(rng, h, spatial, c, text, quantize=True)
         shortcut = _apply(keras.layers.Dropout(0.5), h, text, "Dropout(0.5)") if rng.random() < 0.15 else h
-        out = _apply(keras.layers.Add(), [shortcut, y], text, "Add()")
+        more = _more_inputs(rng, [shortcut, y], lambda: _branch(rng, h, spatial, c, text, quantize=True))
+        out = _apply(keras.layers.Add(), more, text, "Add()")
     elif kind == "concat":  # two branches, or the quantized tensor itself beside one
         a = h if rng.random() < 0.4 else _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
         b = _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
-        out = _apply(keras.layers.Concatenate(), [a, b] if rng.random() < 0.5 else [b, a], text, "Concatenate()")
+        pair = [a, b] if rng.random() < 0.5 else [b, a]
+        more = _more_inputs(
+            rng, pair, lambda: _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
+        )
+        out = _apply(keras.layers.Concatenate(), more, text, "Concatenate()")
     elif kind == "accumulators":  # two accumulators of one tensor, summed before any float op
         units = int(rng.integers(1, 4))
         a = _branch(rng, h, spatial, units, text, quantize=False)
         b = _branch(rng, h, spatial, units, text, quantize=False)
-        out = _apply(keras.layers.Add(), [a, b], text, "Add()")
+        more = _more_inputs(rng, [a, b], lambda: _branch(rng, h, spatial, units, text, quantize=False))
+        out = _apply(keras.layers.Add(), more, text, "Add()")
     else:
         return _refused_block(rng, h, spatial, text)
     if rng.random() < 0.6:  # a threshold after the merge; else the next layer reads it as it is
         out = _requantize(rng, out, text, bn=rng.random() < 0.8)
     return out
+
+
+def _more_inputs(rng, inputs: list, make) -> list:
+    """Sometimes the inputs of a merge of three or four: ``inputs`` with one or two more, each a
+    new branch (``make()``) or at times one of them again, in a random order (hls4ml builds it as
+    a chain of two-input merges)."""
+    if rng.random() >= 0.3:
+        return inputs
+    extra = [inputs[rng.integers(len(inputs))] if rng.random() < 0.25 else make() for _ in range(1 if rng.random() < 0.7 else 2)]
+    out = [*inputs, *extra]
+    return [out[i] for i in rng.permutation(len(out))]
 
 
 def _refused_block(rng, h, spatial: bool, text: list[str]):

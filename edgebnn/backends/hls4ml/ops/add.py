@@ -1,7 +1,8 @@
 """``add`` in hls4ml: a ``Merge`` layer with op ``add`` (``nnet::add``, elementwise
 ``res = data1 + data2``): ap_fixed's sum of the two input types is exact and the result type is
 the node's, which holds every sum, so nothing rounds. Two inputs of one shape (io_stream
-packets of one pixel's channels on both)."""
+packets of one pixel's channels on both); an add of more inputs is a chain of them whose partial
+sums have their exact types (``_merge.merge_steps``)."""
 
 from __future__ import annotations
 

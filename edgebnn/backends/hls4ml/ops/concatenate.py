@@ -1,7 +1,8 @@
 """``concatenate`` in hls4ml: a ``Concatenate`` layer along the last axis
 (``nnet::concatenate1d`` / ``concatenate3d`` with axis -1): each value is assigned to the
 node's type, which holds every input's values on the finest input grid, so nothing rounds.
-io_stream joins each pixel's two packets into one."""
+io_stream joins each pixel's two packets into one. A concatenation of more inputs is a chain of
+them whose partial concatenations have the node's type (``_merge.merge_steps``)."""
 
 from __future__ import annotations
 
