@@ -336,15 +336,20 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             if pool_at == at and min(cur[:2]) >= 2:  # (an average before it may have shrunk the tensor)
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
+                same = False
                 if rng.random() < 0.04:  # on the grid or refused, as the rules say
                     add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
                 elif rng.random() < 0.04:
+                    same = True
                     add(
                         keras.layers.MaxPooling2D(p, strides=s, padding="same"), f"MaxPooling2D({p}, strides={s}, padding='same')"
                     )
                 else:
                     add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
-                cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
+                if same:
+                    cur = (-(-cur[0] // s[0]), -(-cur[1] // s[1]), cur[2])
+                else:
+                    cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
             if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
                 cur = _average_pool(rng, cur, add)
                 if at == 2 and text[-1].startswith("AveragePooling2D") and not _power_of_two_window(text[-1]):
@@ -692,7 +697,8 @@ def _average_pool(rng, cur, add) -> tuple:
     s = p if t < 0.6 else (1, 1) if t < 0.85 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     line = f"AveragePooling2D({p}, strides={s}" + (", padding='same')" if padding == "same" else ")")
     add(keras.layers.AveragePooling2D(p, strides=s, padding=padding), line)
-    # "same" pads to a larger output: the "valid" shape keeps the next kernels within it
+    if padding == "same":  # the output Keras gives (the layers after it depend on the shape, e.g. a Reshape)
+        return (-(-h // s[0]), -(-w // s[1]), cur[2])
     return ((h - p[0]) // s[0] + 1, (w - p[1]) // s[1] + 1, cur[2])
 
 
