@@ -144,10 +144,10 @@ def affine_graph(seed=0) -> Graph:
 
 
 def ops_1d_graph() -> Graph:
-    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> zeropad1d ->
-    avgpool1d -> conv1d (a dilated kernel: zero middle tap) -> maxpool1d over the whole length
-    (a global max pool) -> flatten -> dense -> threshold."""
-    from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, zeropad1d_node
+    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> sumpool1d
+    (overlapping windows of 3 values) -> zeropad1d -> avgpool1d -> conv1d (a dilated kernel: zero
+    middle tap) -> maxpool1d over the whole length (a global max pool) -> flatten -> dense -> threshold."""
+    from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, sumpool1d_node, zeropad1d_node
 
     rng = np.random.default_rng(1)
     wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
@@ -156,7 +156,8 @@ def ops_1d_graph() -> Graph:
         "conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt
     )
     pool = maxpool1d_node("pool", conv)
-    pad = zeropad1d_node("pad", pool, (1, 1))
+    sums = sumpool1d_node("sum", pool, 3, 1)
+    pad = zeropad1d_node("pad", sums, (2, 2))
     avg = avgpool1d_node("avg", pad, 2)
     kernel = rng.integers(-3, 4, (3, 3, 2))
     kernel[1] = 0  # dilation 2 as freeze writes it
@@ -165,7 +166,7 @@ def ops_1d_graph() -> Graph:
     flat = flatten_node("flat", glob)
     dense = dense_node("dense", flat, rng.integers(-3, 4, (2, 3)), wt)
     thr = threshold_node("thr", dense, [[-9, 4], [0, 15], [5, 5]], [[-2, 0, 1]] * 3, FixedType(2, 2))
-    return Graph("ops_1d", [inp, conv, pool, pad, avg, conv2, glob, flat, dense, thr])
+    return Graph("ops_1d", [inp, conv, pool, sums, pad, avg, conv2, glob, flat, dense, thr])
 
 
 def dag_graph() -> Graph:
