@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 import keras
 
 from ... import forms
+from ...quantizers import NoHardwareForm
 from ..items import FloatOp, FreezeError, Planning, Quantize, Read, Step, Wrote, where
 
 
@@ -71,7 +72,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             # the quantized tensor is the last moved step's output, as the steps come after it
             current = moved[-1].name if moved else item.name
             pending, moved = [], []
-            scaled = item.layer if item.which == "quantizer" and isinstance(item.quantizer.hardware(), forms.Scaled) else None
+            scaled = item.layer if item.which == "quantizer" and _scales(item.quantizer) else None
         elif isinstance(item, Quantize):  # a weighted layer without an input quantizer: it sums the stream's values
             scaled = None
         elif isinstance(item, Step) and pending:
@@ -94,6 +95,14 @@ def _off_grid(layer, merge) -> str:
         f"quantize before the merge (e.g. a QuantActivation after {layer.name!r}) or merge the accumulators before the "
         "float ops"
     )
+
+
+def _scales(quantizer) -> bool:
+    """The quantizer's hardware form is scaled codes (one without a form is refused later, by check_requantizers)."""
+    try:
+        return isinstance(quantizer.hardware(), forms.Scaled)
+    except NoHardwareForm:
+        return False
 
 
 def _scaled(layer, activation, readers) -> str:
