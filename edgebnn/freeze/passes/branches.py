@@ -101,7 +101,7 @@ def _scales(quantizer) -> bool:
     """The quantizer's hardware form is scaled codes (one without a form is refused later, by check_requantizers)."""
     try:
         return isinstance(quantizer.hardware(), forms.Scaled)
-    except NoHardwareForm:
+    except (NoHardwareForm, NotImplementedError):
         return False
 
 
