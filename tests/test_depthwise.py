@@ -163,12 +163,14 @@ def test_a_separable_layer_is_a_depthwise_node_and_a_pointwise_node_on_its_accum
     graph = _assert_exact(model, _edge_x((6, 7, 2)))
     assert [(n.name, n.op) for n in graph.nodes] == [
         ("input", "input"),
+        ("sep_pad", "pad2d"),  # pad_values=1.0: a pad2d node of that code, then a depthwise half without padding
         ("sep_depthwise", "depthwise_conv2d"),
         ("sep", "conv2d"),
         ("q", "cast"),
     ]
     assert "bias" not in graph["sep_depthwise"].params and "bias" in graph["sep"].params
-    assert graph["sep_depthwise"].attrs["pad_code"] == 4 and graph["sep"].params["weight"].shape == (1, 1, 4, 3)
+    assert graph["sep_pad"].attrs["pad_code"] == 4 and graph["sep_depthwise"].attrs["padding"] == [[0, 0], [0, 0]]
+    assert graph["sep"].params["weight"].shape == (1, 1, 4, 3)
 
 
 @pytest.mark.parametrize("padding", ["valid", "same"])
