@@ -1,7 +1,7 @@
 """What the 1-D ops share with their 2-D twins: an (L, C) tensor is the (1, L, C) tensor of one row.
 
-:func:`as_2d` turns a conv1d, maxpool1d, avgpool1d or zeropad1d node and its source into that
-2-D twin (conv2d, maxpool2d, avgpool2d, pad2d with a height of 1), so the 1-D ops validate,
+:func:`as_2d` turns a conv1d, maxpool1d, avgpool1d, sumpool1d or zeropad1d node and its source into that
+2-D twin (conv2d, maxpool2d, avgpool2d, sumpool2d, pad2d with a height of 1), so the 1-D ops validate,
 execute, are costed and exported by the 2-D code, with nothing duplicated."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 from ..node import Node
 
 # 1-D op -> its 2-D twin
-TWINS = {"conv1d": "conv2d", "maxpool1d": "maxpool2d", "avgpool1d": "avgpool2d", "zeropad1d": "pad2d"}
+TWINS = {"conv1d": "conv2d", "maxpool1d": "maxpool2d", "avgpool1d": "avgpool2d", "sumpool1d": "sumpool2d", "zeropad1d": "pad2d"}
 
 
 def row(node: Node) -> Node:
