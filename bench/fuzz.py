@@ -38,7 +38,10 @@ def main(argv=None) -> int:
 
         with open(os.path.join(args.replay, "outcome.json")) as fh:
             saved = json.load(fh)
-        outcome = fuzz.check(case, saved["csim"], target=saved.get("target"))
+        if saved["csim"]:  # in a child process, as the run did: the C-simulation may abort it
+            outcome = fuzz.check_in_child(saved["seed"], saved["csim"], saved.get("target"), replay=args.replay)
+        else:
+            outcome = fuzz.check(case, None)
         print("\n".join(case.layers))
         print(outcome.line())
         return 0 if outcome.status in ("ok", "refused", "warned") else 1

@@ -31,7 +31,8 @@ Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
 C-simulated in io_parallel or io_stream, with a random backend (Vitis, Vivado), strategy
 (Latency, Resource) and reuse factors hls4ml keeps as given (model-wide or per weighted node).
-Every outcome is one of
+Those are checked in a child process (:func:`check_in_child`): a C++ assertion in the loaded
+C-simulation library ends that process only, as a ``crash`` outcome. Every outcome is one of
 
 ``ok``        all agree;
 ``refused``   freeze or export said why it cannot be exact (a one-sentence error);
@@ -55,6 +56,9 @@ import dataclasses
 import json
 import os
 import pathlib
+import signal
+import subprocess
+import sys
 import tempfile
 import traceback
 import warnings
@@ -1202,7 +1206,11 @@ def run(
                     progress(outcomes[-1])
                 continue
             io_type = io_types[simulated % 2] if simulated < csim else None
-            outcome = check(case, io_type)
+            if io_type is None:
+                outcome = check(case)
+            else:  # the C-simulation library is loaded into, and may abort, the process running it
+                outcome = check_in_child(s, io_type)
+                outcome.layers = outcome.layers or case.layers
             if io_type is not None and outcome.status in ("ok", "warned", "mismatch", "crash"):
                 simulated += 1
             if outcome.status == "refused" and io_type is not None and "export" not in outcome.message:
@@ -1213,6 +1221,57 @@ def run(
             if progress:
                 progress(outcome)
     return Summary(seed, outcomes)
+
+
+# marks the child's outcome on its stdout, after whatever the C-simulation printed there
+_OUTCOME_MARK = "edgebnn-fuzz-outcome: "
+# seconds a child may take: export, g++ and the C-simulation of one model take minutes at most
+CHILD_TIMEOUT = 1800
+
+
+def check_in_child(
+    seed: int,
+    io_type: str | None,
+    target: dict | None = None,
+    replay: str | os.PathLike | None = None,
+    timeout: float = CHILD_TIMEOUT,
+    command: list[str] | None = None,
+) -> Outcome:
+    """:func:`check` of the model of ``seed`` (or of the saved failure ``replay``) in a fresh
+    Python process (``python -m edgebnn.fuzz``, ``command`` to replace it). The C-simulation
+    library runs inside the process that loads it, so a C++ assertion or fault there would end
+    the whole run; here it ends the child only, and is a ``crash`` outcome naming the signal and
+    the last line the child wrote to stderr (hls4ml's assertion text)."""
+    spec = {"seed": seed, "io_type": io_type, "target": target, "replay": None if replay is None else str(replay)}
+    argv = command or [sys.executable, "-m", "edgebnn.fuzz", json.dumps(spec)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
+    root = str(pathlib.Path(__file__).resolve().parents[1])  # this edgebnn, wherever it is imported from
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    failed = Outcome(seed, "crash", csim=io_type, target=target)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        failed.message = f"the check did not finish within {timeout:g} s (a C-simulation that never returns?)"
+        return failed
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(_OUTCOME_MARK):
+            return Outcome(**json.loads(line[len(_OUTCOME_MARK) :]))
+    code = proc.returncode
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    last = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+    failed.message = f"the checking process ended by {how} without an outcome" + (f": {last[-1]}" if last else "")
+    return failed
+
+
+def _child(argv: list[str]) -> int:
+    """``python -m edgebnn.fuzz SPEC``: :func:`check` of the case SPEC names (JSON of
+    :func:`check_in_child`), its outcome printed as one marked JSON line."""
+    spec = json.loads(argv[0])
+    with xla_allowed():
+        case = load_failure(spec["replay"]) if spec.get("replay") else random_model(spec["seed"])
+        outcome = check(case, spec["io_type"], target=spec.get("target"))
+    print(_OUTCOME_MARK + json.dumps(dataclasses.asdict(outcome)), flush=True)
+    return 0
 
 
 def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
@@ -1238,3 +1297,7 @@ def load_failure(folder) -> Case:
     with np.load(folder / "inputs.npz", allow_pickle=False) as data:
         x = data["x"]
     return Case(info["seed"], model, x, info["layers"], info["jit"], info.get("strip_softmax", False))
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1:]))

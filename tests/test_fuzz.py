@@ -131,3 +131,33 @@ def test_a_quarter_of_the_seeds_branch_and_merge():
         merges |= {type(l).__name__ for l in layers if isinstance(l, (keras.layers.Add, keras.layers.Concatenate))}
         branching.append(seed)
     assert len(branching) >= 5 and merges == {"Add", "Concatenate"}
+
+
+def test_a_checking_process_that_aborts_or_hangs_is_a_crash_and_the_run_goes_on():
+    """A C++ assertion in the C-simulation aborts the process that loaded the library: the
+    fuzzer C-simulates in a child process and reports its end as a crash outcome."""
+    import sys
+
+    aborts = [sys.executable, "-c", "import os, sys; sys.stderr.write('nnet_conv1d.h:42: Assertion failed\\n'); os.abort()"]
+    out = fuzz.check_in_child(11, "io_stream", command=aborts)
+    assert (out.seed, out.status, out.csim) == (11, "crash", "io_stream")
+    assert out.message == ("the checking process ended by signal SIGABRT without an outcome: nnet_conv1d.h:42: Assertion failed")
+    hangs = [sys.executable, "-c", "import time; time.sleep(60)"]
+    out = fuzz.check_in_child(12, "io_parallel", timeout=1, command=hangs)
+    assert out.status == "crash" and out.message.startswith("the check did not finish within 1 s")
+    line = fuzz._OUTCOME_MARK + '{"seed": 13, "status": "ok", "csim": "io_parallel", "ops": ["input", "dense"]}'
+    prints = [sys.executable, "-c", f"print('C-simulation output'); print({line!r})"]
+    assert fuzz.check_in_child(13, "io_parallel", command=prints) == fuzz.Outcome(
+        13, "ok", csim="io_parallel", ops=["input", "dense"]
+    )
+
+
+def test_the_child_process_checks_the_same_model():
+    """``python -m edgebnn.fuzz`` rebuilds the model of the seed: the same layers, ops, forms and
+    outcome as the check in this process (no C-simulation here: that is the slow test's)."""
+    import keras
+
+    keras.backend.clear_session()  # layer names as in a fresh process, as fuzz.run does
+    here = fuzz.check(fuzz.random_model(5))
+    assert here.status == "ok" and here.ops
+    assert fuzz.check_in_child(5, None) == here
