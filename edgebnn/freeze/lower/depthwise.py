@@ -1,8 +1,8 @@
 """``QuantDepthwiseConv2D``: an exact depthwise_conv2d node (weight codes (kh, kw, C, M), output
 channels in Keras's order ``c * M + m``; padding, ``pad_values``, strides and a quantized bias as
-for ``QuantConv2D``; a ``dilation_rate`` as the dilated kernel, as for ``QuantConv2D``). Its
-step kind is also the depthwise half of a ``QuantSeparableConv2D`` (``lower/separable.py``),
-which has no bias there."""
+for ``QuantConv2D``; a ``dilation_rate`` as the dilated kernel, as for ``QuantConv2D``; a scaled
+kernel as its codes, :func:`~edgebnn.freeze.forms.kernel`). Its step kind is also the depthwise
+half of a ``QuantSeparableConv2D`` (``lower/separable.py``), which has no bias there."""
 
 from __future__ import annotations
 
@@ -31,18 +31,14 @@ def _separable(layer) -> bool:
     return isinstance(layer, QuantSeparableConv2D)
 
 
-def _kernel(layer):
-    """The quantized depthwise kernel (kh, kw, C, M) of either layer."""
-    return layer.quantized_depthwise_kernel() if _separable(layer) else layer.quantized_kernel()
-
-
 def keras_eval(step: Step, x):
     """The depthwise accumulator as Keras computes it (with the quantized bias of a
     ``QuantDepthwiseConv2D``; a separable layer's bias belongs to its pointwise half)."""
     layer = step.layer
     x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
+    kernel = weighted.deployed_kernel(layer, "depthwise_quantizer")
     x = ops.depthwise_conv(
-        x, _kernel(layer), strides=strides, padding=padding, dilation_rate=layer.dilation_rate, data_format=layer.data_format
+        x, kernel, strides=strides, padding=padding, dilation_rate=layer.dilation_rate, data_format=layer.data_format
     )
     return x if _separable(layer) else weighted.add_quantized_bias(layer, x)
 
@@ -50,7 +46,7 @@ def keras_eval(step: Step, x):
 def node(step: Step, freezing):
     """The depthwise_conv2d node reading its source (its kernel dilated by the layer's dilation_rate)."""
     layer, src = step.layer, freezing.source(step)
-    w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", _kernel(layer), not _separable(layer))
+    w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", not _separable(layer))
     w_codes = dilated(w_codes, layer.dilation_rate)
     padding, pad_code = conv2d.explicit_padding(layer, src)
     return depthwise_conv2d_node(
