@@ -1,6 +1,6 @@
 """Random models, checked Keras = emulator = C-simulation bit for bit (see edgebnn/fuzz.py).
 
-    python bench/fuzz.py --models 500 --csim 50 --seed 0 [--save fuzz-failures]
+    python bench/fuzz.py --models 500 --csim 50 --seed 0 [--save fuzz-failures] [--coverage]
     python bench/fuzz.py --replay fuzz-failures/seed-17
 
 Prints one line per model that is not ``ok`` (or every model with ``--verbose``) and one
@@ -27,6 +27,7 @@ def main(argv=None) -> int:
     p.add_argument("--save", default="fuzz-failures", help="folder for failing models (default fuzz-failures)")
     p.add_argument("--replay", metavar="FOLDER", help="re-check one saved failure and print its outcome")
     p.add_argument("--verbose", action="store_true", help="print every model's outcome and layers")
+    p.add_argument("--coverage", action="store_true", help="print how many agreeing models used each graph op and quantizer form")
     args = p.parse_args(argv)
 
     from edgebnn import fuzz
@@ -51,10 +52,26 @@ def main(argv=None) -> int:
                 print("    " + "\n    ".join(outcome.layers), flush=True)
 
     summary = fuzz.run(args.models, args.csim, args.seed, save_dir=args.save, progress=progress)
+    if args.coverage:
+        print_coverage(summary)
     print(f"{summary.line()} ({time.time() - t0:.0f} s)")
     if summary.failures:
         print(f"failing models saved under {args.save}/ (replay with --replay {args.save}/seed-N)")
     return 1 if summary.failures else 0
+
+
+def print_coverage(summary) -> None:
+    """One row per graph op (every op edgebnn knows, 0 where none was generated) and per quantizer
+    form seen: models that agreed, emulated and C-simulated per io type."""
+    from edgebnn.graph.ops import OPS
+
+    table = summary.coverage()
+    rows = [(op, table.get(op, {})) for op in OPS] + [(k, v) for k, v in sorted(table.items()) if k not in OPS]
+    print(f"{'op or form':44} {'emulated':>9} {'io_parallel':>12} {'io_stream':>10}")
+    for key, row in rows:
+        print(f"{key:44} {row.get('emulated', 0):9d} {row.get('io_parallel', 0):12d} {row.get('io_stream', 0):10d}")
+    missing = [op for op in OPS if op not in table]
+    print("ops no agreeing model used: " + (", ".join(missing) if missing else "none"))
 
 
 if __name__ == "__main__":

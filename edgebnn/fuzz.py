@@ -18,7 +18,8 @@ with a negative slope or an upper bound, power-of-two forms), a trailing softmax
 XLA. A third of the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal
 padding, the 1-D pools and ``ZeroPadding1D``), and a quarter of the rest branching functional
 models (Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
-``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators). Some models end
+``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators); some of these
+merges read three or four tensors, one of them maybe twice. Some models end
 with a ``BatchNormalization`` (and maybe a softmax), mostly with power-of-two-friendly
 statistics: an exact affine head. The forms freeze cannot deploy are drawn too and must be
 refused in one sentence ("same" average pools, an average or a padding between a
@@ -40,9 +41,9 @@ Every outcome is one of
 ``crash``     a Python error instead of an answer: a bug.
 
 A third of the models (seeds ``3k + 2``, :func:`random_model_1d`) are 1-D: ``QuantConv1D`` (valid,
-same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D``, ``AveragePooling1D``,
-their global forms, ``ZeroPadding1D``, with the same normalizations, activations and quantizers,
-and sometimes a ``Flatten`` and a ``QuantDense`` at the end.
+same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D``, ``AveragePooling1D``
+(windows of any number of values), their global forms, ``ZeroPadding1D``, with the same
+normalizations, activations and quantizers, and sometimes a ``Flatten`` and a ``QuantDense`` at the end.
 
 ``bench/fuzz.py`` runs it at length and saves every failing model with its inputs.
 """
@@ -101,6 +102,8 @@ class Outcome:
     csim: str | None = None  # io type when C-simulated
     layers: list[str] = dataclasses.field(default_factory=list)
     target: dict | None = None  # the other export options when C-simulated (backend, strategy, reuse_factor)
+    ops: list[str] = dataclasses.field(default_factory=list)  # the frozen graph's ops
+    forms: list[str] = dataclasses.field(default_factory=list)  # "<attribute>: <hardware form>" of its quantizers
 
     def line(self) -> str:
         t = dict(self.target or {})
@@ -335,15 +338,20 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             if pool_at == at and min(cur[:2]) >= 2:  # (an average before it may have shrunk the tensor)
                 p = (2, 2) if rng.random() < 0.7 else (min(cur[0], 3), min(cur[1], 2))
                 s = p if rng.random() < 0.7 else (1, 1)
+                same = False
                 if rng.random() < 0.04:  # on the grid or refused, as the rules say
                     add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
                 elif rng.random() < 0.04:
+                    same = True
                     add(
                         keras.layers.MaxPooling2D(p, strides=s, padding="same"), f"MaxPooling2D({p}, strides={s}, padding='same')"
                     )
                 else:
                     add(keras.layers.MaxPooling2D(p, strides=s), f"MaxPooling2D({p}, strides={s})")
-                cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
+                if same:
+                    cur = (-(-cur[0] // s[0]), -(-cur[1] // s[1]), cur[2])
+                else:
+                    cur = ((cur[0] - p[0]) // s[0] + 1, (cur[1] - p[1]) // s[1] + 1, cur[2])
             if avg_at == at and min(cur[:2]) >= 2 and (not pending or rng.random() < 0.12):
                 cur = _average_pool(rng, cur, add)
                 if at == 2 and text[-1].startswith("AveragePooling2D") and not _power_of_two_window(text[-1]):
@@ -618,21 +626,38 @@ def _merge_block(rng, h, spatial: bool, text: list[str]):
     if kind == "residual":  # Bi-Real: the quantized shortcut plus the block's quantized output
         y = _branch(rng, h, spatial, c, text, quantize=True)
         shortcut = _apply(keras.layers.Dropout(0.5), h, text, "Dropout(0.5)") if rng.random() < 0.15 else h
-        out = _apply(keras.layers.Add(), [shortcut, y], text, "Add()")
+        more = _more_inputs(rng, [shortcut, y], lambda: _branch(rng, h, spatial, c, text, quantize=True))
+        out = _apply(keras.layers.Add(), more, text, "Add()")
     elif kind == "concat":  # two branches, or the quantized tensor itself beside one
         a = h if rng.random() < 0.4 else _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
         b = _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
-        out = _apply(keras.layers.Concatenate(), [a, b] if rng.random() < 0.5 else [b, a], text, "Concatenate()")
+        pair = [a, b] if rng.random() < 0.5 else [b, a]
+        more = _more_inputs(
+            rng, pair, lambda: _branch(rng, h, spatial, int(rng.integers(1, 3)), text, quantize=rng.random() < 0.7)
+        )
+        out = _apply(keras.layers.Concatenate(), more, text, "Concatenate()")
     elif kind == "accumulators":  # two accumulators of one tensor, summed before any float op
         units = int(rng.integers(1, 4))
         a = _branch(rng, h, spatial, units, text, quantize=False)
         b = _branch(rng, h, spatial, units, text, quantize=False)
-        out = _apply(keras.layers.Add(), [a, b], text, "Add()")
+        more = _more_inputs(rng, [a, b], lambda: _branch(rng, h, spatial, units, text, quantize=False))
+        out = _apply(keras.layers.Add(), more, text, "Add()")
     else:
         return _refused_block(rng, h, spatial, text)
     if rng.random() < 0.6:  # a threshold after the merge; else the next layer reads it as it is
         out = _requantize(rng, out, text, bn=rng.random() < 0.8)
     return out
+
+
+def _more_inputs(rng, inputs: list, make) -> list:
+    """Sometimes the inputs of a merge of three or four: ``inputs`` with one or two more, each a
+    new branch (``make()``) or at times one of them again, in a random order (hls4ml builds it as
+    a chain of two-input merges)."""
+    if rng.random() >= 0.3:
+        return inputs
+    extra = [inputs[rng.integers(len(inputs))] if rng.random() < 0.25 else make() for _ in range(1 if rng.random() < 0.7 else 2)]
+    out = [*inputs, *extra]
+    return [out[i] for i in rng.permutation(len(out))]
 
 
 def _refused_block(rng, h, spatial: bool, text: list[str]):
@@ -674,7 +699,8 @@ def _average_pool(rng, cur, add) -> tuple:
     s = p if t < 0.6 else (1, 1) if t < 0.85 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     line = f"AveragePooling2D({p}, strides={s}" + (", padding='same')" if padding == "same" else ")")
     add(keras.layers.AveragePooling2D(p, strides=s, padding=padding), line)
-    # "same" pads to a larger output: the "valid" shape keeps the next kernels within it
+    if padding == "same":  # the output Keras gives (the layers after it depend on the shape, e.g. a Reshape)
+        return (-(-h // s[0]), -(-w // s[1]), cur[2])
     return ((h - p[0]) // s[0] + 1, (w - p[1]) // s[1] + 1, cur[2])
 
 
@@ -749,7 +775,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                     next_input_q = q
                     what = None  # the next layer's input quantizer comes after any pool here
             if what == "pool" and len(cur) == 2:
-                cur = _pool_1d(rng, cur, add, pending=float_acc)
+                cur = _pool_1d(rng, cur, add, pending=float_acc, after=position == 2)
             elif what == "pad" and len(cur) == 2 and (not float_acc or rng.random() < 0.1):
                 pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
                 add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
@@ -793,12 +819,14 @@ def _conv1d(rng, cur, input_q, common, cls):
     return layer, line, (out, filters)
 
 
-def _pool_1d(rng, cur, add, pending: bool) -> tuple:
+def _pool_1d(rng, cur, add, pending: bool, after: bool = False) -> tuple:
     """Add a 1-D pool to an (L, C) tensor ``cur`` and return its output shape: a max or average
-    pool (windows of a power of two of values; sometimes 3 values or "same" padding, refused), or
-    a global one (flat output unless ``keepdims``; an average over a length not a power of two is
-    refused). ``pending``: float ops run since the accumulator, where averages are refused, so
-    they are made only sometimes there."""
+    pool (windows of a power of two of values; often 3, 5 or 6 values: a sum, its division folded
+    into the next quantizer; sometimes "same" padding, refused), or a global one (flat output
+    unless ``keepdims``; an average over any length). ``pending``: float ops run since the
+    accumulator, where averages are refused, so they are made only sometimes there; ``after``:
+    the pool reads a quantizer's output, so an average not over a power of two of values gets a
+    quantizer after it (the division needs one)."""
     import keras
 
     length, c = cur
@@ -808,9 +836,13 @@ def _pool_1d(rng, cur, add, pending: bool) -> tuple:
         keepdims = bool(rng.random() < 0.2)
         cls = keras.layers.GlobalAveragePooling1D if average else keras.layers.GlobalMaxPooling1D
         add(cls(keepdims=keepdims), f"{cls.__name__}(keepdims={keepdims})")
-        return (1, c) if keepdims else (c,)
-    if average and rng.random() < 0.05 and length >= 3:
-        p = 3
+        out = (1, c) if keepdims else (c,)
+        if average and after and length & (length - 1):
+            _quantize_after(rng, out, add)
+        return out
+    sums = [q for q in (3, 5, 6) if q <= length]
+    if average and sums and rng.random() < 0.35:
+        p = sums[rng.integers(len(sums))]
     else:
         fits = [q for q in (2, 2, 1, 4) if q <= length] or [1]
         p = fits[rng.integers(len(fits))]
@@ -819,8 +851,10 @@ def _pool_1d(rng, cur, add, pending: bool) -> tuple:
     padding = "same" if rng.random() < 0.04 else "valid"
     cls = keras.layers.AveragePooling1D if average else keras.layers.MaxPooling1D
     add(cls(p, strides=s, padding=padding), f"{cls.__name__}({p}, strides={s}, padding={padding!r})")
-    # "same" pads to a larger output: the "valid" shape keeps the next kernels within it (it is refused)
-    return ((length - p) // s + 1, c)
+    out = (-(-length // s), c) if padding == "same" else ((length - p) // s + 1, c)
+    if average and after and p & (p - 1):
+        _quantize_after(rng, out, add)
+    return out
 
 
 def _power_of_two_window(line: str) -> bool:
@@ -1006,6 +1040,8 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = freeze(case.model, strip_softmax=case.strip_softmax)
+    out.ops = sorted({node.op for node in graph.nodes})
+    out.forms = quantizer_forms(case.model)
     keras_model = keras_logits(case.model) if graph.meta.get("stripped_softmax") else case.model
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = pathlib.Path(tmp) / "graph.npz"
@@ -1045,6 +1081,28 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             if report.first_mismatches:
                 first = report.first_mismatches[0]
                 out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+
+
+QUANTIZER_ATTRS = ("input_quantizer", "kernel_quantizer", "depthwise_quantizer", "pointwise_quantizer", "quantizer")
+
+
+def quantizer_forms(model) -> list[str]:
+    """The hardware forms of the model's quantizers, as ``"<attribute>: <form>"`` (a scaled or
+    partial form with its base: ``"kernel_quantizer: scaled ternary"``)."""
+    found = set()
+    for layer in model.layers:
+        for attr in QUANTIZER_ATTRS:
+            q = getattr(layer, attr, None)
+            if q is None or not hasattr(q, "hardware"):
+                continue
+            hw = q.hardware()
+            kind = hw.kind
+            if hasattr(hw, "base"):
+                kind += f" {hw.base.kind}"
+            elif hasattr(hw, "chosen"):
+                kind += f" {hw.chosen.kind}/{hw.rest.kind if hw.rest is not None else 'float'}"
+            found.add(f"{attr}: {kind}")
+    return sorted(found)
 
 
 def random_target(rng, graph, io_type: str) -> dict:
@@ -1092,6 +1150,20 @@ class Summary:
     @property
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status in ("mismatch", "crash")]
+
+    def coverage(self) -> dict[str, dict[str, int]]:
+        """For each graph op and quantizer form: in how many models that agreed it took part,
+        emulated (``"emulated"``) and C-simulated per io type."""
+        table: dict[str, dict[str, int]] = {}
+        for o in self.outcomes:
+            if o.status != "ok":
+                continue
+            for key in [*o.ops, *o.forms]:
+                row = table.setdefault(key, {"emulated": 0, "io_parallel": 0, "io_stream": 0})
+                row["emulated"] += 1
+                if o.csim:
+                    row[o.csim] += 1
+        return table
 
     def line(self) -> str:
         c = self.counts()

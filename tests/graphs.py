@@ -144,10 +144,10 @@ def affine_graph(seed=0) -> Graph:
 
 
 def ops_1d_graph() -> Graph:
-    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> zeropad1d ->
-    avgpool1d -> conv1d (a dilated kernel: zero middle tap) -> maxpool1d over the whole length
-    (a global max pool) -> flatten -> dense -> threshold."""
-    from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, zeropad1d_node
+    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> sumpool1d
+    (overlapping windows of 3 values) -> zeropad1d -> avgpool1d -> conv1d (a dilated kernel: zero
+    middle tap) -> maxpool1d over the whole length (a global max pool) -> flatten -> dense -> threshold."""
+    from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, sumpool1d_node, zeropad1d_node
 
     rng = np.random.default_rng(1)
     wt, bt = FixedType.from_string("fixed<3,3>"), FixedType.from_string("fixed<8,4>")
@@ -156,7 +156,8 @@ def ops_1d_graph() -> Graph:
         "conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt
     )
     pool = maxpool1d_node("pool", conv)
-    pad = zeropad1d_node("pad", pool, (1, 1))
+    sums = sumpool1d_node("sum", pool, 3, 1)
+    pad = zeropad1d_node("pad", sums, (2, 2))
     avg = avgpool1d_node("avg", pad, 2)
     kernel = rng.integers(-3, 4, (3, 3, 2))
     kernel[1] = 0  # dilation 2 as freeze writes it
@@ -165,7 +166,7 @@ def ops_1d_graph() -> Graph:
     flat = flatten_node("flat", glob)
     dense = dense_node("dense", flat, rng.integers(-3, 4, (2, 3)), wt)
     thr = threshold_node("thr", dense, [[-9, 4], [0, 15], [5, 5]], [[-2, 0, 1]] * 3, FixedType(2, 2))
-    return Graph("ops_1d", [inp, conv, pool, pad, avg, conv2, glob, flat, dense, thr])
+    return Graph("ops_1d", [inp, conv, pool, sums, pad, avg, conv2, glob, flat, dense, thr])
 
 
 def dag_graph() -> Graph:
@@ -228,6 +229,29 @@ def ops_2d_graph() -> Graph:
     return Graph("ops_2d", nodes)
 
 
+def merge3_graph() -> Graph:
+    """Merges of more than two inputs: input -> conv1, which thr1 and cast3 (a fine grid) read;
+    thr1 -> conv2 -> cast2; add3 = cast2 + thr1 + cast3; cat = [thr1, thr1, add3, cast2]
+    (channels; thr1 twice, so io_stream starts its chain at the second input) -> flatten -> dense."""
+    from edgebnn.graph import add_node, cast_node, concatenate_node, conv2d_node, flatten_node
+
+    rng = np.random.default_rng(5)
+    wt = FixedType.from_string("fixed<3,3>")
+    inp = input_node("in", (3, 3, 2), FixedType.from_string("fixed<6,3,RND_CONV,SAT>"))
+    conv1 = conv2d_node("conv1", inp, rng.integers(-3, 4, (3, 3, 2, 3)), wt, padding=((1, 1), (1, 1)))
+    lo, hi = conv1.type.codes(conv1.lo), conv1.type.codes(conv1.hi)
+    t = np.sort(rng.integers(lo[:, None], hi[:, None] + 1, size=(3, 3)), axis=1)
+    thr1 = threshold_node("thr1", conv1, t, [[-2, -1, 0, 1], [1, 0, -1, -2], [-2, -1, 0, 1]], FixedType(2, 2))
+    cast3 = cast_node("cast3", conv1, FixedType.from_string("fixed<5,1,RND,SAT>"), relu=False)
+    conv2 = conv2d_node("conv2", thr1, rng.integers(-3, 4, (1, 1, 3, 3)), wt)
+    cast2 = cast_node("cast2", conv2, FixedType.from_string("ufixed<4,2,RND,SAT>"), relu=True)
+    add3 = add_node("add3", [cast2, thr1, cast3])
+    cat = concatenate_node("cat", [thr1, thr1, add3, cast2])
+    flat = flatten_node("flat", cat)
+    dense = dense_node("dense", flat, rng.integers(-3, 4, (108, 3)), wt)
+    return Graph("merge3", [inp, conv1, thr1, cast3, conv2, cast2, add3, cat, flat, dense])
+
+
 OP_GRAPHS = {
     "every_op": every_op_graph,
     "depthwise": depthwise_graph,
@@ -236,6 +260,7 @@ OP_GRAPHS = {
     "ops_1d": ops_1d_graph,
     "dag": dag_graph,
     "ops_2d": ops_2d_graph,
+    "merge3": merge3_graph,
 }
 
 

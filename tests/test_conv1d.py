@@ -1,14 +1,16 @@
-"""The 1-D layers end to end without C++: the graph ops conv1d, maxpool1d, avgpool1d and
-zeropad1d against NumPy, their freeze from Keras (QuantConv1D with every padding, strides,
-dilation and pad_values; MaxPooling1D, AveragePooling1D, their global forms, ZeroPadding1D)
-bit for bit against ``model.predict`` on edge inputs, the refusals word for word, and their
-cost rows. The C-simulation of every 1-D op is tests/test_conformance.py's ``ops_1d`` graph."""
+"""The 1-D layers end to end without C++: the graph ops conv1d, maxpool1d, avgpool1d, sumpool1d
+and zeropad1d against NumPy, their freeze from Keras (QuantConv1D with every padding, strides,
+dilation and pad_values; MaxPooling1D, AveragePooling1D, their global forms, averages over any
+number of values with adversarial BatchNormalization after them, ZeroPadding1D) bit for bit
+against ``model.predict`` on edge inputs, the refusals word for word, and their cost rows. The
+C-simulation of every 1-D op is tests/test_conformance.py's ``ops_1d`` graph."""
 
 import warnings
 
 import keras
 import numpy as np
 import pytest
+from bn import adversarial_on_inputs
 from graphs import ops_1d_graph
 
 import edgebnn  # noqa: F401
@@ -16,7 +18,16 @@ from edgebnn.emulate import emulate
 from edgebnn.estimate import estimate
 from edgebnn.fixed import FixedType
 from edgebnn.freeze import FreezeError, freeze
-from edgebnn.graph import Graph, GraphError, avgpool1d_node, conv1d_node, input_node, maxpool1d_node, zeropad1d_node
+from edgebnn.graph import (
+    Graph,
+    GraphError,
+    avgpool1d_node,
+    conv1d_node,
+    input_node,
+    maxpool1d_node,
+    sumpool1d_node,
+    zeropad1d_node,
+)
 from edgebnn.layers import QuantActivation, QuantConv1D, QuantDense
 
 IN_Q = "quantized_bits(4, 1, keep_negative=True)"
@@ -82,6 +93,30 @@ def test_pools_and_padding_are_exact():
         avgpool1d_node("a", inp, 3)
 
 
+def test_sumpool1d_sums_the_codes_on_the_input_grid():
+    inp = input_node("x", (9, 2), T)
+    node = sumpool1d_node("s", inp, 3, 2)
+    g = Graph("g", [inp, node])
+    assert node.shape == (4, 2) and node.type.lsb_exp == T.lsb_exp
+    assert np.array_equal(node.hi, inp.hi * 3) and np.array_equal(node.lo, inp.lo * 3)
+    x = np.random.default_rng(2).uniform(-6, 6, (30, 9, 2))
+    q = T.quantize(x)
+    assert np.array_equal(emulate(g, x), np.stack([q[:, 2 * i : 2 * i + 3].sum(axis=1) for i in range(4)], axis=1))
+    node.type = node.type.replace(width=node.type.width + 1, integer=node.type.integer)
+    with pytest.raises(GraphError, match=r"graph node 's' \(sumpool1d\): its type .* must have the input's step 2\*\*-3"):
+        Graph("g", [inp, node])
+    with pytest.raises(GraphError, match=r"graph node 's' \(sumpool1d\): pools an \(L, C\) input with pool \[p\]"):
+        Graph("g", [input_node("x", (9, 2, 1), T), sumpool1d_node("s", inp, 3)])
+
+
+def test_a_1d_window_sum_float32_cannot_hold_is_recorded():
+    from edgebnn.freeze.passes.float32_exactness import inexact
+
+    for bits, exact in ((22, True), (24, False)):
+        inp = input_node("x", (6, 1), FixedType.from_string(f"fixed<{bits},2>"))
+        assert inexact([inp, sumpool1d_node("s", inp, 3)]) == ([] if exact else ["s"])  # sums of 3 * 2**(bits - 1) codes
+
+
 def test_each_1d_op_gets_a_cost_row_like_its_2d_twin():
     g = ops_1d_graph()
     for io_type in ("io_parallel", "io_stream"):
@@ -90,6 +125,7 @@ def test_each_1d_op_gets_a_cost_row_like_its_2d_twin():
         assert rows["pool"].op == "maxpool1d" and rows["pool"].detail["comparators"] > 0
         assert rows["avg"].op == "avgpool1d" and rows["avg"].dsp == 0
         assert rows["pad"].op == "zeropad1d" and rows["pad"].lut == 0
+        assert rows["sum"].op == "sumpool1d" and rows["sum"].dsp == 0 and rows["sum"].detail["adder_levels"] == 2
 
 
 # ------------------------------------------------------------------------------ freeze
@@ -199,6 +235,40 @@ def test_a_max_pool_before_a_decreasing_requantization_is_refused():
     )
 
 
+def _sum_model(pool, shape, seed):
+    """conv -> ``pool`` -> an adversarial BatchNormalization -> quantizer, frozen without a warning,
+    Keras (batch 1 and 32) = emulator on edge inputs."""
+    model = _set(
+        _model(
+            _conv(padding="same", name="c"), pool, keras.layers.BatchNormalization(name="bn"), QuantActivation(IN_Q), shape=shape
+        )
+    )
+    x = _edge_inputs(shape, n=240)
+    adversarial_on_inputs(model, x, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exact: no float32 caveat
+        graph = freeze(model)
+    for batch in (1, 32):
+        keras_out = model.predict(x, batch_size=batch, verbose=0)
+        assert np.array_equal(emulate(graph, x).reshape(keras_out.shape), keras_out), batch
+    assert len(np.unique(emulate(graph, x))) > 1  # the outputs vary
+    return graph
+
+
+@pytest.mark.parametrize("pool,strides", [(3, None), (3, 1), (5, 2), (6, None), (6, 4)])
+def test_averages_over_windows_not_a_power_of_two_freeze_exactly(pool, strides):
+    graph = _sum_model(keras.layers.AveragePooling1D(pool, strides=strides, name="ap"), (12, 2), seed=pool)
+    assert [n.op for n in graph.nodes[1:]] == ["conv1d", "sumpool1d", "threshold"]
+    assert graph["ap"].attrs == {"pool": [pool], "strides": [strides or pool]}
+
+
+@pytest.mark.parametrize("length,keepdims", [(3, False), (7, True), (7, False), (12, False)])
+def test_global_averages_over_lengths_not_a_power_of_two_freeze_exactly(length, keepdims):
+    graph = _sum_model(keras.layers.GlobalAveragePooling1D(keepdims=keepdims, name="gap"), (length, 2), seed=length)
+    assert [n.op for n in graph.nodes[1:]] == ["conv1d", "sumpool1d", "threshold"] + ([] if keepdims else ["flatten"])
+    assert graph["gap"].attrs["pool"] == [length]
+
+
 REFUSALS = [
     (
         [keras.layers.BatchNormalization(name="bn"), keras.layers.AveragePooling1D(2, name="ap"), QuantActivation("ste_sign")],
@@ -213,14 +283,25 @@ REFUSALS = [
         "accumulator of 'c', before the normalization",
     ),
     (
-        [keras.layers.AveragePooling1D(3, name="ap"), QuantActivation("ste_sign")],
-        "layer 'ap' (AveragePooling1D) averages windows of 3 values: a window of 3 divides by 3, which no fixed-point "
-        "type holds exactly; use a pool size that is a power of two such as 2, or MaxPooling1D",
+        [keras.layers.AveragePooling1D(3, name="ap")],
+        "the model ends with real-valued outputs of ap that hardware cannot reproduce exactly; end it with a "
+        "QuantActivation (e.g. quantized_bits(8, 3)) or a QuantDense",
     ),
     (
-        [keras.layers.GlobalAveragePooling1D(name="gap"), QuantActivation("ste_sign")],
-        "layer 'gap' (GlobalAveragePooling1D) averages 12 values: a mean of 12 values divides by 12, which no "
-        "fixed-point type holds exactly; give it an input length that is a power of two such as 8, or use GlobalMaxPooling1D",
+        [keras.layers.GlobalAveragePooling1D(name="gap"), QuantDense(2, kernel_quantizer="ste_sign", name="d")],
+        "layer 'd' (QuantDense) receives real-valued inputs from gap; give it an input_quantizer or insert a "
+        "QuantActivation before it",
+    ),
+    (
+        [keras.layers.BatchNormalization(name="bn"), keras.layers.AveragePooling1D(3, name="ap"), QuantActivation("ste_sign")],
+        "layer 'ap' (AveragePooling1D) averages the real-valued outputs of bn, whose float32 mean cannot be moved past "
+        "them exactly; pool after the activation (after the QuantActivation that quantizes them) or directly on the "
+        "accumulator of 'c', before the normalization",
+    ),
+    (
+        [keras.layers.AveragePooling1D(3, padding="same", name="ap"), QuantActivation("ste_sign")],
+        "layer 'ap' (AveragePooling1D) has padding='same'; only padding='valid' can be frozen: Keras divides its "
+        "border windows by the fewer values they hold",
     ),
     (
         [keras.layers.MaxPooling1D(2, padding="same", name="mp"), QuantActivation("ste_sign")],

@@ -122,8 +122,8 @@ def test_a_quarter_of_the_seeds_branch_and_merge():
 
     merges = set()
     branching = []
-    for seed in range(40):
-        if np.random.default_rng((seed, 1)).random() >= fuzz.BRANCHING:
+    for seed in range(60):
+        if seed % 3 == 2 or np.random.default_rng((seed, 1)).random() >= fuzz.BRANCHING:  # 1-D seeds do not branch
             continue
         case = fuzz.random_model(seed)
         layers = case.model.layers

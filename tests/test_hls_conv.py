@@ -207,3 +207,69 @@ def test_resource_reuse_factor_above_the_kernel_is_refused_in_io_parallel(tmp_pa
     ):
         hls.export(graph, tmp_path / "prj", board=PYNQ, strategy="Resource", reuse_factor={"conv0": 6})
     assert os.listdir(tmp_path) == []
+
+
+def _above_the_kernel():
+    """(graph name, node, op, n_in, n_out, rf): every node hls4ml builds as a convolution in the op
+    graphs, with a reuse factor valid for its matrix but above its im2col rows."""
+    from graphs import OP_GRAPHS
+
+    from edgebnn.backends.hls4ml import reuse
+    from edgebnn.backends.hls4ml.cost.blocks import valid_reuse_factors
+
+    cases = []
+    for gname, make in OP_GRAPHS.items():
+        for name, (op, n_in, n_out) in reuse.matrices(make()).items():
+            above = [rf for rf in valid_reuse_factors(n_in, n_out) if rf > n_in]
+            if op in reuse.CONVOLUTIONS and above:
+                cases.append((gname, name, op, n_in, n_out, above[0]))
+    return cases
+
+
+def test_every_convolution_op_is_among_the_cases_above_the_kernel():
+    """The op graphs give each op hls4ml builds as a convolution a case for the test below."""
+    from edgebnn.backends.hls4ml import reuse
+
+    assert {c[2] for c in _above_the_kernel()} == set(reuse.CONVOLUTIONS)
+
+
+@pytest.mark.parametrize(("gname", "name", "op", "n_in", "n_out", "rf"), _above_the_kernel())
+def test_a_resource_reuse_factor_above_any_convolutions_kernel_is_refused_in_io_parallel(
+    tmp_path, gname, name, op, n_in, n_out, rf
+):
+    """conv_1d_resource_cl and conv_2d_resource_cl assert rf <= k*C, which aborts the process:
+    conv1d, conv2d, the conv2d of a depthwise node's full kernel and a sum pool's identity
+    convolution are refused before anything is written."""
+    from graphs import OP_GRAPHS
+
+    with pytest.raises(EdgebnnError) as err:
+        hls.export(OP_GRAPHS[gname](), tmp_path / "prj", board=PYNQ, strategy="Resource", reuse_factor={name: rf})
+    assert str(err.value).startswith(
+        f"reuse factor {rf} of node {name!r} ({op}, {n_in} x {n_out} weights) is not one hls4ml's Resource strategy "
+        "in io_parallel builds as given; use one of "
+    ), str(err.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_run_configs_reuse_check_sees_the_graphs_matrices():
+    """Before training, the run config's reuse factors are checked on the Keras layers under the
+    names and matrices the graph's nodes will have (conv1d, depthwise, separable's two nodes)."""
+    import keras
+
+    from edgebnn.backends.hls4ml import reuse
+    from edgebnn.layers import QuantConv1D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
+
+    kw = dict(input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False)
+    x1 = keras.Input((8, 3))
+    one = keras.Model(x1, QuantDense(2, name="d", **kw)(keras.layers.Flatten()(QuantConv1D(4, 3, name="c1", **kw)(x1))))
+    x2 = keras.Input((6, 6, 3))
+    dkw = dict(input_quantizer="ste_sign", depthwise_quantizer="ste_sign", use_bias=False)
+    h = QuantDepthwiseConv2D(3, depth_multiplier=2, name="dw", **dkw)(x2)
+    sep = QuantSeparableConv2D(5, 3, depth_multiplier=2, pointwise_quantizer="ste_sign", name="sep", **dkw)
+    two = keras.Model(x2, sep(h))
+    assert reuse.matrices_of_model(one) == {"c1": ("conv1d", 9, 4), "d": ("dense", 24, 2)}
+    assert reuse.matrices_of_model(two) == {
+        "dw": ("depthwise_conv2d", 27, 6),
+        "sep_depthwise": ("depthwise_conv2d", 54, 12),
+        "sep": ("conv2d", 12, 5),
+    }

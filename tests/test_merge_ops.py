@@ -1,6 +1,6 @@
 """The merge ops add and concatenate (graph/ops/add.py, concatenate.py): exact types from the
 inputs' grids and bounds, validation, emulation, the graph's DAG checks; their hls4ml lowering's
-refusals and layer list; their estimate (io_stream Clone rows, the slowest path, live outputs)."""
+refusals, layer list and chain of two-input merges; their estimate (io_stream Clone rows, the slowest path, live outputs)."""
 
 import re
 
@@ -87,16 +87,74 @@ def test_save_load_keeps_a_dag(tmp_path):
     assert "cat                  concatenate (4, 4, 6)" in graph.summary() and "<- add1, thr1" in graph.summary()
 
 
-def test_hls4ml_refuses_three_inputs_and_one_stream_read_twice(tmp_path):
+def test_hls4ml_builds_three_inputs_as_a_chain_and_refuses_one_stream_read_twice(tmp_path):
     from edgebnn.backends.hls4ml.exporter import check_graph
 
     inp, coarse, fine = sources()
-    with pytest.raises(EdgebnnError, match=re.escape("merges 3 inputs, but hls4ml's merge layers take two; merge two at a time")):
-        check_graph(Graph("g", [inp, coarse, fine, add_node("s", [coarse, fine, fine])]))
+    check_graph(Graph("g", [inp, coarse, fine, add_node("s", [coarse, fine, fine])]), "io_stream")
     twice = Graph("g", [inp, coarse, add_node("s", [coarse, coarse])])
     check_graph(twice, "io_parallel")
     with pytest.raises(EdgebnnError, match=re.escape("reads 'coarse' twice, which hls4ml's io_stream cannot do")):
         check_graph(twice, "io_stream")
+    thrice = Graph("g", [inp, coarse, add_node("s", [coarse, coarse, coarse])])
+    check_graph(thrice, "io_parallel")
+    with pytest.raises(EdgebnnError, match=re.escape("reads 'coarse' 3 times, which hls4ml's io_stream cannot do")):
+        check_graph(thrice, "io_stream")
+
+
+def test_a_merge_of_more_inputs_is_a_chain_of_two_input_merges_with_exact_types():
+    from graphs import merge3_graph
+
+    from edgebnn.backends.hls4ml.model import hls_chain, hls_names, layer_list
+
+    graph = merge3_graph()
+    cast2, thr1, cast3 = graph.sources(graph["add3"])
+    for io_type in ("io_parallel", "io_stream"):
+        chain = hls_chain(graph, io_type)
+        # the partial sum has the exact type of cast2 + thr1; the node's type holds all three
+        assert chain["add3_part1"].inputs == ["cast2", "thr1"] and chain["add3"].inputs == ["add3_part1", "cast3"]
+        assert chain["add3_part1"].type == add_node("p", [cast2, thr1]).type != graph["add3"].type
+        # thr1 twice: io_parallel joins the two copies first, io_stream starts at thr1 + add3
+        # (a layer cannot read one stream twice) and then joins the first thr1 on the left
+        want = {
+            "io_parallel": [
+                ("cat_part1", ["thr1", "thr1"]),
+                ("cat_part2", ["cat_part1", "add3"]),
+                ("cat", ["cat_part2", "cast2"]),
+            ],
+            "io_stream": [("cat_part1", ["thr1", "add3"]), ("cat_part2", ["thr1", "cat_part1"]), ("cat", ["cat_part2", "cast2"])],
+        }[io_type]
+        assert [(n.name, n.inputs) for n in chain.nodes if n.name.startswith("cat")] == want
+        assert {chain[name].type for name, _ in want} == {graph["cat"].type}
+        assert [chain[name].shape for name, _ in want] == [(3, 3, 6), (3, 3, 9), (3, 3, 12)]
+        layers = layer_list(chain, hls_names(graph, chain))
+        assert all(len(entry.get("inputs", [])) <= 2 for entry in layers)
+    # a graph node already called like a partial result keeps its name; the partial one gets another
+    inp, coarse, fine = sources()
+    clash = cast_node("s_part1", inp, FixedType.from_string("fixed<5,3,RND,SAT>"), relu=False)
+    g = Graph("g", [inp, coarse, fine, clash, add_node("s", [coarse, fine, clash])])
+    assert [n.name for n in hls_chain(g, "io_parallel").nodes][-2:] == ["s_part1_", "s"]
+    names = hls_names(g, hls_chain(g, "io_parallel"))
+    assert names["s_part1"] == "s_part1" and names["s_part1_"] == "s_part1_"
+
+
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_estimate_costs_the_chain_of_merges(io_type):
+    from graphs import merge3_graph
+
+    graph = merge3_graph()
+    rows = {r.name: r for r in estimate(graph, "pynq-z2", io_type=io_type).rows}
+    add3, cat = rows["add3"], rows["cat"]
+    units = 3 if io_type == "io_stream" else 27  # io_stream builds one pixel's adders
+    part_bits = add_node("p", graph.sources(graph["add3"])[:2]).type.width
+    assert add3.detail["merges"] == 2 and add3.detail["adders"] == 2 * units
+    assert add3.detail["adder_bits"] == units * (part_bits + graph["add3"].type.width)
+    assert cat.detail["merges"] == 3 and cat.detail["inputs"] == 4 and cat.lut == 0
+    if io_type == "io_stream":
+        assert cat.latency > 3 * 9 and cat.ii == 9  # three merges of nine pixels each, and their streams
+        assert rows["clone_thr1"].ff == 4 * 27 * graph["thr1"].type.width  # conv2, add3's merge and two of cat's
+    else:
+        assert cat.latency == 0 and "clone_thr1" not in rows
 
 
 def test_the_layer_list_names_every_input_and_io_stream_moves_a_flatten_read_once():

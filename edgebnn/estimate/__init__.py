@@ -163,7 +163,7 @@ def estimate(
         src = srcs if node.op in MULTI_INPUT else srcs[0]
         row = COSTS[node.op](node, src, rf_of.get(node.name, 1), ctx, widths, warnings, live.get(node.name))
         rows.append(_stream(row, node, ctx, widths))
-        copies = len(graph.readers(node))
+        copies = sum(n.inputs.count(node.name) for n in graph.nodes)  # a merge of 3+ inputs may read it twice
         if io_type == "io_stream" and copies > 1:  # hls4ml's Clone copies the stream for each reader
             rows.append(_clone(node, copies, ctx, widths))
     stripped = graph.meta.get("stripped_softmax")

@@ -38,6 +38,7 @@ from .ops.maxpool1d import maxpool1d_node
 from .ops.maxpool2d import maxpool2d_node
 from .ops.pad2d import pad2d_node
 from .ops.reshape import reshape_node
+from .ops.sumpool1d import sumpool1d_node
 from .ops.sumpool2d import sumpool2d_node
 from .ops.threshold import threshold_node
 from .ops.zeropad1d import zeropad1d_node
@@ -68,6 +69,7 @@ __all__ = [
     "pad2d_node",
     "reshape_node",
     "spec",
+    "sumpool1d_node",
     "sumpool2d_node",
     "threshold_node",
     "zeropad1d_node",

@@ -174,9 +174,37 @@ def width_concat():
     return keras.Model(x, keras.layers.Concatenate(axis=2, name="cat")([q0, q0]))
 
 
+def scaled_merge():
+    """A DoReFa QuantActivation (codes times 1/3) read by an Add through a Dropout."""
+    x = keras.Input(SHAPE)
+    q0 = stem(x)
+    h = keras.layers.BatchNormalization(name="bn")(conv(3, "c")(q0))
+    d = keras.layers.Dropout(0.5, name="drop")(QuantActivation("dorefa(k_bit=2)", name="qd")(h))
+    return keras.Model(x, keras.layers.Add(name="add")([d, conv(3, "c2", iq="ste_sign")(q0)]))
+
+
+def scaled_fan_out():
+    x = keras.Input(SHAPE)
+    h = keras.layers.BatchNormalization(name="bn")(conv(3, "c", iq=IN_Q)(x))
+    qd = QuantActivation("dorefa(k_bit=2)", name="qd")(h)
+    return keras.Model(x, keras.layers.Add(name="add")([conv(2, "ca")(qd), conv(2, "cb")(qd)]))
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [
+        (
+            scaled_merge,
+            "layer 'qd' (QuantActivation): its quantizer dorefa multiplies its codes by a scale, and its outputs "
+            "through 'drop' reach 'add' away from its chain, where freeze cannot apply that scale; use a quantizer "
+            "without a scale there (e.g. quantized_bits or quantized_relu)",
+        ),
+        (
+            scaled_fan_out,
+            "layer 'qd' (QuantActivation): its quantizer dorefa multiplies its codes by a scale, and its outputs "
+            "reach 'ca', 'cb' away from its chain, where freeze cannot apply that scale; use a quantizer without a scale "
+            "there (e.g. quantized_bits or quantized_relu), or make it the input_quantizer of each layer that reads it",
+        ),
         (
             real_fan_out,
             "layer 'bn' (BatchNormalization): its real-valued outputs branch to 'q', 'add' before any quantizer; "

@@ -107,8 +107,8 @@ def export(
 
     threshold_layer.register(BACKENDS)
     pad_layer.register(BACKENDS)
-    names = hls_names(graph)
     chain = hls_chain(graph, target.io_type)
+    names = hls_names(graph, chain)
     layers = layer_list(chain, names)
     messages: list[str] = []
     with staged_dir(final, force=force, what="HLS project folder") as tmp:
@@ -172,7 +172,8 @@ def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
         where = f"graph node {node.name!r} ({node.op})"
         op = lowering(node)
         op.check(node, source(op, graph, node), io_type, where)
-        readers = len(graph.readers(node))
+        # a node read twice by a merge of three or more inputs is read by two of its two-input merges
+        readers = sum(n.inputs.count(node.name) for n in graph.nodes)
         if io_type == "io_stream" and readers > 7:
             raise EdgebnnError(
                 f"{where} is read by {readers} nodes, but hls4ml's io_stream copies a stream to at most 7 readers; "

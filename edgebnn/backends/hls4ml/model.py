@@ -1,6 +1,7 @@
 """The hls4ml model built from a deployment graph, and its check after hls4ml's flows.
 
-- :func:`hls_chain`: the nodes hls4ml gets (io_stream runs elementwise ops before a flatten);
+- :func:`hls_chain`: the nodes hls4ml gets (io_stream runs elementwise ops before a flatten; a
+  merge of more than two inputs is a chain of two-input merges);
 - :func:`hls_names`: C-identifier layer names;
 - :func:`hls_config` and :func:`layer_list`: the configuration (every precision explicit) and the
   layer list (every input of a node), each op's part from its lowering module (``ops``);
@@ -21,6 +22,7 @@ from ...graph import Graph, Node
 from ...graph.node import Nodes
 from ..target import Target
 from .ops import flatten, lowering, source
+from .ops._merge import merge_steps
 from .ops.common import check_packing, expect_precision, precision
 
 
@@ -48,9 +50,12 @@ def hls_chain(graph: Graph, io_type: str) -> Chain:
     order), so each moved node keeps its per-flat-feature tables and sees the pixel packets, and
     the flatten (or flattens) follow it with the last moved node's type; the nodes that read the
     last moved node read the flatten instead. A flatten read by several nodes stays in place.
+
+    In both io types a merge (``MULTI_INPUT``) of more than two inputs is replaced by the chain of
+    two-input merges hls4ml can build (``ops._merge.merge_steps``), its partial results first.
     """
     if io_type != "io_stream":
-        return Chain(list(graph.nodes))
+        return _split_merges(list(graph.nodes), io_type)
     readers = {n.name: len(graph.readers(n)) for n in graph.nodes}
     nodes: list[Node] = []
     holder: dict[str, str] = {}  # graph node name -> the chain node that holds its value
@@ -88,7 +93,22 @@ def hls_chain(graph: Graph, io_type: str) -> Chain:
             nodes.append(dataclasses.replace(node, inputs=[holder.get(i, i) for i in node.inputs]))
     if pending:
         emit_pending()
-    return Chain(nodes, frozenset(moved))
+    return _split_merges(nodes, io_type, frozenset(moved))
+
+
+def _split_merges(nodes: list[Node], io_type: str, moved: frozenset[str] = frozenset()) -> Chain:
+    """The chain of ``nodes`` with each merge of more than two inputs replaced by its two-input merges."""
+    chain = Chain(nodes, moved)
+    taken = {n.name for n in nodes}
+    split: list[Node] = []
+    for node in nodes:
+        if getattr(lowering(node), "MULTI_INPUT", False):
+            steps = merge_steps(node, chain.sources(node), io_type, taken)
+            taken.update(n.name for n in steps)
+            split += steps
+        else:
+            split.append(node)
+    return Chain(split, moved)
 
 
 def _clone(name: str) -> str:
@@ -96,11 +116,15 @@ def _clone(name: str) -> str:
     return f"clone_{name}"
 
 
-def hls_names(graph: Graph) -> dict[str, str]:
-    """Graph node name -> a C-identifier layer name hls4ml accepts ('input' is reserved)."""
+def hls_names(graph: Graph, chain: Chain | None = None) -> dict[str, str]:
+    """Graph node name -> a C-identifier layer name hls4ml accepts ('input' is reserved); with
+    ``chain``, also the names of its nodes the graph does not have (a merge's partial results),
+    after the graph's, so a graph node's name does not depend on the chain."""
     names: dict[str, str] = {}
     used: set[str] = set()
-    for node in graph.nodes:
+    in_graph = {n.name for n in graph.nodes}
+    extra = [n for n in chain.nodes if n.name not in in_graph] if chain is not None else []
+    for node in [*graph.nodes, *extra]:
         base = re.sub(r"\W", "_", node.name, flags=re.ASCII).lower() or node.op
         if base[0].isdigit():
             base = f"{node.op}_{base}"

@@ -5,8 +5,9 @@ shared). The Resource strategy keeps a reuse factor only when it is valid for th
 weight matrix (``n_in x n_out``: a dense layer's, or a convolution's im2col ``kh*kw*C x F``):
 hls4ml 1.3.0 snaps any other to the nearest valid one with only a printed warning
 (:func:`~edgebnn.backends.hls4ml.cost.blocks.valid_reuse_factors` is its rule), and its
-io_parallel Resource convolution (``conv_2d_resource_cl``) asserts ``rf <= kh*kw*C``, which
-aborts the process running the C-simulation. Each refusal names the node and lists the
+io_parallel Resource convolutions (``conv_1d_resource_cl``, ``conv_2d_resource_cl``; also the
+conv2d of a depthwise node's full kernel and the identity convolution of a sum pool) assert
+``rf <= k*C``, which aborts the process running the C-simulation. Each refusal names the node and lists the
 reuse factors that work there.
 
 Imports no hls4ml, TensorFlow or Keras: the run checks a Keras model's layers with it before
@@ -22,6 +23,11 @@ import numpy as np
 from ..target import Target, TargetError
 from .cost.blocks import valid_reuse_factors
 
+# ops hls4ml builds as a convolution (a depthwise node as the conv2d of its full kernel, a sum
+# pool as the identity convolution): its io_parallel Resource kernel (conv_1d_resource_cl,
+# conv_2d_resource_cl) asserts rf <= the rows of the im2col matrix
+CONVOLUTIONS = ("conv1d", "conv2d", "depthwise_conv2d", "sumpool1d", "sumpool2d")
+
 
 def allowed(op: str, n_in: int, n_out: int, strategy: str, io_type: str) -> list[int] | None:
     """The reuse factors hls4ml builds as given for an ``op`` node with an ``n_in x n_out``
@@ -29,25 +35,44 @@ def allowed(op: str, n_in: int, n_out: int, strategy: str, io_type: str) -> list
     if strategy != "Resource":
         return None
     valid = valid_reuse_factors(n_in, n_out)
-    if op == "conv2d" and io_type == "io_parallel":
-        valid = [rf for rf in valid if rf <= n_in]  # conv_2d_resource_cl asserts rf <= kh*kw*C
+    if op in CONVOLUTIONS and io_type == "io_parallel":
+        valid = [rf for rf in valid if rf <= n_in]  # conv_{1,2}d_resource_cl assert rf <= kernel size * C
     return valid
 
 
 def matrices(graph) -> dict[str, tuple[str, int, int]]:
-    """Each weighted node of ``graph`` (one with a weight matrix) -> (op, n_in, n_out)."""
-    return {node.name: (node.op, *_matrix(node.params["weight"].shape)) for node in graph.nodes if "weight" in node.params}
+    """Each node of ``graph`` that hls4ml builds with a weight matrix -> (op, n_in, n_out) of
+    that matrix (a convolution's im2col ``k*C x F``)."""
+    out = {}
+    for node in graph.nodes:
+        if node.op in ("sumpool1d", "sumpool2d"):  # the identity convolution: window x C rows, C filters
+            c = int(node.shape[-1])
+            out[node.name] = (node.op, int(np.prod(node.attrs["pool"])) * c, c)
+        elif node.op == "depthwise_conv2d":  # the conv2d of the full (kh, kw, C, C*M) kernel
+            kh, kw, c, m = node.params["weight"].shape
+            out[node.name] = (node.op, int(kh * kw * c), int(c * m))
+        elif "weight" in node.params:
+            out[node.name] = (node.op, *_matrix(node.params["weight"].shape))
+    return out
 
 
 def matrices_of_model(model) -> dict[str, tuple[str, int, int]]:
-    """Each layer of a built Keras ``model`` with a kernel -> (op, n_in, n_out), under the name
-    its graph node will have (the layer's)."""
+    """Each weighted layer of a built Keras ``model`` -> (op, n_in, n_out), under the names its
+    graph nodes will have (a separable layer's depthwise node is ``<layer>_depthwise``)."""
     out = {}
     for layer in model.layers:
-        kernel = getattr(layer, "kernel", None)
-        if kernel is not None:
-            shape = tuple(int(d) for d in kernel.shape)
-            out[layer.name] = ("conv2d" if len(shape) == 4 else "dense", *_matrix(shape))
+        pointwise = getattr(layer, "pointwise_kernel", None)
+        kernel = getattr(layer, "depthwise_kernel" if pointwise is not None else "kernel", None)
+        if kernel is None:
+            continue
+        shape = tuple(int(d) for d in kernel.shape)
+        if pointwise is not None or hasattr(layer, "depth_multiplier"):  # a depthwise (kh, kw, C, M) kernel
+            name = f"{layer.name}_depthwise" if pointwise is not None else layer.name
+            out[name] = ("depthwise_conv2d", int(np.prod(shape[:-1])), shape[-2] * shape[-1])
+            if pointwise is not None:
+                out[layer.name] = ("conv2d", *_matrix(tuple(int(d) for d in pointwise.shape)))
+        else:
+            out[layer.name] = ({4: "conv2d", 3: "conv1d"}.get(len(shape), "dense"), *_matrix(shape))
     return out
 
 
@@ -64,7 +89,7 @@ def check(target: Target, weighted: Mapping[str, tuple[str, int, int]], graph_na
         op, n_in, n_out = weighted[name]
         valid = allowed(op, n_in, n_out, target.strategy, target.io_type)
         if valid is not None and rf not in valid:
-            layout = " in io_parallel" if op == "conv2d" and target.io_type == "io_parallel" else ""
+            layout = " in io_parallel" if op in CONVOLUTIONS and target.io_type == "io_parallel" else ""
             raise TargetError(
                 f"reuse factor {rf} of node {name!r} ({op}, {n_in} x {n_out} weights) is not one hls4ml's Resource "
                 f"strategy{layout} builds as given; use one of {', '.join(map(str, valid))} there, or the Latency strategy"

@@ -20,6 +20,7 @@ after a quantizer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from keras import ops
@@ -39,17 +40,17 @@ def check(layer) -> None:
     pooling.check(layer, padding_reason="Keras divides its border windows by the fewer values they hold")
 
 
-def division(layer):
+def division(layer, pool):
     """A Keras function of window sums ``x`` (n, ..., C) returning ``layer``'s average of a
     window holding each sum (the sum first, zeros after), in ``x``'s shape (a global pool
-    without ``keepdims``: (n, C), as the layer gives it)."""
-    (ph, pw), _ = pooling.window(layer)
+    without ``keepdims``: (n, C), as the layer gives it). ``pool`` is the window's size per
+    spatial axis: (ph, pw), or (p,) for a 1-D pool."""
     flat = not getattr(layer, "keepdims", True)
 
     def divide(x):
         c = ops.shape(x)[-1]
-        first = ops.reshape(x, (-1, 1, 1, c))
-        win = ops.pad(first, [[0, 0], [0, ph - 1], [0, pw - 1], [0, 0]])
+        first = ops.reshape(x, (-1, *(1 for _ in pool), c))
+        win = ops.pad(first, [[0, 0], *([0, p - 1] for p in pool), [0, 0]])
         return ops.reshape(layer(win), (-1, c) if flat else ops.shape(x))
 
     return divide
@@ -62,7 +63,12 @@ def steps(layer) -> Iterator:
         yield Step(layer.name, KIND, layer, sources=[layer.name])
         return
     yield Step(layer.name, SUM, layer, sources=[layer.name])
-    yield FloatOp(f"{layer.name} (division by {pool[0] * pool[1]})", division(layer), layer=layer)
+    yield division_op(layer, pool)
+
+
+def division_op(layer, pool) -> FloatOp:
+    """The division of ``layer``'s window sums by its window size, a float op (see :func:`division`)."""
+    return FloatOp(f"{layer.name} (division by {math.prod(pool)})", division(layer, pool), layer=layer)
 
 
 def lower(source: Layer) -> Iterator:
@@ -84,11 +90,17 @@ def node(step: Step, freezing):
     return avgpool2d_node(step.name, freezing.source(step), pool, strides, ",".join(step.sources))
 
 
-def sum_keras_eval(step: Step, x):
-    """The window sums in float32 (a depthwise convolution with ones: exact below 2**24 steps)."""
-    pool, strides = pooling.window(step.layer)
+def window_sums(x, pool, strides):
+    """The sums of ``x``'s "valid" windows of ``pool`` (per spatial axis, 1-D or 2-D) at ``strides``,
+    in float32 (a depthwise convolution with ones: exact below 2**24 steps)."""
     ones = ops.ones((*pool, ops.shape(x)[-1], 1), dtype=x.dtype)
     return ops.depthwise_conv(x, ones, strides=strides, padding="valid", data_format="channels_last")
+
+
+def sum_keras_eval(step: Step, x):
+    """The window sums in float32 (:func:`window_sums`)."""
+    pool, strides = pooling.window(step.layer)
+    return window_sums(x, pool, strides)
 
 
 def sum_node(step: Step, freezing):

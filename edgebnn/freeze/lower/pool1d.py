@@ -38,10 +38,12 @@ def window(layer) -> tuple[int, int]:
     return int(layer.pool_size[0]), int(layer.strides[0])
 
 
-def steps(source: Layer, kind: str) -> Iterator:
-    """The pool step of ``kind``, and for a global pool without ``keepdims`` a flatten step."""
+def steps(source: Layer, kind: str, then=()) -> Iterator:
+    """The pool step of ``kind``, the items ``then`` (an average's division), and for a global
+    pool without ``keepdims`` a flatten step."""
     layer = source.layer
     yield Step(layer.name, kind, layer, sources=[layer.name])
+    yield from then
     if is_global(layer) and not layer.keepdims:
         yield Step(f"{layer.name}_flatten", "flatten", layer, sources=[layer.name])
 

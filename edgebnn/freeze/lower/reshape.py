@@ -59,7 +59,9 @@ def mixes_channels(step: Step) -> bool:
     so per-channel parameters after it differ from those before it (a flatten of one position, a
     global pool's, keeps them)."""
     layer = step.layer
-    if isinstance(layer, keras.layers.GlobalMaxPooling2D | keras.layers.GlobalAveragePooling2D):
+    if isinstance(
+        layer, keras.layers.GlobalMaxPooling2D | keras.layers.GlobalAveragePooling2D | keras.layers.GlobalAveragePooling1D
+    ):
         return False  # the flatten of a global pool: one position
     if not isinstance(layer, keras.layers.Flatten | keras.layers.Reshape):
         return True

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from ...forms import Scaled
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
-ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d", "sumpool2d")
-AVERAGES = ("avgpool2d", "avgpool1d", "sumpool2d")
+ON_GRID = ("avgpool2d", "avgpool1d", "zeropad1d", "sumpool2d", "sumpool1d")
+AVERAGES = ("avgpool2d", "avgpool1d", "sumpool2d", "sumpool1d")
 # accumulator-like steps: exact tensors on a grid before any float op
 ACCUMULATORS = ("dense", "conv2d", "conv1d", "depthwise_conv2d", "pointwise", "add", "concatenate")
 

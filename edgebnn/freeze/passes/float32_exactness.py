@@ -48,7 +48,7 @@ def mean_exact(node, nodes: list) -> bool:
     """Every partial window sum of the avgpool2d node is an integer multiple of its input's grid
     below 2**24 in magnitude (at most the window size times the largest input, which on the
     node's finer grid is its largest code), so float32 sums without rounding and the division
-    by the power-of-two window size is exact. For a sumpool2d node the same bound is its largest
+    by the power-of-two window size is exact. For a sumpool2d or sumpool1d node the same bound is its largest
     code on the input's grid: Keras's float32 window sum is then the node's sum in any order."""
     bound = float(np.maximum(np.abs(node.lo), np.abs(node.hi)).max(initial=0.0))
     return math.ldexp(bound, -node.type.lsb_exp) < 2.0**24
@@ -71,4 +71,5 @@ CHECKS = {
     "avgpool1d": mean_exact,
     "add": sum_exact,
     "sumpool2d": mean_exact,
+    "sumpool1d": mean_exact,
 }

@@ -71,6 +71,7 @@ from . import (
     maxpool2d,
     pad2d,
     reshape,
+    sumpool1d,
     sumpool2d,
     threshold,
     zeropad1d,
@@ -97,6 +98,7 @@ _MODULES = (
     sumpool2d,
     reshape,
     pad2d,
+    sumpool1d,
 )
 REGISTRY: dict[str, OpSpec] = {m.SPEC.op: m.SPEC for m in _MODULES}
 OPS = tuple(REGISTRY)

@@ -1,7 +1,7 @@
 """What the 1-D ops share with their 2-D twins: an (L, C) tensor is the (1, L, C) tensor of one row.
 
-:func:`as_2d` turns a conv1d, maxpool1d or avgpool1d node and its source into that 2-D twin
-(conv2d, maxpool2d, avgpool2d with a height of 1), so the 1-D ops validate, execute and are
+:func:`as_2d` turns a conv1d, maxpool1d, avgpool1d or sumpool1d node and its source into that 2-D twin
+(conv2d, maxpool2d, avgpool2d, sumpool2d with a height of 1), so the 1-D ops validate, execute and are
 costed by the 2-D code, with nothing duplicated."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import dataclasses
 from ..node import Node
 
 # 1-D op -> its 2-D twin
-TWINS = {"conv1d": "conv2d", "maxpool1d": "maxpool2d", "avgpool1d": "avgpool2d"}
+TWINS = {"conv1d": "conv2d", "maxpool1d": "maxpool2d", "avgpool1d": "avgpool2d", "sumpool1d": "sumpool2d"}
 
 
 def row(node: Node) -> Node:

@@ -23,6 +23,14 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     w = node.params.get("weight")
     if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1] or w.shape[3] != node.shape[-1]:
         raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, F) with C={src.shape[-1]}")
+    check_window(node, src, where)
+
+
+def check_window(node: Node, src: Node, where: str) -> None:
+    """The checks of a conv2d node (or of a node seen as one, e.g. a depthwise node's full
+    kernel) past its weight's shape: the output shape its padding and strides give, a pad code
+    of the input type, and weight and bias codes as for dense."""
+    w = node.params["weight"]
     want = conv_shape(src.shape, w.shape[0], w.shape[1], node.attrs["strides"], node.attrs["padding"], w.shape[3])
     if node.shape != want:
         raise GraphError(f"{where}: output shape must be {want} for these padding and strides")

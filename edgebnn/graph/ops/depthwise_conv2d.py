@@ -21,8 +21,8 @@ import numpy as np
 from ...fixed import FixedType
 from ..node import GraphError, Node
 from . import OpSpec
-from ._weighted import check_conv_weights, conv_shape, convolve
-from .conv2d import conv2d_node
+from ._weighted import convolve
+from .conv2d import check_window, conv2d_node
 
 
 def full_kernel(weight) -> np.ndarray:
@@ -48,13 +48,7 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
     w = node.params.get("weight")
     if len(src.shape) != 3 or w is None or w.ndim != 4 or w.shape[2] != src.shape[-1]:
         raise GraphError(f"{where}: needs an (H, W, C) input and weight (kh, kw, C, M) with C={src.shape[-1]}")
-    want = conv_shape(src.shape, w.shape[0], w.shape[1], node.attrs["strides"], node.attrs["padding"], w.shape[2] * w.shape[3])
-    if node.shape != want:
-        raise GraphError(f"{where}: output shape must be {want} for these padding and strides")
-    pad = int(node.attrs["pad_code"])
-    if not src.type.min_code <= pad <= src.type.max_code:
-        raise GraphError(f"{where}: pad_code {pad} is not a code of the input type {src.type}")
-    check_conv_weights(as_conv2d(node), src, where)
+    check_window(as_conv2d(node), src, where)
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:

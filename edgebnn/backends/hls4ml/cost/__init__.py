@@ -49,6 +49,7 @@ from . import (
     maxpool2d,
     pad2d,
     reshape,
+    sumpool1d,
     sumpool2d,
     threshold,
     zeropad1d,
@@ -74,6 +75,7 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {
     "sumpool2d": sumpool2d.cost,
     "reshape": reshape.cost,
     "pad2d": pad2d.cost,
+    "sumpool1d": sumpool1d.cost,
 }
 
 # graph ops that build no logic and get no row, and why

@@ -37,6 +37,7 @@ from edgebnn.boards import Board
 from edgebnn.graph import Graph, Node
 from edgebnn.graph.ops._oned import as_2d, row
 
+from ..ops._merge import merge_steps
 from .context import ModelConstants, _Context
 from .row import LayerEstimate
 
@@ -285,7 +286,7 @@ def _cap_dsp(rows: list[LayerEstimate], board: Board, warnings: list[str]) -> li
 
 
 def _one_row(cost_2d, node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live) -> LayerEstimate:
-    """The row of a 1-D node (conv1d, maxpool1d, avgpool1d) as ``cost_2d`` costs its one-row 2-D
+    """The row of a 1-D node (conv1d, maxpool1d, avgpool1d, sumpool1d) as ``cost_2d`` costs its one-row 2-D
     twin (``graph/ops/_oned.as_2d``: height 1), under the node's own op."""
     twin = cost_2d(as_2d(node), row(src), rf, ctx, widths, warnings, live)
     return dataclasses.replace(twin, op=node.op)
@@ -346,3 +347,27 @@ def _longest_path(graph: Graph, rows: list[LayerEstimate]) -> tuple[str, ...]:
         done[node.name] = (t + by_name[node.name].latency, path + (node.name,))
     nodes = {n.name for n in graph.nodes}
     return done[graph.output.name][1] + tuple(r.name for r in rows if r.name not in nodes and r.op != "clone")
+
+
+def _merge_chain(node: Node, src: list[Node], ctx: _Context, widths, step_row) -> LayerEstimate:
+    """A merge (add, concatenate) as hls4ml builds it: its two-input merges
+    (``ops._merge.merge_steps``: one for two inputs), each costed by ``step_row(step, result_bits)``,
+    a partial result's stream in io_stream as :func:`_stream` counts one (the node's own is added
+    with its row), summed into one row: resources and latencies add (each merge waits for the one
+    before), the II is the slowest merge's; ``detail`` is the last merge's with ``merges`` and the
+    per-merge numbers summed."""
+    steps = merge_steps(node, src, ctx.io_type)
+    rows = []
+    for step in steps:
+        if step is steps[-1]:
+            rows.append(step_row(step, widths[node.name]["result"].width))
+        else:
+            row = step_row(step, step.type.width)
+            rows.append(_stream(row, None, ctx, widths, bits=int(np.prod(step.shape)) * step.type.width))
+    last = rows[-1]
+    detail = dict(last.detail, merges=len(steps), inputs=len(src))
+    for key in ("adders", "adder_bits"):
+        if key in last.detail:
+            detail[key] = sum(r.detail[key] for r in rows)
+    total = {key: sum(getattr(r, key) for r in rows) for key in ("lut", "ff", "dsp", "bram18", "uram", "latency")}
+    return dataclasses.replace(last, name=node.name, ii=max(r.ii for r in rows), detail=detail, **total)

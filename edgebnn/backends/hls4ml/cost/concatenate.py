@@ -1,8 +1,10 @@
-"""Cost of a ``concatenate`` node: hls4ml's ``Concatenate`` along the last axis.
+"""Cost of a ``concatenate`` node: hls4ml's ``Concatenate`` of two inputs along the last axis; a
+concatenation of ``k`` inputs is the chain of ``k - 1`` of them the export builds
+(``blocks._merge_chain``).
 
 Wires: each value is assigned to the output type, which holds it exactly (0 LUTs). io_parallel
 inlines it (0 cycles, no register). io_stream reads one packet of each input per pixel and
-writes one joined packet: ``H*W`` cycles, II ``H*W``, no logic beyond its FIFO
+writes one joined packet: ``H*W`` cycles per merge, II ``H*W``, no logic beyond its FIFO
 (``blocks._stream``).
 """
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from edgebnn.graph import Node
 
-from .blocks import _positions
+from .blocks import _merge_chain, _positions
 from .context import _Context
 from .row import LayerEstimate
 
@@ -20,8 +22,11 @@ from .row import LayerEstimate
 def cost(
     node: Node, src: list[Node], rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
 ) -> LayerEstimate:
-    """The row of a concatenate node: wires in io_parallel; io_stream joins one pixel per cycle."""
-    pixels = _positions(node)
-    latency = pixels if ctx.io_type == "io_stream" else 0
-    detail = {"elements": int(np.prod(node.shape)), "inputs": len(src)}
-    return LayerEstimate(node.name, "concatenate", 0, 0, 0, 0, 0, latency, max(1, latency), detail)
+    """The row of a concatenate node: wires in io_parallel; io_stream joins one pixel per cycle in each merge."""
+
+    def merge(step: Node, wo: int) -> LayerEstimate:
+        latency = _positions(step) if ctx.io_type == "io_stream" else 0
+        detail = {"elements": int(np.prod(step.shape))}
+        return LayerEstimate(step.name, "concatenate", 0, 0, 0, 0, 0, latency, max(1, latency), detail)
+
+    return _merge_chain(node, src, ctx, widths, merge)

@@ -44,6 +44,7 @@ from . import (
     maxpool2d,
     pad2d,
     reshape,
+    sumpool1d,
     sumpool2d,
     threshold,
     zeropad1d,
@@ -70,6 +71,7 @@ LOWERINGS: dict[str, ModuleType] = {
     "sumpool2d": sumpool2d,
     "reshape": reshape,
     "pad2d": pad2d,
+    "sumpool1d": sumpool1d,
 }
 
 # what every module in LOWERINGS defines

@@ -1,12 +1,14 @@
 """``add`` in hls4ml: a ``Merge`` layer with op ``add`` (``nnet::add``, elementwise
 ``res = data1 + data2``): ap_fixed's sum of the two input types is exact and the result type is
 the node's, which holds every sum, so nothing rounds. Two inputs of one shape (io_stream
-packets of one pixel's channels on both)."""
+packets of one pixel's channels on both); an add of more inputs is a chain of them whose partial
+sums have their exact types (``_merge.merge_steps``)."""
 
 from __future__ import annotations
 
 from ....graph import Node
-from ._merge import check_inputs, precisions, verify
+from ._merge import check_inputs as check
+from ._merge import precisions, verify
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -31,11 +33,6 @@ MULTI_INPUT = True  # src is the list of the nodes it reads
 def hls_class(node: Node) -> str:
     """hls4ml's class of the layer after its flows."""
     return "Merge"
-
-
-def check(node: Node, srcs: list[Node], io_type: str, where: str) -> None:
-    """Refuse more than two inputs, and in io_stream the same input twice."""
-    check_inputs(node, srcs, io_type, where)
 
 
 def layer(node: Node, srcs: list[Node]) -> dict:

@@ -1,12 +1,14 @@
 """``concatenate`` in hls4ml: a ``Concatenate`` layer along the last axis
 (``nnet::concatenate1d`` / ``concatenate3d`` with axis -1): each value is assigned to the
 node's type, which holds every input's values on the finest input grid, so nothing rounds.
-io_stream joins each pixel's two packets into one."""
+io_stream joins each pixel's two packets into one. A concatenation of more inputs is a chain of
+them whose partial concatenations have the node's type (``_merge.merge_steps``)."""
 
 from __future__ import annotations
 
 from ....graph import Node
-from ._merge import check_inputs, precisions, verify
+from ._merge import check_inputs as check
+from ._merge import precisions, verify
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -31,11 +33,6 @@ MULTI_INPUT = True  # src is the list of the nodes it reads
 def hls_class(node: Node) -> str:
     """hls4ml's class of the layer after its flows."""
     return "Concatenate"
-
-
-def check(node: Node, srcs: list[Node], io_type: str, where: str) -> None:
-    """Refuse more than two inputs, and in io_stream the same input twice."""
-    check_inputs(node, srcs, io_type, where)
 
 
 def layer(node: Node, srcs: list[Node]) -> dict:
