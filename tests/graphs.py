@@ -145,8 +145,9 @@ def affine_graph(seed=0) -> Graph:
 
 def ops_1d_graph() -> Graph:
     """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> sumpool1d
-    (overlapping windows of 3 values) -> zeropad1d -> avgpool1d -> conv1d (a dilated kernel: zero
-    middle tap) -> maxpool1d over the whole length (a global max pool) -> flatten -> dense -> threshold."""
+    (overlapping windows of 3 values) -> zeropad1d -> avgpool1d -> zeropad1d of a non-zero code (a
+    QuantConv1D's pad_values) -> conv1d (a dilated kernel: zero middle tap) -> maxpool1d over the
+    whole length (a global max pool) -> flatten -> dense -> threshold."""
     from edgebnn.graph import avgpool1d_node, conv1d_node, flatten_node, maxpool1d_node, sumpool1d_node, zeropad1d_node
 
     rng = np.random.default_rng(1)
@@ -161,12 +162,13 @@ def ops_1d_graph() -> Graph:
     avg = avgpool1d_node("avg", pad, 2)
     kernel = rng.integers(-3, 4, (3, 3, 2))
     kernel[1] = 0  # dilation 2 as freeze writes it
-    conv2 = conv1d_node("conv2", avg, kernel, wt)
-    glob = maxpool1d_node("glob", conv2, 2)
+    padv = zeropad1d_node("padv", avg, (1, 1), pad_code=-3)
+    conv2 = conv1d_node("conv2", padv, kernel, wt)
+    glob = maxpool1d_node("glob", conv2, 4)
     flat = flatten_node("flat", glob)
     dense = dense_node("dense", flat, rng.integers(-3, 4, (2, 3)), wt)
     thr = threshold_node("thr", dense, [[-9, 4], [0, 15], [5, 5]], [[-2, 0, 1]] * 3, FixedType(2, 2))
-    return Graph("ops_1d", [inp, conv, pool, sums, pad, avg, conv2, glob, flat, dense, thr])
+    return Graph("ops_1d", [inp, conv, pool, sums, pad, avg, padv, conv2, glob, flat, dense, thr])
 
 
 def dag_graph() -> Graph:

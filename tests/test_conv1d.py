@@ -189,8 +189,9 @@ def test_quantconv1d_freezes_exactly(conv):
     k = conv.pop("k", 3)
     model = _set(_model(_conv(k=k, **conv), keras.layers.BatchNormalization(), QuantActivation("ste_sign")))
     graph = assert_frozen_exactly(model)
-    node = graph.nodes[1]
-    assert node.op == "conv1d"
+    node = next(n for n in graph.nodes if n.op == "conv1d")
+    if conv.get("pad_values"):  # a zeropad1d node of the value, then a conv1d without padding
+        assert graph[node.inputs[0]].op == "zeropad1d" and node.attrs["padding"] == [0, 0]
     d = conv.get("dilation_rate", 1)
     assert node.params["weight"].shape[0] == (k - 1) * d + 1  # dilation as zero taps
     assert not node.params["weight"][[i for i in range(node.params["weight"].shape[0]) if i % d]].any()
@@ -366,3 +367,32 @@ def test_export_refuses_a_non_zero_pad_value_and_overlapping_stream_windows():
         "graph node 'p' (maxpool1d) pools [2] windows with strides [1], but hls4ml's io_stream pooling needs "
         "strides equal to the pool size; use io_parallel or strides=pool_size"
     )
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_pad_values_simulate_as_keras_computes(tmp_path, io_type):
+    """larq's pad_values of 'same' QuantConv1D layers (+1 then -1 on a binary input) through
+    EdgebnnPad1D: Keras = emulator = C-simulation, bit for bit."""
+    from graphs import PYNQ, export_quietly
+
+    from edgebnn.verify import verify
+
+    model = _set(
+        _model(
+            _conv(4, 3, padding="same", pad_values=1.0),
+            keras.layers.BatchNormalization(),
+            QuantActivation("ste_sign"),
+            _conv(3, 4, padding="same", pad_values=-1.0, input_quantizer=None),
+            keras.layers.BatchNormalization(),
+            QuantActivation(IN_Q),
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model)
+    pads = [n for n in graph.nodes if n.op == "zeropad1d"]
+    assert [float(n.type.from_codes(n.attrs["pad_code"])) for n in pads] == [1.0, -1.0]
+    project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type=io_type)
+    report = verify(model, graph, _edge_inputs((12, 2)), project=project)
+    assert report.ok and report.samples == 64 and report.emulator_vs_csim == 0, report

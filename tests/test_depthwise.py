@@ -7,7 +7,7 @@ import warnings
 import keras
 import numpy as np
 import pytest
-from bn import set_adversarial_bn
+from bn import adversarial_on_inputs, set_adversarial_bn
 from graphs import PYNQ, depthwise_graph, edge_inputs, export_quietly
 
 import edgebnn  # noqa: F401
@@ -163,12 +163,14 @@ def test_a_separable_layer_is_a_depthwise_node_and_a_pointwise_node_on_its_accum
     graph = _assert_exact(model, _edge_x((6, 7, 2)))
     assert [(n.name, n.op) for n in graph.nodes] == [
         ("input", "input"),
+        ("sep_pad", "pad2d"),  # pad_values=1.0: a pad2d node of that code, then a depthwise half without padding
         ("sep_depthwise", "depthwise_conv2d"),
         ("sep", "conv2d"),
         ("q", "cast"),
     ]
     assert "bias" not in graph["sep_depthwise"].params and "bias" in graph["sep"].params
-    assert graph["sep_depthwise"].attrs["pad_code"] == 4 and graph["sep"].params["weight"].shape == (1, 1, 4, 3)
+    assert graph["sep_pad"].attrs["pad_code"] == 4 and graph["sep_depthwise"].attrs["padding"] == [[0, 0], [0, 0]]
+    assert graph["sep"].params["weight"].shape == (1, 1, 4, 3)
 
 
 @pytest.mark.parametrize("padding", ["valid", "same"])
@@ -319,3 +321,44 @@ def test_the_depthwise_graph_simulates_exactly_under_the_resource_strategy(tmp_p
     graph = depthwise_graph()
     project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type="io_stream", strategy="Resource")
     assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=120))
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_pad_values_simulate_as_keras_computes(tmp_path, io_type):
+    """larq's pad_values of 'same' depthwise and separable layers (+1 on a fixed-point input, -1 on
+    a binary one) through EdgebnnPad2D nodes: Keras = emulator = C-simulation, bit for bit."""
+    from edgebnn.verify import verify
+
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            QuantDepthwiseConv2D(
+                3, padding="same", pad_values=1.0, input_quantizer=IN_Q, depthwise_quantizer="ste_sign", name="dw"
+            ),
+            keras.layers.BatchNormalization(),
+            QuantActivation("ste_sign"),
+            QuantSeparableConv2D(
+                3,
+                3,
+                padding="same",
+                pad_values=-1.0,
+                depthwise_quantizer="ste_sign",
+                pointwise_quantizer="ste_sign",
+                name="sep",
+            ),
+            keras.layers.BatchNormalization(),
+            QuantActivation(IN_Q),
+        ]
+    )
+    _randomize(model, 2)
+    x = _edge_x((6, 6, 2))
+    adversarial_on_inputs(model, x, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model)
+    pads = [n for n in graph.nodes if n.op == "pad2d"]
+    assert [float(n.type.from_codes(n.attrs["pad_code"])) for n in pads] == [1.0, -1.0]
+    project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type=io_type)
+    report = verify(model, graph, x, project=project)
+    assert report.ok and report.samples == len(x) and report.emulator_vs_csim == 0, report

@@ -84,3 +84,33 @@ def test_a_scale_of_too_many_bits_is_refused(monkeypatch):
     monkeypatch.setattr(affine, "MAX_SCALE_BITS", 2)  # -2 and 0.25 on one grid need 5 bits
     with pytest.raises(FreezeError, match="not compute as an exact fixed-point affine form"):
         freeze(head(POW2))
+
+
+def _constant_head(stats):
+    """The head whose second accumulator is constant per channel (the first BN has gamma 0, so
+    the signs are constant), the head's mean exactly that value."""
+    model = head(stats)
+    bn0 = model.layers[1]
+    bn0.set_weights([np.zeros(5, np.float32), np.ones(5, np.float32), np.zeros(5, np.float32), np.ones(5, np.float32)])
+    acc = keras.Model(model.inputs, model.get_layer("d").output).predict(inputs(4), verbose=0)
+    assert np.all(acc == acc[0])
+    gamma, beta, _, var = (np.asarray(v, np.float32) for v in stats)
+    model.get_layer("bn").set_weights([gamma, beta, acc[0], var])
+    return model
+
+
+def test_a_channel_with_one_reachable_value_is_judged_by_the_layers_own_slope():
+    """Seed 349 of the fuzzer: x == mean, so Keras gives beta without XLA, but its fused
+    multiply-add (jit_compile) gives the rounding residue of mean * inv instead. The value alone
+    fits any a * x + b; the slope one code away shows the scale of 24 bits, which is refused."""
+    with pytest.raises(FreezeError, match="not compute as an exact fixed-point affine form"):
+        freeze(_constant_head(([1.0] * 4, [0.0, -0.0, 1e-7, 0.0], [0.0] * 4, [1e-6] * 4)))
+    model = _constant_head(POW2)  # a power-of-two slope: the product is exact, any order gives one result
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model)
+    assert graph.nodes[-1].op == "affine"
+    x = inputs()
+    for jit in (False, True):
+        model.compile(jit_compile=jit)
+        assert np.array_equal(emulate(graph, x), model.predict(x, verbose=0)), jit

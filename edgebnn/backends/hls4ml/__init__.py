@@ -9,7 +9,7 @@ The modules, in the order an export runs them:
 ``model``            the node chain hls4ml gets, layer names, the configuration and layer list, and the
                      check of hls4ml's model after its flows against the graph
 ``threshold_layer``  edgebnn's ``EdgebnnThreshold`` hls4ml layer, its templates and registration
-``pad_layer``        edgebnn's ``EdgebnnPad2D`` hls4ml layer (constant padding), the same way
+``pad_layer``        edgebnn's ``EdgebnnPad2D`` / ``EdgebnnPad1D`` hls4ml layers (constant padding), the same way
 ``project``          ``HLSProject``: compile, ``predict`` (C-simulation), ``trace``
 ``cost/<op>.py``     each op's resources and latency as hls4ml builds it, for ``edgebnn.estimate``
 

@@ -1,6 +1,12 @@
-"""What ``QuantConv1D`` and ``QuantConv2D`` share: the refusal of options their nodes do not have,
-the accumulator as Keras computes it, the explicit padding amounts (TensorFlow's "same" split,
-Keras's "causal" left padding) and ``pad_values`` as a code of the quantized input's type."""
+"""What ``QuantConv1D``, ``QuantConv2D`` and the depthwise layers share: the refusal of options
+their nodes do not have, the accumulator as Keras computes it, the explicit padding amounts
+(TensorFlow's "same" split, Keras's "causal" left padding) and ``pad_values`` as a code of the
+quantized input's type.
+
+"same" padding with a non-zero ``pad_values`` (:func:`pads_value`) is a padding step of that
+value (:func:`pad_steps`: pad2d, or zeropad1d with its ``pad_code`` for a 1-D layer) before an
+accumulator without padding, as the layer itself computes it (it pads explicitly and convolves
+"valid", :func:`conv_input`) and as hls4ml can export it (its convolutions pad with zeros only)."""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from keras import ops
 
 from ...layers import _conv_input, _same_padding
 from ..items import FreezeError, Step, where
-from . import weighted
+from . import weighted, zero_padding, zeropad1d
 
 
 def check(layer, shape_name: str, dilation: bool = False) -> None:
@@ -29,10 +35,54 @@ def check(layer, shape_name: str, dilation: bool = False) -> None:
         raise FreezeError(f"{where(layer)} needs a fixed {shape_name} input shape; give the model a fixed input shape")
 
 
+def pads_value(layer) -> bool:
+    """The layer pads with a non-zero ``pad_values`` somewhere: a padding step comes before it."""
+    amounts = padding(layer, tuple(int(d) for d in layer.input.shape[1:-1]))
+    return layer.padding == "same" and float(layer.pad_values) != 0.0 and any(a for pair in amounts for a in pair)
+
+
+def pad_steps(layer) -> list[Step]:
+    """The padding step of the layer's ``pad_values`` before its accumulator (none when it pads with zeros)."""
+    if not pads_value(layer):
+        return []
+    kind = zeropad1d.KIND if len(layer.kernel_size) == 1 else zero_padding.KIND
+    return [Step(f"{layer.name}_pad", kind, layer, sources=[layer.name])]
+
+
+def explicit_padding(layer, src) -> tuple:
+    """(padding, one (before, after) pair per spatial axis; pad code) of the convolution ``layer``
+    on the node ``src`` (what its padding step pads)."""
+    amounts = padding(layer, src.shape[: len(layer.kernel_size)])
+    return amounts, pad_code(layer, src, amounts)
+
+
+def node_padding(layer, src) -> tuple:
+    """(padding, pad code) of the accumulator node: none after a padding step, else :func:`explicit_padding`."""
+    if pads_value(layer):
+        return tuple((0, 0) for _ in layer.kernel_size), 0
+    return explicit_padding(layer, src)
+
+
+def conv_input(layer, x):
+    """``(x, padding, strides)`` for the convolution of ``x`` as the layer computes it: after its
+    padding step (:func:`pads_value`) ``x`` is padded already, convolved "valid" with the layer's
+    cut of a single window (``layers._conv_input``); otherwise the layer's own input."""
+    if not pads_value(layer):
+        return _conv_input(layer, x)  # the layer's own padding of its quantized input
+    strides = list(layer.strides)
+    for axis in range(1, len(strides) + 1):
+        k = (layer.kernel_size[axis - 1] - 1) * layer.dilation_rate[axis - 1] + 1
+        s = strides[axis - 1]
+        if s > 1 and (x.shape[axis] - k) // s + 1 == 1:
+            x = ops.take(x, list(range(k)), axis=axis)
+            strides[axis - 1] = 1
+    return x, "valid", tuple(strides)
+
+
 def keras_eval(step: Step, x):
-    """The accumulator as Keras computes it."""
+    """The accumulator as Keras computes it (:func:`conv_input`)."""
     layer = step.layer
-    x, padding, strides = _conv_input(layer, x)  # the layer's own padding of its quantized input
+    x, padding, strides = conv_input(layer, x)
     x = ops.conv(
         x,
         weighted.deployed_kernel(layer),

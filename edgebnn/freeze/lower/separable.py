@@ -1,5 +1,6 @@
 """``QuantSeparableConv2D``: a depthwise_conv2d node (its depthwise half, ``lower/depthwise.py``,
-named ``<layer>_depthwise``) and a 1x1 conv2d node reading that accumulator directly (its
+named ``<layer>_depthwise``, after a pad2d step of a non-zero ``pad_values`` with "same" padding,
+as for ``QuantDepthwiseConv2D``) and a 1x1 conv2d node reading that accumulator directly (its
 pointwise kernel on its quantizer's grid, the quantized bias), both exact. Scaled kernels enter
 as their codes (:func:`~edgebnn.freeze.forms.kernel`): the layer applies the pointwise scale and
 a depthwise scale of one value after the pointwise sum; a per-channel depthwise scale is shifted
@@ -17,7 +18,7 @@ from keras import ops
 
 from ...graph import conv2d_node
 from ..items import Layer, Step
-from . import conv2d, depthwise, weighted
+from . import conv, conv2d, depthwise, weighted
 
 LABEL = "QuantSeparableConv2D"
 STARTS = True  # its input_quantizer may set the model's input type
@@ -25,10 +26,12 @@ KIND = "pointwise"
 
 
 def lower(source: Layer) -> Iterator:
-    """Its input quantizer, the depthwise accumulator, the pointwise accumulator, a float bias and its activation."""
+    """Its input quantizer, (a pad2d step of its ``pad_values``,) the depthwise accumulator, the
+    pointwise accumulator, a float bias and its activation."""
     layer = source.layer
     conv2d.check(layer)
     steps = [
+        *conv.pad_steps(layer),
         Step(f"{layer.name}_depthwise", depthwise.KIND, layer, sources=[layer.name]),
         Step(layer.name, KIND, layer, sources=[layer.name]),
     ]

@@ -1,7 +1,8 @@
 """``ZeroPadding2D`` (channels_last): a pad2d node of the code 0, on a tensor on a grid (a
 quantized tensor or an accumulator; passes/check_on_grid refuses it among float ops). The pad2d
-step of a ``QuantConv2D`` with "same" padding and non-zero ``pad_values`` (``conv2d``) is built
-here too: that value as a code of the quantized input's type."""
+step of a ``QuantConv2D``, ``QuantDepthwiseConv2D`` or ``QuantSeparableConv2D`` with "same"
+padding and non-zero ``pad_values`` (``conv.pad_steps``) is built here too: that value as a code
+of the quantized input's type."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def node(step: Step, freezing):
     if isinstance(layer, keras.layers.ZeroPadding2D):
         padding = tuple(tuple(int(a) for a in pair) for pair in layer.padding)
         return pad2d_node(step.name, src, padding, 0, ",".join(step.sources))
-    from .conv2d import explicit_padding
+    from .conv import explicit_padding
 
     padding, pad_code = explicit_padding(layer, src)
     return pad2d_node(step.name, src, padding, pad_code, ",".join(step.sources))

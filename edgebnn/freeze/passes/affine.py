@@ -26,9 +26,12 @@ def node(step: Step, freezing):
     src = freezing.source(step)
     check_enumerable(step, src)
     codes, _, _ = reachable(src, freezing.node)
-    values = src.type.from_codes(codes).astype(np.float32)
-    y = replay.evaluate(step, values, freezing.jit, rank=len(src.shape), quantize=False)
-    form = _affine(codes, src.type.lsb_exp, y) if np.all(np.isfinite(y)) else None
+    # one row more, one code above the first: the slope of a channel with one reachable value
+    probe = np.concatenate([codes, codes[:1] + 1])
+    values = src.type.from_codes(probe).astype(np.float32)
+    y_all = replay.evaluate(step, values, freezing.jit, rank=len(src.shape), quantize=False)
+    y = y_all[:-1]
+    form = _affine(codes, src.type.lsb_exp, y, y_all[-1]) if np.all(np.isfinite(y_all)) else None
     if form is not None:
         (scale_type, scale), (offset_type, offset) = (_on_one_grid(v) for v in form)
         if scale_type.width <= MAX_SCALE_BITS + 1 and offset_type.width <= MAX_OUTPUT_BITS:
@@ -47,17 +50,19 @@ def node(step: Step, freezing):
     )
 
 
-def _affine(codes: np.ndarray, lsb_exp: int, y: np.ndarray):
-    """Per channel the (a, b) through its first two reachable values (a constant channel: a = 0),
-    as float64 arrays; None when a slope is not finite. The caller checks every value."""
+def _affine(codes: np.ndarray, lsb_exp: int, y: np.ndarray, y_probe: np.ndarray):
+    """Per channel the (a, b) through its first two reachable values, as float64 arrays; None
+    when a slope is not finite. The caller checks every value. A channel with one reachable value
+    takes its slope from ``y_probe``, the output one code above it: the layer's own slope, whose
+    product with the value XLA may contract into a fused multiply-add (jit_compile), so the value
+    alone does not show that Keras computes it in one way only."""
     a = np.zeros(codes.shape[1])
     b = np.zeros(codes.shape[1])
     for c in range(codes.shape[1]):
         k, first = np.unique(codes[:, c], return_index=True)
         yc = y[first, c]
         if len(k) == 1:
-            b[c] = yc[0]
-            continue
+            k, yc = np.array([k[0], k[0] + 1]), np.array([yc[0], y_probe[c]])
         a[c] = (yc[1] - yc[0]) / np.ldexp(float(k[1] - k[0]), lsb_exp)
         b[c] = yc[0] - a[c] * np.ldexp(float(k[0]), lsb_exp)
     return (a, b) if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) else None

@@ -286,7 +286,7 @@ def _cap_dsp(rows: list[LayerEstimate], board: Board, warnings: list[str]) -> li
 
 
 def _one_row(cost_2d, node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live) -> LayerEstimate:
-    """The row of a 1-D node (conv1d, maxpool1d, avgpool1d, sumpool1d) as ``cost_2d`` costs its one-row 2-D
+    """The row of a 1-D node (conv1d, maxpool1d, avgpool1d, sumpool1d, zeropad1d) as ``cost_2d`` costs its one-row 2-D
     twin (``graph/ops/_oned.as_2d``: height 1), under the node's own op."""
     twin = cost_2d(as_2d(node), row(src), rf, ctx, widths, warnings, live)
     return dataclasses.replace(twin, op=node.op)
