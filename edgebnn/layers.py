@@ -13,7 +13,9 @@ QKeras ``alpha``) are applied in an exact order: the layer multiplies and sums t
 values (integer codes on a grid, :meth:`~edgebnn.quantizers.Quantizer.split`) and applies the
 scale once after, per output channel (:meth:`~_Quantized.rescale`), before the bias and the
 activation. That is the same forward in real arithmetic with the same gradients, and a result
-Keras computes independently of the summation order, which freeze replays exactly. A kernel
+Keras computes independently of the summation order, which freeze replays exactly. A ``QuantSeparableConv2D`` applies a
+depthwise scale of one value after its pointwise sum too (it commutes with that sum); one per
+depthwise channel multiplies the depthwise result before the pointwise sum. A kernel
 scale along another axis than the output channels, or a tensor-dependent input scale, keeps the
 plain product ``q_in(x) @ q_k(W)``.
 
@@ -24,6 +26,8 @@ is ordinary zero padding. Only ``channels_last`` is supported.
 """
 
 from __future__ import annotations
+
+import math
 
 import keras
 from keras import ops
@@ -106,6 +110,11 @@ def _channel_scale(scale, repeat: int = 1):
         return scale
     scale = ops.reshape(scale, (-1,))
     return ops.tile(scale, (repeat,)) if repeat > 1 else scale
+
+
+def _one_value(scale) -> bool:
+    """The scale is one value for the whole tensor."""
+    return math.prod(tuple(getattr(scale, "shape", ()))) == 1  # kernel shapes are static
 
 
 def _bias_and_activation(layer, x, training=None):
@@ -241,27 +250,56 @@ class _Quantized:
         """(quantized input or its unscaled codes, the input scale or None)."""
         return _split(self.input_quantizer, inputs, training, splits_input(self))
 
-    def _rescaled(self, x, scales):
-        """``x`` times the scales ``(input scale, kernel scale per output channel)`` that the
-        layer applies after its sum (each None when absent), each the way its quantizer does."""
-        s_in, s_k = scales
-        if s_k is not None:
-            x = getattr(self, self._tagged_kernels[-1][1]).rescale(x, s_k)
+    def _weight(self, which: str):
+        """The latent kernel variable that the quantizer attribute ``which`` reads."""
+        return getattr(self, next(w for w, q in self._tagged_kernels if q == which))
+
+    def quantized_weight(self, which: str, training=None):
+        """The kernel that the quantizer attribute ``which`` reads, quantized (scale inside)."""
+        return _apply(getattr(self, which), self._weight(which), training)
+
+    def split_weight(self, which: str, training=None):
+        """(values the layer multiplies, scale or None) of the kernel that the quantizer attribute
+        ``which`` reads: its unscaled values and the quantizer's scale (as it broadcasts on them)
+        when the scale is per tensor or per output channel, else the quantized kernel and None."""
+        quantizer, weight = getattr(self, which), self._weight(which)
+        return _split(quantizer, weight, training, _splits_kernel(quantizer, len(weight.shape)))
+
+    def _channels(self, which: str, scale):
+        """A kernel's scale as a vector along the layer's output channels (a depthwise kernel's
+        output channel ``c * M + m`` takes the scale of its multiplier ``m``)."""
+        repeat = int(self._weight(which).shape[2]) if which == "depthwise_quantizer" and not _one_value(scale) else 1
+        return _channel_scale(scale, repeat)
+
+    def _rescaled(self, x, s_in, kernel_scales):
+        """``x`` times the scales that the layer applies after its sum: each kernel scale of
+        ``kernel_scales`` (pairs of quantizer attribute and scale, in order) per output channel,
+        then the input scale ``s_in`` (None when absent), each the way its quantizer does."""
+        for which, s in kernel_scales:
+            if s is not None:
+                x = getattr(self, which).rescale(x, self._channels(which, s))
         if s_in is not None:
             x = self.input_quantizer.rescale(x, s_in)
         return x
 
+    def _after_sum(self):
+        """The quantizer attributes whose kernel scales the layer applies after its sum."""
+        return tuple(q for _, q in self._tagged_kernels)
+
     def output_scales(self):
-        """(input scale, kernel scale per output channel) applied after the sum at inference
-        (each None when that quantizer has no scale or keeps the plain product)."""
+        """(input scale or None, ((quantizer attribute, kernel scale), ...)): the scales applied
+        after the sum at inference, the kernel scales in the order :meth:`rescale` applies them
+        (only kernels with a scale there; an input quantizer without one, or one that keeps the
+        plain product, gives None)."""
         s_in = None
         if splits_input(self):
             s_in = self.input_quantizer.split(ops.zeros((1,)))[1]  # a constant: it does not depend on x
-        return s_in, self._kernel_scale()
+        scales = ((which, self.split_weight(which)[1]) for which in self._after_sum())
+        return s_in, tuple((which, s) for which, s in scales if s is not None)
 
     def rescale(self, x):
         """The accumulator ``x`` times the layer's scales, exactly as ``call`` applies them."""
-        return self._rescaled(x, self.output_scales())
+        return self._rescaled(x, *self.output_scales())
 
     def get_config(self):
         config = _serialize_quantizers(self, super().get_config(), self._quantizer_keys)
@@ -290,20 +328,17 @@ class QuantDense(_Quantized, keras.layers.Dense):
     _tagged_kernels = (("_kernel", "kernel_quantizer"),)
 
     def quantized_kernel(self, training=None):
-        return _apply(self.kernel_quantizer, self.kernel, training)
+        return self.quantized_weight("kernel_quantizer", training)
 
     def split_kernel(self, training=None):
         """(kernel values the layer multiplies, scale per output channel or None)."""
-        v, s = _split(self.kernel_quantizer, self.kernel, training, _splits_kernel(self.kernel_quantizer, 2))
-        return v, _channel_scale(s)
-
-    def _kernel_scale(self):
-        return self.split_kernel()[1]
+        v, s = self.split_weight("kernel_quantizer", training)
+        return v, self._channels("kernel_quantizer", s)
 
     def call(self, inputs, training=None):
         x, s_in = self._input(inputs, training)
-        kernel, s_k = self.split_kernel(training)
-        x = self._rescaled(ops.matmul(x, kernel), (s_in, s_k))
+        kernel, s_k = self.split_weight("kernel_quantizer", training)
+        x = self._rescaled(ops.matmul(x, kernel), s_in, (("kernel_quantizer", s_k),))
         return _bias_and_activation(self, x, training)
 
 
@@ -317,20 +352,24 @@ class _QuantConv(_Quantized):
     def call(self, inputs, training=None):
         x, s_in = self._input(inputs, training)
         x, padding, strides = _conv_input(self, x)
-        x, s_k = self._convolve_split(x, strides, padding, training)
-        return _bias_and_activation(self, _static_shape(self, inputs, self._rescaled(x, (s_in, s_k))), training)
+        x, scales = self._convolve_split(x, strides, padding, training)
+        return _bias_and_activation(self, _static_shape(self, inputs, self._rescaled(x, s_in, scales)), training)
 
     def _convolve_split(self, x, strides, padding, training):
-        """(the convolution with the kernel's unscaled values, its scale per output channel)."""
-        kernel, s = self.split_kernel(training)
-        return self._convolve_with(x, kernel, strides, padding), s
+        """(the convolution with the kernel's unscaled values, its kernel scales after the sum)."""
+        which = self._tagged_kernels[0][1]
+        kernel, s = self.split_weight(which, training)
+        return self._convolve_with(x, kernel, strides, padding), ((which, s),)
+
+    def split_kernel(self, training=None):
+        """(kernel values the layer convolves with, scale per output channel or None)."""
+        which = self._tagged_kernels[0][1]
+        v, s = self.split_weight(which, training)
+        return v, self._channels(which, s)
 
     def _convolve(self, x, strides, padding, training):
         """The convolution with the quantized kernel (scale inside the product)."""
         return self._convolve_with(x, self.quantized_kernel(training), strides, padding)
-
-    def _kernel_scale(self):
-        return self.split_kernel()[1]
 
     def _options(self, strides, padding) -> dict:
         return {"strides": strides, "padding": padding, "dilation_rate": self.dilation_rate, "data_format": self.data_format}
@@ -352,13 +391,7 @@ class _QuantFilters(_QuantConv):
         )
 
     def quantized_kernel(self, training=None):
-        return _apply(self.kernel_quantizer, self.kernel, training)
-
-    def split_kernel(self, training=None):
-        """(kernel values the layer convolves with, scale per output channel or None)."""
-        nd = len(self.kernel.shape)
-        v, s = _split(self.kernel_quantizer, self.kernel, training, _splits_kernel(self.kernel_quantizer, nd))
-        return v, _channel_scale(s)
+        return self.quantized_weight("kernel_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
         return ops.conv(x, kernel, **self._options(strides, padding))
@@ -393,12 +426,7 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
 
     def quantized_kernel(self, training=None):
         """The quantized depthwise kernel (Keras names this weight ``kernel``)."""
-        return _apply(self.depthwise_quantizer, self.kernel, training)
-
-    def split_kernel(self, training=None):
-        """(depthwise values the layer convolves with, scale per output channel or None)."""
-        v, s = _split(self.depthwise_quantizer, self.kernel, training, _splits_kernel(self.depthwise_quantizer, 4))
-        return v, _channel_scale(s, int(self.kernel.shape[2]))
+        return self.quantized_weight("depthwise_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
         return ops.depthwise_conv(x, kernel, **self._options(strides, padding))
@@ -435,10 +463,10 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
     _tagged_kernels = (("depthwise_kernel", "depthwise_quantizer"), ("pointwise_kernel", "pointwise_quantizer"))
 
     def quantized_depthwise_kernel(self, training=None):
-        return _apply(self.depthwise_quantizer, self.depthwise_kernel, training)
+        return self.quantized_weight("depthwise_quantizer", training)
 
     def quantized_pointwise_kernel(self, training=None):
-        return _apply(self.pointwise_quantizer, self.pointwise_kernel, training)
+        return self.quantized_weight("pointwise_quantizer", training)
 
     def _convolve(self, x, strides, padding, training):
         return ops.separable_conv(
@@ -450,23 +478,23 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
 
     def _convolve_split(self, x, strides, padding, training):
         """With a scaled depthwise or pointwise kernel: the depthwise convolution on its unscaled
-        values, its scale, the pointwise convolution on its unscaled values; the pointwise scale
-        is returned (applied after the sum). Otherwise Keras's separable convolution."""
-        dq, pq = self.depthwise_quantizer, self.pointwise_quantizer
-        split_d, split_p = _splits_kernel(dq, 4), _splits_kernel(pq, 4)
-        if not (split_d or split_p):
-            return self._convolve(x, strides, padding, training), None
-        dv, ds = _split(dq, self.depthwise_kernel, training, split_d)
+        values, the pointwise convolution on its unscaled values, and the scales after the sum
+        (the pointwise one, then a depthwise scale of one value, which commutes with the
+        pointwise sum); a depthwise scale per channel multiplies the depthwise result before the
+        pointwise sum. Otherwise Keras's separable convolution."""
+        dv, ds = self.split_weight("depthwise_quantizer", training)
+        pv, ps = self.split_weight("pointwise_quantizer", training)
+        if ds is None and ps is None:
+            return self._convolve(x, strides, padding, training), ()
         x = ops.depthwise_conv(x, dv, **self._options(strides, padding))
-        if ds is not None:
-            x = dq.rescale(x, _channel_scale(ds, int(self.depthwise_kernel.shape[2])))
-        pv, ps = _split(pq, self.pointwise_kernel, training, split_p)
+        if ds is not None and not _one_value(ds):
+            x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
         x = ops.conv(x, pv, strides=1, padding="valid", data_format=self.data_format)
-        return x, _channel_scale(ps)
+        return x, (("pointwise_quantizer", ps), ("depthwise_quantizer", ds if ds is not None and _one_value(ds) else None))
 
-    def _kernel_scale(self):
-        pq = self.pointwise_quantizer
-        return _channel_scale(_split(pq, self.pointwise_kernel, None, _splits_kernel(pq, 4))[1])
+    def _after_sum(self):
+        ds = self.split_weight("depthwise_quantizer")[1]
+        return ("pointwise_quantizer", "depthwise_quantizer") if ds is not None and _one_value(ds) else ("pointwise_quantizer",)
 
 
 # --------------------------------------------------------------------------- activation

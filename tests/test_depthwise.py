@@ -325,16 +325,24 @@ def test_the_depthwise_graph_simulates_exactly_under_the_resource_strategy(tmp_p
 
 @pytest.mark.csim
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
-def test_pad_values_simulate_as_keras_computes(tmp_path, io_type):
+def test_pad_values_and_scaled_kernels_simulate_as_keras_computes(tmp_path, io_type):
     """larq's pad_values of 'same' depthwise and separable layers (+1 on a fixed-point input, -1 on
-    a binary one) through EdgebnnPad2D nodes: Keras = emulator = C-simulation, bit for bit."""
+    a binary one) through EdgebnnPad2D nodes, with scaled kernels (XNOR-Net per channel at depth
+    multiplier 2, one XNOR scale per tensor, QKeras alpha='auto' per pointwise filter): Keras =
+    emulator = C-simulation, bit for bit."""
     from edgebnn.verify import verify
 
     model = keras.Sequential(
         [
             keras.Input((6, 6, 2)),
             QuantDepthwiseConv2D(
-                3, padding="same", pad_values=1.0, input_quantizer=IN_Q, depthwise_quantizer="ste_sign", name="dw"
+                3,
+                depth_multiplier=2,
+                padding="same",
+                pad_values=1.0,
+                input_quantizer=IN_Q,
+                depthwise_quantizer="xnor_sign",
+                name="dw",
             ),
             keras.layers.BatchNormalization(),
             QuantActivation("ste_sign"),
@@ -343,8 +351,8 @@ def test_pad_values_simulate_as_keras_computes(tmp_path, io_type):
                 3,
                 padding="same",
                 pad_values=-1.0,
-                depthwise_quantizer="ste_sign",
-                pointwise_quantizer="ste_sign",
+                depthwise_quantizer="xnor_sign(per_channel=False)",
+                pointwise_quantizer="quantized_bits(3, 1, alpha='auto')",
                 name="sep",
             ),
             keras.layers.BatchNormalization(),
@@ -362,3 +370,77 @@ def test_pad_values_simulate_as_keras_computes(tmp_path, io_type):
     project = export_quietly(graph, tmp_path / "p", board=PYNQ, io_type=io_type)
     report = verify(model, graph, x, project=project)
     assert report.ok and report.samples == len(x) and report.emulator_vs_csim == 0, report
+
+
+# ------------------------------------------------------------------------------- scaled kernels
+
+SCALED = [
+    "xnor_sign",
+    "xnor_sign(per_channel=False)",
+    "xnor_sign(po2=True)",
+    "magnitude_aware_sign",
+    "quantized_bits(3, 1, alpha='auto')",
+    "quantized_bits(3, 1, alpha='auto_po2')",
+    "quantized_bits(3, 0, alpha=0.3)",
+    "dorefa(2, 'weights')",
+    "ternary(alpha='auto')",
+]
+
+
+def _scaled_model(layer):
+    model = keras.Sequential([keras.Input((5, 6, 2)), layer, keras.layers.BatchNormalization(), QuantActivation(IN_Q)])
+    _randomize(model, 3)
+    x = _edge_x((5, 6, 2))
+    adversarial_on_inputs(model, x, seed=3)
+    return model, x
+
+
+@pytest.mark.parametrize("kq", SCALED)
+@pytest.mark.parametrize("multiplier", [1, 2])
+def test_a_scaled_depthwise_kernel_is_its_codes_and_the_scale_after_the_sum(kq, multiplier):
+    """XNOR-Net, magnitude-aware, QKeras alpha and DoReFa depthwise kernels: the node holds the
+    integer codes, the scale (output channel c * M + m takes the scale of m) folds into the next
+    thresholds; Keras = emulator, node by node."""
+    model, x = _scaled_model(
+        QuantDepthwiseConv2D(3, depth_multiplier=multiplier, padding="same", input_quantizer=IN_Q, depthwise_quantizer=kq)
+    )
+    graph = _assert_exact(model, x)
+    w = graph.nodes[1].params["weight"]
+    assert graph.nodes[1].op == "depthwise_conv2d" and np.issubdtype(w.dtype, np.integer)
+
+
+@pytest.mark.parametrize("dq", SCALED)
+@pytest.mark.parametrize("pq", ["ste_sign", "xnor_sign", "quantized_bits(3, 1, alpha='auto_po2')"])
+def test_a_separable_layer_with_scaled_kernels_is_exact_or_refused_in_one_sentence(dq, pq):
+    """The pointwise scale and a depthwise scale of one value follow both sums; a depthwise scale
+    per channel (depth multiplier 2) sits between them: shifted into the depthwise codes when it
+    is a power of two, else refused word for word."""
+    for multiplier in (1, 2):
+        model, x = _scaled_model(
+            QuantSeparableConv2D(
+                3,
+                (2, 3),
+                depth_multiplier=multiplier,
+                input_quantizer=IN_Q,
+                depthwise_quantizer=dq,
+                pointwise_quantizer=pq,
+                name="sep",
+            )
+        )
+        layer = model.get_layer("sep")
+        scale = layer.split_weight("depthwise_quantizer")[1]
+        between = scale is not None and np.size(scale) > 1
+        po2 = between and np.all(np.frexp(np.asarray(scale, np.float64))[0] == 0.5)
+        if between and not po2:
+            with pytest.raises(FreezeError) as err:
+                freeze(model)
+            assert str(err.value).startswith(
+                f"layer 'sep' (QuantSeparableConv2D): its depthwise_quantizer {layer.depthwise_quantizer!r} scales each "
+                "depthwise channel by ("
+            )
+            assert str(err.value).endswith(
+                "between the depthwise and the pointwise sums, which freeze can deploy only as powers of two; use one "
+                "scale per tensor (e.g. xnor_sign(per_channel=False)) or power-of-two scales (e.g. xnor_sign(po2=True))"
+            )
+        else:
+            _assert_exact(model, x)

@@ -59,8 +59,12 @@ LAYERS = [
     lambda kq, iq: QuantConv2D(4, 3, padding="same", input_quantizer=iq, kernel_quantizer=kq),
     lambda kq, iq: QuantDepthwiseConv2D(3, depth_multiplier=2, input_quantizer=iq, depthwise_quantizer=kq),
     lambda kq, iq: QuantSeparableConv2D(4, 3, input_quantizer=iq, depthwise_quantizer=kq, pointwise_quantizer=kq),
+    # a depthwise scale per channel: applied between the two sums (one value: after both)
+    lambda kq, iq: QuantSeparableConv2D(
+        3, 2, depth_multiplier=2, input_quantizer=iq, depthwise_quantizer=kq, pointwise_quantizer="ste_sign"
+    ),
 ]
-SHAPES = [(3, 6), (3, 7, 3), (3, 5, 5, 3), (3, 5, 5, 3), (3, 5, 5, 3)]
+SHAPES = [(3, 6), (3, 7, 3), (3, 5, 5, 3), (3, 5, 5, 3), (3, 5, 5, 3), (3, 4, 5, 2)]
 
 
 @pytest.mark.parametrize("kq", SCALED)

@@ -5,11 +5,15 @@ The forms are the typed records of :mod:`edgebnn.forms`. Weights are constants, 
 whose values lie on its fixed-point type (binary, unipolar, ternary, fixed, grid, po2, and a
 partial form whose parts do) is deployed as integer codes of that type.
 
-A scaled kernel (per tensor or per output channel) is deployed as the integer codes of its base
+A scaled kernel (per tensor or per output channel; any quantizer attribute: ``kernel_quantizer``,
+``depthwise_quantizer``, ``pointwise_quantizer``) is deployed as the integer codes of its base
 form; the layer applies the scale once after the sum (``layers``), so freeze either shifts the
 codes onto a finer grid (every scale a power of two: exact, no float op) or lowers the scale as a
 float op after the accumulator (:func:`folds_scale`), which the next quantizer's thresholds
-replay. A scaled activation quantizer with a constant per-tensor scale (DoReFa's ``1/(2**k-1)``,
+replay. A separable layer's per-channel depthwise scale sits between its two sums: it is shifted
+into the depthwise codes when it is a power of two, and refused otherwise.
+
+A scaled activation quantizer with a constant per-tensor scale (DoReFa's ``1/(2**k-1)``,
 QKeras's numeric ``alpha``) is deployed as its codes: as a layer's ``input_quantizer`` the
 layer's own scale op applies the scale, as a ``QuantActivation`` a float op after its codes does
 (:func:`activation_scale`).
@@ -75,27 +79,33 @@ def _is_po2(scale) -> bool:
 
 def folds_scale(layer) -> bool:
     """The layer multiplies its accumulator by a scale that is not a shift of the grid: an input
-    scale, or a kernel scale that is not a power of two. Freeze then lowers the accumulator on
-    the codes and a float op "times the scales" after it (before bias and activation)."""
-    s_in, s_k = layer.output_scales()
-    return s_in is not None or (s_k is not None and not _is_po2(_numpy(s_k)))
+    scale, or a kernel scale after the sum that is not a power of two. Freeze then lowers the
+    accumulator on the codes and a float op "times the scales" after it (before bias and
+    activation)."""
+    s_in, kernel_scales = layer.output_scales()
+    return s_in is not None or any(not _is_po2(_numpy(s)) for _, s in kernel_scales)
+
+
+# how a scale op names the kernel of each quantizer attribute
+_KERNEL_NAMES = {
+    "kernel_quantizer": "kernel",
+    "depthwise_quantizer": "depthwise kernel",
+    "pointwise_quantizer": "pointwise kernel",
+}
 
 
 def scale_op(layer) -> FloatOp:
     """The float op of a layer whose scales :func:`folds_scale`: its accumulator times its
     scales, as the layer's ``call`` computes it."""
-    s_in, s_k = layer.output_scales()
-    text = []
-    if s_k is not None:
-        text.append(f"its kernel scale {_values_text(_numpy(s_k))}")
+    s_in, kernel_scales = layer.output_scales()
+    text = [f"its {_KERNEL_NAMES[which]} scale {_values_text(_numpy(s))}" for which, s in kernel_scales]
     if s_in is not None:
         text.append(f"the scale {_values_text(_numpy(s_in))} of its input_quantizer {layer.input_quantizer!r}")
-    per_channel = s_k is not None and np.size(_numpy(s_k)) > 1
     return FloatOp(
         f"{layer.name}.scale",
         lambda x, l=layer: l.rescale(x),
         layer=layer,
-        per_channel=per_channel,
+        per_channel=any(np.size(_numpy(s)) > 1 for _, s in kernel_scales),
         scale=f"{where(layer)} multiplies its sums by {' and '.join(text)}",
     )
 
@@ -105,18 +115,26 @@ def _values_text(s) -> str:
     return f"{s[0]:g}" if s.size == 1 else f"({', '.join(f'{v:g}' for v in s[:4])}{', ...' if s.size > 4 else ''})"
 
 
-def kernel(layer):
-    """(type, integer codes) of the kernel the layer's accumulator multiplies: the quantized
-    kernel on its grid; for a scaled kernel its codes, on the grid shifted by the scale when the
-    scale is a power of two and the layer has no other scale (:func:`folds_scale` is False)."""
-    quantizer = layer.kernel_quantizer
-    hw = hardware(quantizer, layer, "kernel_quantizer")
+def codes_after_sum(layer, which: str) -> bool:
+    """The kernel of the quantizer attribute ``which`` enters the accumulator as its unscaled
+    codes: the layer applies its scale after the sum and freeze folds that scale (a power of
+    two, or a scale between two sums, is shifted into the codes instead)."""
+    return which in dict(layer.output_scales()[1]) and folds_scale(layer)
+
+
+def kernel(layer, which: str = "kernel_quantizer"):
+    """(type, integer codes) of the kernel that the quantizer attribute ``which`` reads, as the
+    accumulator multiplies it: the quantized kernel on its grid; for a scaled kernel its codes,
+    on the grid shifted by the scale when the scale is a power of two and the codes do not stay
+    unscaled (:func:`codes_after_sum`)."""
+    quantizer = getattr(layer, which)
+    hw = hardware(quantizer, layer, which)
     if not isinstance(hw, forms.Scaled):
-        return on_declared_grid(layer, "kernel_quantizer", layer.quantized_kernel())
-    values, scale = layer.split_kernel()
+        return on_declared_grid(layer, which, layer.quantized_weight(which))
+    values, scale = layer.split_weight(which)
     if scale is None:  # the layer keeps the plain product: a scale along the reduction axis
         raise FreezeError(
-            f"{where(layer)}: its kernel_quantizer {quantizer!r} scales the weights along axis {hw.axis}, not per "
+            f"{where(layer)}: its {which} {quantizer!r} scales the weights along axis {hw.axis}, not per "
             "output channel (the last axis) or per tensor, so the scale cannot be applied after the sum; use a "
             "per-output-channel scale (e.g. scale_axis=None)"
         )
@@ -124,13 +142,19 @@ def kernel(layer):
     base = hw.base.type
     if not base.contains(values):
         raise FreezeError(
-            f"{where(layer)}: its kernel_quantizer {quantizer!r} gave weight codes off its grid {base}; please report "
+            f"{where(layer)}: its {which} {quantizer!r} gave weight codes off its grid {base}; please report "
             "this to edgebnn with the model"
         )
-    if folds_scale(layer):
+    if codes_after_sum(layer, which):
         return base, base.codes(values)
-    exps = np.frexp(np.atleast_1d(scale))[1] - 1  # scale = 2**exps exactly
-    codes = base.codes(values).astype(np.int64) << (exps - exps.min())  # per output channel (the last axis)
+    if not _is_po2(scale):  # only a scale between two sums (the layer applies every other one after)
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} scales each depthwise channel by {_values_text(scale)}, "
+            "between the depthwise and the pointwise sums, which freeze can deploy only as powers of two; use one "
+            "scale per tensor (e.g. xnor_sign(per_channel=False)) or power-of-two scales (e.g. xnor_sign(po2=True))"
+        )
+    exps = np.frexp(np.atleast_1d(scale))[1] - 1  # scale = 2**exps exactly, broadcast on the kernel
+    codes = base.codes(values).astype(np.int64) << (exps - exps.min())
     t = FixedType.for_codes(int(codes.min()), int(codes.max()), base.lsb_exp + int(exps.min()))
     return t.replace(rounding="RND_CONV", overflow="SAT"), codes
 

@@ -2,9 +2,9 @@
 channels in Keras's order ``c * M + m``; padding, strides and a quantized bias as for
 ``QuantConv2D``; "same" padding with a non-zero ``pad_values`` as a pad2d step of that value
 before a depthwise_conv2d node without padding, as for ``QuantConv2D`` (``conv.pad_steps``); a
-``dilation_rate`` as the dilated kernel, as for ``QuantConv2D``). Its
-step kind is also the depthwise half of a ``QuantSeparableConv2D`` (``lower/separable.py``),
-which has no bias there."""
+``dilation_rate`` as the dilated kernel, as for ``QuantConv2D``; a scaled kernel as its codes,
+:func:`~edgebnn.freeze.forms.kernel`). Its step kind is also the depthwise half of a
+``QuantSeparableConv2D`` (``lower/separable.py``), which has no bias there."""
 
 from __future__ import annotations
 
@@ -36,19 +36,15 @@ def _separable(layer) -> bool:
     return isinstance(layer, QuantSeparableConv2D)
 
 
-def _kernel(layer):
-    """The quantized depthwise kernel (kh, kw, C, M) of either layer."""
-    return layer.quantized_depthwise_kernel() if _separable(layer) else layer.quantized_kernel()
-
-
 def keras_eval(step: Step, x):
     """The depthwise accumulator as Keras computes it (with the quantized bias of a
     ``QuantDepthwiseConv2D``; a separable layer's bias belongs to its pointwise half; after a
     pad2d step "valid", ``conv.conv_input``)."""
     layer = step.layer
     x, padding, strides = conv.conv_input(layer, x)
+    kernel = weighted.deployed_kernel(layer, "depthwise_quantizer")
     x = ops.depthwise_conv(
-        x, _kernel(layer), strides=strides, padding=padding, dilation_rate=layer.dilation_rate, data_format=layer.data_format
+        x, kernel, strides=strides, padding=padding, dilation_rate=layer.dilation_rate, data_format=layer.data_format
     )
     return x if _separable(layer) else weighted.add_quantized_bias(layer, x)
 
@@ -56,7 +52,7 @@ def keras_eval(step: Step, x):
 def node(step: Step, freezing):
     """The depthwise_conv2d node reading its source (its kernel dilated by the layer's dilation_rate)."""
     layer, src = step.layer, freezing.source(step)
-    w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", _kernel(layer), not _separable(layer))
+    w_type, w_codes, bias, bias_type = weighted.weights(layer, "depthwise_quantizer", not _separable(layer))
     w_codes = dilated(w_codes, layer.dilation_rate)
     padding, pad_code = conv.node_padding(layer, src)
     return depthwise_conv2d_node(

@@ -50,24 +50,21 @@ def add_quantized_bias(layer, x):
     return x
 
 
-def deployed_kernel(layer):
-    """The kernel the accumulator multiplies, as a Keras tensor: the quantized kernel, or a
-    scaled kernel's codes (times its power-of-two scale when that is a shift of the grid)."""
-    values, scale = layer.split_kernel()
-    if scale is None or forms.folds_scale(layer):
+def deployed_kernel(layer, which: str = "kernel_quantizer"):
+    """The kernel that the quantizer attribute ``which`` reads, as the accumulator multiplies it
+    (a Keras tensor): the quantized kernel, or a scaled kernel's codes (times its power-of-two
+    scale when that is shifted into the codes, :func:`forms.codes_after_sum`)."""
+    values, scale = layer.split_weight(which)
+    if scale is None or forms.codes_after_sum(layer, which):
         return values
-    return layer.kernel_quantizer.rescale(values, scale)
+    return getattr(layer, which).rescale(values, scale)
 
 
-def weights(layer, which: str = "kernel_quantizer", kernel=None, with_bias: bool = True):
-    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer: its
-    ``kernel_quantizer``'s kernel (codes of a scaled one, :func:`forms.kernel`), or the kernel
-    ``kernel`` on the grid of its quantizer ``which``; its quantized bias unless ``with_bias``
-    is False."""
-    if kernel is None:
-        w_type, w_codes = forms.kernel(layer)
-    else:
-        w_type, w_codes = forms.on_declared_grid(layer, which, kernel)
+def weights(layer, which: str = "kernel_quantizer", with_bias: bool = True):
+    """(kernel type, kernel codes, bias codes or None, bias type or None) of the layer: the
+    kernel of its quantizer attribute ``which`` (codes of a scaled one, :func:`forms.kernel`);
+    its quantized bias unless ``with_bias`` is False."""
+    w_type, w_codes = forms.kernel(layer, which)
     bias = bias_type = None
     if with_bias and _bias_in_accumulator(layer):
         bias_type, bias = forms.on_declared_grid(layer, "bias_quantizer", layer.quantized_bias())
