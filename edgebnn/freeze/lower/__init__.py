@@ -92,6 +92,12 @@ def starts(layer) -> bool:
     return getattr(handler_for(layer), "STARTS", False)
 
 
+def starting_layers() -> str:
+    """The layer classes that may start a model, as words: "QuantDense, ... or QuantConv2D"."""
+    labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values() if getattr(h, "STARTS", False)))
+    return f"{', '.join(labels[:-1])} or {labels[-1]}"
+
+
 def unsupported(layer) -> FreezeError:
     """The error for a layer no handler lowers."""
     labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
