@@ -32,7 +32,7 @@ from . import (
 
 PASSES = [
     strip_softmax.run,  # drop the trailing softmax (strip_softmax=True)
-    check_start.run,  # the first layer is a QuantDense or QuantConv2D
+    check_start.run,  # the first layer is a weighted layer whose input_quantizer sets the input type
     lower.run,  # each layer -> its handler's items
     input_quantizer.run,  # the first layer's input_quantizer -> the input step
     branches.run,  # a branching model: tensors read away from the stream are on a grid
