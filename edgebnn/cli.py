@@ -209,6 +209,23 @@ def _exit_codes_text() -> str:
     return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
 
 
+def _reuse_factor_arg(text: str):
+    """``--reuse-factor``: one integer for every weighted node, or ``NODE=RF,...`` per node (the
+    others 1), as the run config's ``export.reuse_factor`` takes it."""
+    if "=" not in text:
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer nor NODE=RF pairs (e.g. 8 or d0=4,d1=2)") from None
+    mapping = {}
+    for pair in text.split(","):
+        name, _, value = pair.partition("=")
+        if not name.strip() or not value.strip().lstrip("-").isdigit():
+            raise argparse.ArgumentTypeError(f"{pair!r} in {text!r} is not NODE=RF with an integer RF (e.g. d0=4,d1=2)")
+        mapping[name.strip()] = int(value)
+    return mapping
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="edgebnn",
@@ -246,7 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
     e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default Vitis)")
     e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default Latency")
-    e.add_argument("--reuse-factor", type=int, default=None, help="default 1")
+    e.add_argument(
+        "--reuse-factor",
+        type=_reuse_factor_arg,
+        default=None,
+        metavar="RF|NODE=RF,...",
+        help="one reuse factor for every weighted node, or per node (the others 1); default 1",
+    )
     e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default io_parallel")
     e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
     e.add_argument(

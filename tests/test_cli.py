@@ -152,3 +152,25 @@ def test_estimate_of_a_run_folder_uses_the_runs_own_board_and_export_options(tmp
     assert main(["estimate", str(run), "--strategy", "Latency", "--board", "pynq-z2"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "on pynq-z2" in head and "Latency, reuse factor 4, io_stream" in head
+
+
+def test_estimate_takes_a_reuse_factor_per_node(tmp_path, capsys):
+    from graphs import binary_mlp
+
+    from edgebnn.cli import main
+    from edgebnn.estimate import estimate
+
+    path = tmp_path / "graph.npz"
+    graph = binary_mlp()
+    graph.save(path)
+    first, *rest = [n.name for n in graph.nodes if "weight" in n.params]
+    assert main(["estimate", str(path), "--strategy", "Resource", "--reuse-factor", f"{first}=4"]) == 0
+    out = capsys.readouterr().out
+    want = estimate(graph, "pynq-z2", strategy="Resource", reuse_factor={first: 4})
+    assert want.table() in out
+    assert want.rows[[r.name for r in want.rows].index(first)].detail["reuse_factor"] == 4
+    assert main(["estimate", str(path), "--reuse-factor", "d9=x"]) == 2
+    assert "'d9=x' in 'd9=x' is not NODE=RF with an integer RF" in capsys.readouterr().err
+    assert main(["estimate", str(path), "--reuse-factor", "nosuch=2"]) == 2
+    err = capsys.readouterr().err
+    assert "nosuch" in err and err.count("\n") == 1
