@@ -39,7 +39,9 @@ C-simulation library ends that process only, as a ``crash`` outcome. Every outco
 ``warned``    Keras differed where freeze had recorded why (``graph.meta["keras_caveats"]``):
               a documented limit of Keras's own float32 arithmetic, never silent;
 ``mismatch``  two paths disagree and nothing said so: a bug;
-``crash``     a Python error instead of an answer: a bug.
+``crash``     a Python error instead of an answer: a bug;
+``keras-error`` TensorFlow itself could not run the model (its runtime aborted, e.g. oneDNN
+              without a primitive for a fused convolution and add): not edgebnn's, said.
 
 A third of the models (seeds ``3k + 2``, :func:`random_model_1d`) are 1-D: ``QuantConv1D`` (valid,
 same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D``, ``AveragePooling1D``
@@ -83,7 +85,7 @@ ACTIVATIONS = (
     "mish",
     "linear",
 )
-STATUSES = ("ok", "refused", "warned", "mismatch", "crash")
+STATUSES = ("ok", "refused", "warned", "mismatch", "crash", "keras-error")
 
 
 @dataclasses.dataclass
@@ -1028,11 +1030,26 @@ def check(
 
         if isinstance(err, EdgebnnError):
             out.status, out.message = "refused", str(err)
+        elif _tensorflow_runtime_error(err):
+            out.status, out.message = "keras-error", _runtime_error_text(err)
         else:
             tb = traceback.extract_tb(err.__traceback__)[-1]
             out.status = "crash"
             out.message = f"{type(err).__name__}: {err} ({os.path.basename(tb.filename)}:{tb.lineno})"
     return out
+
+
+def _tensorflow_runtime_error(err: BaseException) -> bool:
+    """TensorFlow's runtime failing to run a graph it built (fuzz seed 262: oneDNN found no
+    primitive for a convolution fused with an Add that reads one tensor twice, in the model's
+    own ``predict``), not an error of edgebnn's code."""
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(err, (tf.errors.AbortedError, tf.errors.InternalError))
+
+
+def _runtime_error_text(err: BaseException) -> str:
+    lines = [ln.strip() for ln in str(err).splitlines() if "exception" in ln.lower() or "error" in ln.lower()]
+    return f"TensorFlow could not run the model: {type(err).__name__}: {lines[-1] if lines else err}"
 
 
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
@@ -1177,6 +1194,7 @@ class Summary:
             f"fuzz: {len(self.outcomes)} models (seed {self.seed}): {c['ok']} ok, {c['refused']} refused, "
             f"{c['warned']} warned, {c['mismatch']} mismatches, {c['crash']} crashes; "
             f"C-simulated {n_csim}: {cs['ok']} ok, {cs['mismatch']} mismatches, {cs['crash']} crashes"
+            + (f"; {c['keras-error']} models TensorFlow itself could not run" if c["keras-error"] else "")
         )
 
 
@@ -1201,7 +1219,10 @@ def run(
             try:
                 case = random_model(s)
             except Exception as err:  # noqa: BLE001 - reproduced by its seed alone
-                outcomes.append(Outcome(s, "crash", f"generator: {type(err).__name__}: {err}"))
+                if _tensorflow_runtime_error(err):
+                    outcomes.append(Outcome(s, "keras-error", f"generator: {_runtime_error_text(err)}"))
+                else:
+                    outcomes.append(Outcome(s, "crash", f"generator: {type(err).__name__}: {err}"))
                 if progress:
                     progress(outcomes[-1])
                 continue

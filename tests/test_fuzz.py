@@ -161,3 +161,21 @@ def test_the_child_process_checks_the_same_model():
     here = fuzz.check(fuzz.random_model(5))
     assert here.status == "ok" and here.ops
     assert fuzz.check_in_child(5, None) == here
+
+
+def test_tensorflow_failing_to_run_the_model_is_said_and_is_not_a_crash(monkeypatch):
+    """Seed 262 of a long run: oneDNN aborted the model's own predict. That is TensorFlow's, a
+    ``keras-error`` outcome with TensorFlow's reason; the run's failures stay edgebnn's."""
+    import importlib
+
+    import tensorflow as tf
+
+    def aborts(model, **kwargs):
+        raise tf.errors.AbortedError(None, None, "Graph execution error:\nOperation received an exception: no primitive")
+
+    monkeypatch.setattr(importlib.import_module("edgebnn.freeze"), "freeze", aborts)
+    out = fuzz.check(fuzz.random_model(0))
+    assert out.status == "keras-error"
+    assert out.message == "TensorFlow could not run the model: AbortedError: Operation received an exception: no primitive"
+    summary = fuzz.Summary(0, [out])
+    assert not summary.failures and summary.line().endswith("; 1 models TensorFlow itself could not run")
