@@ -22,7 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", type=int, default=100, help="random models to check (default 100)")
-    p.add_argument("--csim", type=int, default=0, help="of those, how many to C-simulate (alternating io types)")
+    p.add_argument(
+        "--csim", type=int, default=0, help="how many to C-simulate (each where it adds ops or forms not C-simulated yet)"
+    )
     p.add_argument("--seed", type=int, default=0, help="first seed; model i uses seed + i")
     p.add_argument("--save", default="fuzz-failures", help="folder for failing models (default fuzz-failures)")
     p.add_argument("--replay", metavar="FOLDER", help="re-check one saved failure and print its outcome")

@@ -1205,14 +1205,19 @@ def run(
     save_dir: str | os.PathLike | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Summary:
-    """Check ``models`` random models with seeds ``seed, seed + 1, ...``; the first ``csim``
-    that freeze accepts are also C-simulated, alternating io_parallel and io_stream. Failing
-    models are saved under ``save_dir`` (see :func:`save_failure`)."""
+    """Check ``models`` random models with seeds ``seed, seed + 1, ...``; up to ``csim`` of
+    those that agree with Keras are also C-simulated, each in the io type where it takes a graph
+    op or quantizer form not yet C-simulated there (the one with more of them, else alternating
+    io_parallel and io_stream), so rare ops reach both io types; of the agreeing models that add
+    nothing new, every fourth is C-simulated too (alternating), for the export options and
+    weights. Failing models are saved under ``save_dir`` (see :func:`save_failure`)."""
     import keras
 
     outcomes = []
     io_types = ("io_parallel", "io_stream")
     simulated = 0
+    simulated_keys: dict[str, set[str]] = {t: set() for t in io_types}  # ops and forms C-simulated ok
+    agreed_without_news = 0
     with xla_allowed():
         for s in range(seed, seed + models):
             keras.backend.clear_session()
@@ -1226,14 +1231,21 @@ def run(
                 if progress:
                     progress(outcomes[-1])
                 continue
-            io_type = io_types[simulated % 2] if simulated < csim else None
-            if io_type is None:
-                outcome = check(case)
-            else:  # the C-simulation library is loaded into, and may abort, the process running it
+            outcome = check(case)
+            io_type = None
+            if simulated < csim and outcome.status in ("ok", "warned"):
+                turn = io_types[simulated % 2]
+                io_type = _new_coverage(outcome, simulated_keys, turn)
+                agreed_without_news = agreed_without_news + (io_type is None)
+                if io_type is None and agreed_without_news % 4 == 0:
+                    io_type = turn
+            if io_type is not None:  # the C-simulation library is loaded into, and may abort, the process running it
                 outcome = check_in_child(s, io_type)
                 outcome.layers = outcome.layers or case.layers
-            if io_type is not None and outcome.status in ("ok", "warned", "mismatch", "crash"):
-                simulated += 1
+                if outcome.status in ("ok", "warned", "mismatch", "crash"):
+                    simulated += 1
+                if outcome.status == "ok":
+                    simulated_keys[io_type] |= {*outcome.ops, *outcome.forms}
             if outcome.status == "refused" and io_type is not None and "export" not in outcome.message:
                 outcome.csim = None
             outcomes.append(outcome)
@@ -1293,6 +1305,17 @@ def _child(argv: list[str]) -> int:
         outcome = check(case, spec["io_type"], target=spec.get("target"))
     print(_OUTCOME_MARK + json.dumps(dataclasses.asdict(outcome)), flush=True)
     return 0
+
+
+def _new_coverage(outcome: Outcome, simulated: dict[str, set[str]], turn: str) -> str | None:
+    """The io type to C-simulate an agreeing model in: where more of its ops and quantizer forms
+    were not C-simulated yet (``turn`` on a tie), None when it adds nothing in either."""
+    keys = {*outcome.ops, *outcome.forms}
+    new = {t: len(keys - done) for t, done in simulated.items()}
+    best = max(new.values())
+    if best == 0:
+        return None
+    return turn if new[turn] == best else next(t for t, n in new.items() if n == best)
 
 
 def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
