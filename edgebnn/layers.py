@@ -239,6 +239,10 @@ class _Quantized:
     def build(self, input_shape):
         super().build(input_shape)
         for weight, quantizer in self._tagged_kernels:
+            quant = getattr(self, quantizer)
+            problem = q.shape_problem(quant, tuple(getattr(self, weight).shape))
+            if problem:
+                raise ValueError(f"layer {self.name!r} ({type(self).__name__}): its {quantizer} {quant!r} {problem}")
             _tag(getattr(self, weight), getattr(self, quantizer))
         if self.use_bias:
             _tag(self.bias, self.bias_quantizer, "bias")

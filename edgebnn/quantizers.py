@@ -381,6 +381,26 @@ def _alpha_value(alpha):
     return float(alpha)
 
 
+def shape_problem(quantizer, shape) -> str | None:
+    """Why ``quantizer`` cannot quantize a weight of ``shape`` (None when it can): a numeric
+    alpha of several values is one per channel of the last axis; a ``PartialQuantizer``'s
+    channels must exist along its axis."""
+    alpha = getattr(quantizer, "alpha", None)
+    if isinstance(alpha, (list, tuple, np.ndarray)) and np.size(alpha) not in (1, shape[-1]):
+        return (
+            f"has {np.size(alpha)} alpha values but the kernel has {shape[-1]} channels on its last axis; give one "
+            "alpha per channel or one for all"
+        )
+    if isinstance(quantizer, PartialQuantizer):
+        n = shape[quantizer.axis % len(shape)]
+        if quantizer.channels[-1] >= n:
+            return (
+                f"binarizes channel {quantizer.channels[-1]} but the kernel has {n} channels along axis "
+                f"{quantizer.axis}; choose channels below {n}"
+            )
+    return None
+
+
 def _check_alpha(name: str, alpha):
     if alpha is None or alpha in ("auto", "auto_po2"):
         return alpha

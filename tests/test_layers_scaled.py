@@ -125,3 +125,25 @@ def test_saved_scaled_model_loads_and_predicts_the_same(tmp_path):
     model.save(tmp_path / "m.keras")
     again = load_model(tmp_path / "m.keras")
     assert np.array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+@pytest.mark.parametrize(
+    "layer, message",
+    [
+        (
+            QuantConv2D(4, 3, kernel_quantizer="quantized_bits(3, 0, alpha=[0.5, 1.5, 0.25, 3.0, 1.0])", name="c"),
+            "layer 'c' (QuantConv2D): its kernel_quantizer quantized_bits(3, alpha=[0.5, 1.5, 0.25, 3.0, 1.0]) has 5 "
+            "alpha values but the kernel has 4 channels on its last axis; give one alpha per channel or one for all",
+        ),
+        (
+            QuantDepthwiseConv2D(3, depth_multiplier=2, depthwise_quantizer="partial('ste_sign', [0, 2])", name="dw"),
+            "layer 'dw' (QuantDepthwiseConv2D): its depthwise_quantizer partial('ste_sign', [0, 2]) binarizes channel 2 "
+            "but the kernel has 2 channels along axis -1; choose channels below 2",
+        ),
+    ],
+)
+def test_a_quantizer_that_does_not_fit_its_kernel_is_refused_when_the_layer_is_built(layer, message):
+    """Not a TensorFlow shape error at the first call: one sentence naming the layer."""
+    with pytest.raises(ValueError) as err:
+        keras.Sequential([keras.Input((5, 5, 3)), layer])
+    assert str(err.value).splitlines()[0] == message
