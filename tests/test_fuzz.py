@@ -179,3 +179,16 @@ def test_tensorflow_failing_to_run_the_model_is_said_and_is_not_a_crash(monkeypa
     assert out.message == "TensorFlow could not run the model: AbortedError: Operation received an exception: no primitive"
     summary = fuzz.Summary(0, [out])
     assert not summary.failures and summary.line().endswith("; 1 models TensorFlow itself could not run")
+
+
+def test_a_batchnorm_that_xla_fuses_into_a_multiply_add_is_recorded():
+    """Seed 1255: under jit_compile, XLA computes a BatchNormalization whose mean an average
+    pool hits exactly as one fused multiply-add, whose rounding residue (-4e-7 instead of 0)
+    flips the sign quantizer after it at batch size 1; freeze records that (``xla_fma``)."""
+    import keras
+
+    keras.backend.clear_session()
+    case = fuzz.random_model(1255)
+    assert case.jit
+    out = fuzz.check(case)
+    assert out.status == "warned" and out.message.endswith("recorded: xla_fma"), out.line()

@@ -112,3 +112,28 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     moved = vector.copy()
     moved[rows[differ], cols[differ]] = scalar[differ]
     return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+
+
+def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs change when the BatchNormalization of
+    float op ``i`` computes ``x * inv + (beta - mean * inv)`` as one fused multiply-add (as XLA
+    compiles it inside a model: ``jit_compile``) instead of a rounded product and a sum (as
+    TensorFlow does without XLA, and the replay here). Where ``x`` equals the mean the product
+    and the offset cancel: their sum is 0 or ``beta``, the fused form gives the rounding residue of
+    ``mean * inv`` instead, whose sign a sign quantizer then follows (fuzz seed 1255)."""
+    bn = step.float_ops[i].layer
+    x = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
+    vector = evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
+    weights = {w.path.rsplit("/", 1)[-1]: w for w in bn.weights}
+    c = x.shape[-1]
+    gamma = weights["gamma"] if "gamma" in weights else keras.ops.ones((c,))
+    beta = weights["beta"] if "beta" in weights else keras.ops.zeros((c,))
+    inv = keras.ops.rsqrt(weights["moving_variance"] + bn.epsilon) * gamma  # as TensorFlow's batch_normalization
+    offset = beta - weights["moving_mean"] * inv
+    inv, offset = (np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float64) for t in (inv, offset))
+    fused = (x.astype(np.float64) * inv + offset).astype(np.float32)  # the product exact in float64, one rounding
+    differ = fused != vector
+    if not differ.any():
+        return 0
+    moved = np.where(differ, fused, vector)
+    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))

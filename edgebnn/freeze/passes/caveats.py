@@ -3,9 +3,12 @@ TensorFlow computes differently at different tensor positions near a quantizatio
 ``layout`` caveat), a transcendental activation that TensorFlow may fuse into the convolution or
 matmul before it near a quantization step (``fused``), a float bias that XLA folds into the dot
 product (``xla_bias``), a scale after integer codes that XLA may combine with the dot product or
-the float ops after it (``xla_scale``)."""
+the float ops after it (``xla_scale``), a BatchNormalization that XLA computes as a fused
+multiply-add (``xla_fma``)."""
 
 from __future__ import annotations
+
+import keras
 
 from .. import forms, replay
 from ..items import Step
@@ -22,6 +25,9 @@ def run(step: Step, freezing) -> None:
     if caveat:
         freezing.caveats.append(caveat)
     if freezing.jit:
+        fma = _xla_fma(step, freezing)
+        if fma:
+            freezing.caveats.append(fma)
         freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
         freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
 
@@ -90,6 +96,27 @@ def _replayed(step: Step, freezing):
     src = freezing.node(freezing.node(step.name).inputs[0])
     values, out_codes = freezing.replayed[step.name]
     return src, (values, out_codes, forms.output_type(step.quantizer), freezing.jit, len(src.shape))
+
+
+def _xla_fma(step: Step, freezing) -> dict | None:
+    """Under XLA a BatchNormalization's product and offset become one fused multiply-add inside
+    the model (not in a replay of the normalization alone): where that moves a value across a
+    quantization step (an accumulator value exactly on the mean), Keras's own output depends on
+    how XLA compiles the model."""
+    return _first(
+        step,
+        freezing,
+        "xla_fma",
+        lambda i, op, src: isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name,
+        replay.fma_flips,
+        lambda op, n, src: (
+            f"layer {op.label!r} (BatchNormalization) under XLA (jit_compile=True) computes x * inv + (beta - mean * "
+            f"inv) as one fused multiply-add inside the model, and {n} accumulator value(s) of {src.name!r} (on the "
+            "moving mean) lie where that and the rounded product then sum give different quantized outputs, so Keras's "
+            "own output depends on how XLA compiles the model; the deployed model follows the normalization without "
+            "XLA. Compile with jit_compile=False for a model Keras computes one way"
+        ),
+    )
 
 
 def _xla_bias(step: Step, op) -> dict:
