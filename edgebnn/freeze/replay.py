@@ -48,6 +48,7 @@ def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay)
     multiple of :data:`VECTOR_ROWS`, so that every batch holds a multiple of 64 elements and
     TensorFlow computes every value in its vectorized body, never in the scalar tail of a
     tensor: that is the one layout :func:`layout_flips` compares the scalar path with."""
+    rank = _read_rank(step, rank, values.shape[-1])
     n = len(values)
     padded = np.concatenate([values, np.repeat(values[-1:], -n % VECTOR_ROWS, axis=0)]) if n else values
     shaped = padded.reshape((len(padded),) + (1,) * (rank - 1) + values.shape[1:])
@@ -56,6 +57,22 @@ def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay)
     model.jit_compile = jit
     out = model.predict(shaped, batch_size=min(len(padded), 4096), verbose=0)
     return np.asarray(out, dtype=np.float64)[:n].reshape(values.shape)
+
+
+def _read_rank(step: Step, rank: int, channels: int) -> int:
+    """The rank a BatchNormalization among the step's float ops was built for, where it differs
+    from the accumulator's with the same channels: a view between them (a Reshape((C,)) of a
+    (1, 1, C) accumulator, moved after the quantizer, fuzz seed 1384), since the layer checks
+    its input's rank. Else ``rank``, the accumulator's (the other float ops broadcast)."""
+    for op in step.float_ops:
+        if isinstance(op.layer, keras.layers.BatchNormalization):
+            try:
+                shape = tuple(op.layer.input.shape)
+            except (AttributeError, ValueError):  # a layer called more than once has no single input
+                continue
+            if len(shape) > 1 and shape[-1] == channels:
+                return len(shape) - 1
+    return rank
 
 
 class _Apply(keras.layers.Layer):

@@ -18,7 +18,12 @@ WEIGHTED = ("dense", "conv2d", "depthwise_conv2d", "conv1d")
 
 
 def run(step: Step, freezing) -> None:
-    """Append the caveats of a requant step to ``freezing.caveats``."""
+    """Append the caveats of a requant step to ``freezing.caveats``; of an affine step (a model
+    ending with real-valued outputs) the XLA ones of a float bias or scale, which move those
+    outputs by an ulp (fuzz seed 1438)."""
+    if step.kind == "affine" and freezing.jit:
+        freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
+        freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
     if step.kind != "requant":
         return
     caveat = _layout(step, freezing) or _fused(step, freezing)
