@@ -21,18 +21,12 @@ def run(step: Step, freezing) -> None:
     """Append the caveats of a requant step to ``freezing.caveats``; of an affine step (a model
     ending with real-valued outputs) the XLA ones of a float bias or scale, which move those
     outputs by an ulp (fuzz seed 1438)."""
-    if step.kind == "affine" and freezing.jit:
-        freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
-        freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
-    if step.kind != "requant":
+    if step.kind not in ("requant", "affine"):
         return
-    caveat = _layout(step, freezing) or _fused(step, freezing)
-    if caveat:
-        freezing.caveats.append(caveat)
+    if step.kind == "requant":  # the ones that replay the step's thresholds
+        found = [_layout(step, freezing) or _fused(step, freezing), freezing.jit and _xla_fma(step, freezing)]
+        freezing.caveats.extend(c for c in found if c)
     if freezing.jit:
-        fma = _xla_fma(step, freezing)
-        if fma:
-            freezing.caveats.append(fma)
         freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
         freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
 
