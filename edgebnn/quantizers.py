@@ -391,13 +391,33 @@ def shape_problem(quantizer, shape) -> str | None:
             f"has {np.size(alpha)} alpha values but the kernel has {shape[-1]} channels on its last axis; give one "
             "alpha per channel or one for all"
         )
+    if isinstance(quantizer, XnorSign) and quantizer.axis is not None and not -len(shape) <= quantizer.axis < len(shape):
+        return (
+            f"scales along axis {quantizer.axis} but the kernel has {len(shape)} axes {tuple(shape)}; choose an axis "
+            f"from {-len(shape)} to {len(shape) - 1}, or None for one scale per tensor"
+        )
     if isinstance(quantizer, PartialQuantizer):
+        if not -len(shape) <= quantizer.axis < len(shape):
+            return (
+                f"chooses channels along axis {quantizer.axis} but the kernel has {len(shape)} axes {tuple(shape)}; "
+                f"choose an axis from {-len(shape)} to {len(shape) - 1}"
+            )
         n = shape[quantizer.axis % len(shape)]
         if quantizer.channels[-1] >= n:
             return (
                 f"binarizes channel {quantizer.channels[-1]} but the kernel has {n} channels along axis "
                 f"{quantizer.axis}; choose channels below {n}"
             )
+        for part, count in ((quantizer.quantizer, len(quantizer.channels)), (quantizer.other, n - len(quantizer.channels))):
+            problem = (
+                None
+                if part is None or count == 0
+                else shape_problem(
+                    part, (*shape[: quantizer.axis % len(shape)], count, *shape[quantizer.axis % len(shape) + 1 :])
+                )
+            )
+            if problem:
+                return problem
     return None
 
 
@@ -1552,41 +1572,75 @@ quantized_relu_po2 = QuantizedReluPo2
 
 @_register("xnor_sign")
 class XnorSign(Quantizer):
-    r"""XNOR-Net binarization: a sign times the mean magnitude.
+    r"""XNOR-Net binarization: a sign times the mean magnitude, one scale per index of ``axis``.
 
     .. math::
-        q(x) = E \cdot \mathrm{sign}(x), \qquad E = \operatorname{mean} |x|
+        q(x)_i = E_{a(i)} \cdot \mathrm{sign}(x_i), \qquad
+        E_k = \frac{1}{N} \sum_{j:\, a(j) = k} |x_j|
 
-    over the whole tensor, or with ``per_channel`` (the default) over all axes but the last
-    (one :math:`E_c` per output channel; a 1-D tensor is one channel). ``po2`` rounds
-    :math:`E` to :math:`2^{\mathrm{round}(\log_2 E)}` (half to even) so the scale is a shift.
-    ``sign(0) = +1``.
+    where :math:`a(i)` is the index of element :math:`i` along ``axis`` and :math:`N` the number
+    of elements sharing it: ``axis=-1`` (the default, ``per_channel=True``) gives one scale per
+    output channel of a kernel; ``axis=2`` of a ``(kh, kw, C_in, C_out)`` kernel one per input
+    channel, :math:`E_i = \operatorname{mean} |W_{:,:,i,:}|`; ``axis=None``
+    (``per_channel=False``) one scale for the whole tensor. A 1-D tensor is one channel.
+    ``po2`` rounds each :math:`E` to :math:`2^{\mathrm{round}(\log_2 E)}` (half to even) so the
+    scale is a shift; a scale of 0 (every weight of its slice 0) stays 0. ``sign(0) = +1``.
 
     .. math::
-        \frac{\partial q}{\partial x_i} = E\,[\,|x_i| \le \texttt{clip\_value}\,]
-        \;\Big(+\; \frac{\mathrm{sign}(x_i)}{N} \sum_{j} g_j\,\mathrm{sign}(x_j)\Big)
+        \frac{\partial q_i}{\partial x_j} = E_{a(i)}\,[\,|x_i| \le \texttt{clip\_value}\,]\,[i = j]
+        \;\Big(+\; [a(i) = a(j)]\, \frac{\mathrm{sign}(x_i)\,\mathrm{sign}(x_j)}{N}\Big)
 
-    (per upstream gradient :math:`g`; :math:`N` elements per channel). The bracketed term,
-    the gradient through the scale, is used only with ``scale_gradient=True``; the power-of-two
-    rounding passes that gradient straight through. Hardware: ``scaled`` binary.
+    ``clip_value=None`` passes every gradient (no window). The bracketed term, the gradient
+    through the scale, is used only with ``scale_gradient=True`` (else :math:`E` is a constant in
+    the backward pass); the power-of-two rounding passes that gradient straight through.
+    Hardware: ``scaled`` binary along ``axis``. A scale along an axis that a layer sums over (a
+    kernel's input channels) deploys exactly when it is a power of two (``po2=True``): freeze
+    shifts it into integer codes.
     """
 
-    def __init__(self, per_channel: bool = True, po2: bool = False, clip_value: float | None = 1.0, scale_gradient: bool = False):
-        self.per_channel = bool(per_channel)
+    def __init__(
+        self,
+        per_channel: bool | None = None,
+        po2: bool = False,
+        clip_value: float | None = 1.0,
+        scale_gradient: bool = False,
+        axis: int | None = -1,
+    ):
+        if per_channel is not None and not per_channel:
+            if axis not in (-1, None):
+                raise ValueError(
+                    f"xnor_sign(per_channel=False, axis={axis!r}) asks for one scale per tensor and one per index of "
+                    f"axis {axis} at once; write axis={axis!r} alone, or axis=None for one scale per tensor"
+                )
+            axis = None
+        if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
+            raise ValueError(f"xnor_sign(axis={axis!r}): axis must be an integer (e.g. -1, 2) or None for one scale per tensor")
+        self.axis = None if axis is None else int(axis)
         self.po2 = bool(po2)
         self.clip_value = _clip_config(clip_value)
         self.scale_gradient = bool(scale_gradient)
 
+    @property
+    def per_channel(self) -> bool:
+        """One scale per index of ``axis`` (not one per tensor)."""
+        return self.axis is not None
+
+    def _keep(self, nd: int) -> int | None:
+        """The axis (in ``range(nd)``) that keeps one scale per index, None for one per tensor."""
+        return None if self.axis is None or nd <= 1 else self.axis % nd
+
     def _scale(self, x):
         nd = len(x.shape)
-        axes = tuple(range(nd - 1)) if self.per_channel and nd > 1 else tuple(range(nd))
-        e = ops.mean(ops.abs(x), axis=axes)
+        keep = self._keep(nd)
+        # a scale along the last axis is a vector (it broadcasts there); along another axis it keeps its dimensions
+        e = ops.mean(ops.abs(x), axis=_reduce_axes(nd, keep), keepdims=keep is not None and keep != nd - 1)
         if self.po2:
             e = _ste_identity(lambda v: ops.power(2.0, ops.round(ops.log2(v))))(e)
         return e
 
     def scale(self, x):
-        """:math:`E` for the tensor ``x``: a scalar, or one value per channel of the last axis."""
+        """:math:`E` for the tensor ``x``: a scalar, one value per channel of the last axis, or
+        one per index of ``axis`` with the other dimensions kept (so it broadcasts on ``x``)."""
         return self._scale(ops.stop_gradient(_tensor(x)))
 
     def split(self, x, training=None):
@@ -1601,15 +1655,19 @@ class XnorSign(Quantizer):
         return self.rescale(*self.split(x))
 
     def hardware(self, x=None) -> forms.Form:
-        scale = None if x is None else _channel_scale(self.scale(x), -1)
-        return forms.Scaled(forms.Binary(), scale, axis=-1 if self.per_channel else None)
+        if x is None:
+            return forms.Scaled(forms.Binary(), None, axis=self.axis)
+        x = _tensor(x)
+        keep = self._keep(len(x.shape))
+        along = -1 if keep is None or keep == len(x.shape) - 1 else keep  # the last axis's scale is a vector
+        return forms.Scaled(forms.Binary(), _channel_scale(self.scale(x), along), axis=self.axis)
 
     def get_config(self):
         return {
-            "per_channel": self.per_channel,
             "po2": self.po2,
             "clip_value": self.clip_value,
             "scale_gradient": self.scale_gradient,
+            "axis": self.axis,
         }
 
 
@@ -1715,8 +1773,18 @@ def serialize(q: Quantizer | None):
     return None if q is None else keras.saving.serialize_keras_object(q)
 
 
+def _argument(node):
+    """A literal argument, or a nested quantizer written as its alias (``ste_sign``,
+    ``xnor_sign(axis=2)``), without evaluating any code."""
+    func = node.func if isinstance(node, ast.Call) else node
+    if isinstance(func, ast.Name) and func.id in _ALIASES:
+        return get(ast.unparse(node))
+    return ast.literal_eval(node)
+
+
 def _parse_call(text: str):
-    """``name`` or ``name(literal, ..., key=literal)`` without evaluating any code."""
+    """``name`` or ``name(argument, ..., key=argument)`` without evaluating any code: each
+    argument a literal or a nested quantizer (:func:`_argument`)."""
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
@@ -1725,9 +1793,9 @@ def _parse_call(text: str):
         return tree.id, (), {}
     if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name):
         try:
-            args = tuple(ast.literal_eval(a) for a in tree.args)
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in tree.keywords}
+            args = tuple(_argument(a) for a in tree.args)
+            kwargs = {k.arg: _argument(k.value) for k in tree.keywords}
         except ValueError:
-            raise ValueError(f"quantizer {text!r}: arguments must be literals") from None
+            raise ValueError(f"quantizer {text!r}: arguments must be literals or quantizers such as ste_sign(1.0)") from None
         return tree.func.id, args, kwargs
     raise ValueError(f"cannot parse quantizer {text!r}; write e.g. 'quantized_bits(8, 0)'")

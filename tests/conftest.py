@@ -38,7 +38,7 @@ def fwd_grad():
             tape.watch(x)
             y = q(x, **kw)
             loss = y if upstream is None else y * tf.constant(np.asarray(upstream, np.float32))
-        return y.numpy(), tape.gradient(loss, x).numpy()
+        return y.numpy(), tf.convert_to_tensor(tape.gradient(loss, x)).numpy()  # a gather's gradient is IndexedSlices
 
     return fwd_grad
 
