@@ -15,9 +15,11 @@ scale once after, per output channel (:meth:`~_Quantized.rescale`), before the b
 activation. That is the same forward in real arithmetic with the same gradients, and a result
 Keras computes independently of the summation order, which freeze replays exactly. A ``QuantSeparableConv2D`` applies a
 depthwise scale of one value after its pointwise sum too (it commutes with that sum); one per
-depthwise channel multiplies the depthwise result before the pointwise sum. A kernel
-scale along another axis than the output channels, or a tensor-dependent input scale, keeps the
-plain product ``q_in(x) @ q_k(W)``.
+depthwise channel multiplies the depthwise result before the pointwise sum (a depthwise kernel's
+axis 2 is an output axis too: its output ``c * M + m`` takes the scale of channel ``c``). A
+kernel scale along an axis the sum runs over (an XNOR scale per input channel, a partial kernel
+with a scaled part), or a tensor-dependent input scale, keeps the plain product
+``q_in(x) @ q_k(W)``; freeze deploys such a kernel when its scales are powers of two.
 
 ``pad_values`` (convolutions, as in larq): with ``padding="same"`` the quantized input is
 padded with this constant and a "valid" convolution follows. A binary network pads with
@@ -80,11 +82,12 @@ def _scaled_form(quantizer):
     return hw if isinstance(hw, forms.Scaled) else None
 
 
-def _splits_kernel(quantizer, ndim: int) -> bool:
-    """The kernel quantizer scales per tensor or per output channel (the kernel's last axis),
-    so its scale can be applied after the sum."""
+def _splits_kernel(quantizer, ndim: int, depthwise: bool = False) -> bool:
+    """The kernel quantizer scales per tensor or per output channel (the kernel's last axis, or
+    a depthwise kernel's channel axis 2: its output ``c * M + m`` is channel ``c``), so its scale
+    can be applied after the sum."""
     hw = _scaled_form(quantizer)
-    return hw is not None and (hw.axis is None or hw.axis % ndim == ndim - 1)
+    return hw is not None and (hw.axis is None or hw.axis % ndim == ndim - 1 or (depthwise and hw.axis % ndim == 2))
 
 
 def splits_input(layer) -> bool:
@@ -103,12 +106,14 @@ def _split(quantizer, x, training, splits: bool):
     return quantizer.split(x, training=training)
 
 
-def _channel_scale(scale, repeat: int = 1):
-    """A kernel scale as a vector along the output channels (repeated ``repeat`` times for a
-    depthwise kernel, whose outputs are input channel x multiplier)."""
+def _channel_scale(scale, repeat: int = 1, each: int = 1):
+    """A kernel scale as a vector along the output channels: a depthwise kernel's outputs are
+    input channel x multiplier, so a scale per multiplier is repeated ``repeat`` times (tiled)
+    and one per input channel ``each`` times (each value in turn)."""
     if scale is None or len(ops.shape(scale)) == 0:
         return scale
     scale = ops.reshape(scale, (-1,))
+    scale = ops.repeat(scale, each) if each > 1 else scale
     return ops.tile(scale, (repeat,)) if repeat > 1 else scale
 
 
@@ -267,13 +272,19 @@ class _Quantized:
         ``which`` reads: its unscaled values and the quantizer's scale (as it broadcasts on them)
         when the scale is per tensor or per output channel, else the quantized kernel and None."""
         quantizer, weight = getattr(self, which), self._weight(which)
-        return _split(quantizer, weight, training, _splits_kernel(quantizer, len(weight.shape)))
+        splits = _splits_kernel(quantizer, len(weight.shape), depthwise=which == "depthwise_quantizer")
+        return _split(quantizer, weight, training, splits)
 
     def _channels(self, which: str, scale):
         """A kernel's scale as a vector along the layer's output channels (a depthwise kernel's
-        output channel ``c * M + m`` takes the scale of its multiplier ``m``)."""
-        repeat = int(self._weight(which).shape[2]) if which == "depthwise_quantizer" and not _one_value(scale) else 1
-        return _channel_scale(scale, repeat)
+        output channel ``c * M + m`` takes the scale of its multiplier ``m``, or of its channel
+        ``c`` for a scale along the kernel's axis 2, which keeps the kernel's dimensions)."""
+        if which != "depthwise_quantizer" or _one_value(scale):
+            return _channel_scale(scale)
+        shape = tuple(self._weight(which).shape)
+        if _scaled_form(getattr(self, which)).axis % len(shape) == 2:  # one per channel c
+            return _channel_scale(scale, each=int(shape[3]))
+        return _channel_scale(scale, repeat=int(shape[2]))
 
     def _rescaled(self, x, s_in, kernel_scales):
         """``x`` times the scales that the layer applies after its sum: each kernel scale of

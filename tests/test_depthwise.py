@@ -440,7 +440,7 @@ def test_a_separable_layer_with_scaled_kernels_is_exact_or_refused_in_one_senten
             )
             assert str(err.value).endswith(
                 "between the depthwise and the pointwise sums, which freeze can deploy only as powers of two; use one "
-                "scale per tensor (e.g. xnor_sign(per_channel=False)) or power-of-two scales (e.g. xnor_sign(po2=True))"
+                "scale per tensor (e.g. xnor_sign(axis=None)) or power-of-two scales (e.g. xnor_sign(po2=True))"
             )
         else:
             _assert_exact(model, x)

@@ -129,15 +129,13 @@ def kernel(layer, which: str = "kernel_quantizer"):
     unscaled (:func:`codes_after_sum`)."""
     quantizer = getattr(layer, which)
     hw = hardware(quantizer, layer, which)
+    if isinstance(hw, forms.Partial) and hw.type is None and hw.rest is not None:
+        return _shifted_product(layer, which)  # a scaled part: the layer multiplies the kernel as it is
     if not isinstance(hw, forms.Scaled):
         return on_declared_grid(layer, which, layer.quantized_weight(which))
     values, scale = layer.split_weight(which)
-    if scale is None:  # the layer keeps the plain product: a scale along the reduction axis
-        raise FreezeError(
-            f"{where(layer)}: its {which} {quantizer!r} scales the weights along axis {hw.axis}, not per "
-            "output channel (the last axis) or per tensor, so the scale cannot be applied after the sum; use a "
-            "per-output-channel scale (e.g. scale_axis=None)"
-        )
+    if scale is None:  # the layer keeps the plain product: a scale along an axis the sum runs over
+        return _shifted_product(layer, which)
     values, scale = _numpy(values), _numpy(scale)
     base = hw.base.type
     if not base.contains(values):
@@ -151,11 +149,85 @@ def kernel(layer, which: str = "kernel_quantizer"):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} scales each depthwise channel by {_values_text(scale)}, "
             "between the depthwise and the pointwise sums, which freeze can deploy only as powers of two; use one "
-            "scale per tensor (e.g. xnor_sign(per_channel=False)) or power-of-two scales (e.g. xnor_sign(po2=True))"
+            "scale per tensor (e.g. xnor_sign(axis=None)) or power-of-two scales (e.g. xnor_sign(po2=True))"
         )
     exps = np.frexp(np.atleast_1d(scale))[1] - 1  # scale = 2**exps exactly, broadcast on the kernel
     codes = base.codes(values).astype(np.int64) << (exps - exps.min())
     t = FixedType.for_codes(int(codes.min()), int(codes.max()), base.lsb_exp + int(exps.min()))
+    return t.replace(rounding="RND_CONV", overflow="SAT"), codes
+
+
+# the widest kernel codes a shifted product may need: a power-of-two scale span of about 30 octaves
+MAX_SHIFTED_BITS = 32
+
+
+def _scales(hw) -> list:
+    """The scale values of every scaled part of the form ``hw`` (a quantizer's ``hardware(x)``)."""
+    if isinstance(hw, forms.Scaled):
+        return [np.atleast_1d(np.asarray(hw.scale, dtype=np.float64)).ravel()]
+    if isinstance(hw, forms.Partial):
+        return [s for part in hw.parts if part is not None for s in _scales(part)]
+    return []
+
+
+def _po2_spelling(quantizer) -> str | None:
+    """The quantizer with power-of-two scales, as the user would write it (None when unknown)."""
+    if isinstance(quantizer, qz.XnorSign):
+        return repr(qz.XnorSign(**{**quantizer.get_config(), "po2": True}))
+    if getattr(quantizer, "alpha", None) == "auto":
+        return repr(type(quantizer).from_config({**quantizer.get_config(), "alpha": "auto_po2"}))
+    if isinstance(quantizer, qz.PartialQuantizer):
+        parts = [
+            (p, _po2_spelling(p) if p is not None and _scales(p.hardware()) else None)
+            for p in (quantizer.quantizer, quantizer.other)
+        ]
+        if any(p is not None and _scales(p.hardware()) and fix is None for p, fix in parts):
+            return None
+        (q, fq), (o, fo) = parts
+        return repr(qz.PartialQuantizer(fq or q, quantizer.channels, quantizer.axis, fo or o))
+    return None
+
+
+def _shifted_product(layer, which: str):
+    """(type, integer codes) of a kernel whose scales vary along an axis the layer sums over (an
+    XNOR scale per input channel, a partial kernel with a scaled part): the layer multiplies the
+    quantized kernel as it is, and every scale a power of two (or 0) makes each weight
+    ``code * 2**lsb`` exactly, on the finest grid of them all. The accumulator then sums integers,
+    in any order, as Keras's float32 sum does while it stays below 2**24 (the float32 exactness
+    check). A scale that is not a power of two is refused: its products round in float32, so no
+    integer sum reproduces them."""
+    quantizer = getattr(layer, which)
+    hw = quantizer.hardware(layer._weight(which))
+    scales = np.concatenate(_scales(hw) or [np.zeros(0)])
+    off = scales[(scales != 0) & ~((scales > 0) & (np.frexp(scales)[0] == 0.5))]
+    if off.size:
+        axis = (
+            f"along axis {hw.axis}" if isinstance(hw, forms.Scaled) else f"on the channels {list(hw.channels)} of axis {hw.axis}"
+        )
+        fix = _po2_spelling(quantizer) or "power-of-two scales (po2=True, alpha='auto_po2')"
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} scales the weights {axis}, which the layer sums over, by "
+            f"{_values_text(off)}: not powers of two, so the products round in float32 and no fixed-point sum "
+            f"equals Keras's; use {fix}, or scale "
+            "per output channel (the last axis) or per tensor"
+        )
+    values = _numpy(layer.quantized_weight(which))
+    nonzero = values[values != 0]
+    if not nonzero.size:
+        return FixedType.for_codes(0, 0, 0).replace(rounding="RND_CONV", overflow="SAT"), np.zeros(values.shape, np.int64)
+    mantissa, exponent = np.frexp(nonzero)
+    ints = np.ldexp(np.abs(mantissa), 53).astype(np.int64)  # exact: a float has at most 53 significant bits
+    lsb = int(np.min(exponent - 53 + np.log2(ints & -ints).astype(np.int64)))  # the lowest set bit of them all
+    span = float(np.max(np.abs(nonzero))) * 2.0**-lsb
+    if span >= 2.0 ** (MAX_SHIFTED_BITS - 1):
+        raise FreezeError(
+            f"{where(layer)}: its {which} {quantizer!r} gives weights from {np.min(np.abs(nonzero)):g} to "
+            f"{np.max(np.abs(nonzero)):g}, whose codes on one grid need more than {MAX_SHIFTED_BITS} bits (a slice of "
+            "nearly-zero weights gives a tiny scale); leave such a slice out of the scaled channels or retrain so that "
+            "its weights are not all near zero"
+        )
+    codes = np.ldexp(values, -lsb).astype(np.int64)
+    t = FixedType.for_codes(int(codes.min()), int(codes.max()), lsb)
     return t.replace(rounding="RND_CONV", overflow="SAT"), codes
 
 

@@ -249,18 +249,31 @@ def test_activations_with_a_scale_from_the_batch_are_refused(quantizer, message)
     assert re.match(rf"layer 'a' \(QuantActivation\): its quantizer .*{re.escape(message)}", _refusal(model))
 
 
-def test_scale_along_the_input_axis_is_refused():
-    model = keras.Sequential(
-        [
-            keras.Input((6,)),
-            QuantDense(3, input_quantizer=IN_Q, kernel_quantizer="quantized_bits(4, 0, alpha='auto', scale_axis=0)", name="d"),
-            QuantActivation("ste_sign"),
-        ]
-    )
-    assert _refusal(model).startswith(
+def test_a_scale_along_the_input_axis_deploys_as_powers_of_two_and_is_refused_otherwise():
+    def model(alpha):
+        kq = f"quantized_bits(4, 0, alpha={alpha!r}, scale_axis=0)"
+        return keras.Sequential(
+            [keras.Input((6,)), QuantDense(3, input_quantizer=IN_Q, kernel_quantizer=kq, name="d"), QuantActivation("ste_sign")]
+        )
+
+    auto = model("auto")
+    assert _refusal(auto) == (
         "layer 'd' (QuantDense): its kernel_quantizer quantized_bits(4, alpha='auto', scale_axis=0) scales the weights "
-        "along axis 0, not per output channel"
+        f"along axis 0, which the layer sums over, by {_scales_text(auto)}: not powers of two, so the products "
+        "round in float32 and no fixed-point sum equals Keras's; use quantized_bits(4, alpha='auto_po2', scale_axis=0), "
+        "or scale per output channel (the last axis) or per tensor"
     )
+    po2 = model("auto_po2")
+    graph = freeze(po2)
+    x = np.random.default_rng(0).uniform(-2, 2, (200, 6)).astype(np.float32)
+    assert np.array_equal(emulate(graph, x), po2.predict(x, verbose=0))
+
+
+def _scales_text(model):
+    from edgebnn.freeze.forms import _values_text
+
+    layer = model.get_layer("d")
+    return _values_text(np.ravel(layer.kernel_quantizer.hardware(layer.kernel).scale))
 
 
 def csim_model():
