@@ -245,6 +245,43 @@ def _kernel_quantizer(rng) -> str:
     )
 
 
+# the draws of kernel forms added after the long runs: a stream of their own per model, so the
+# models of earlier seeds stay what they were
+_SIDE = [np.random.default_rng(0)]
+SUMMED_SCALE = 0.12  # how often a kernel becomes one scaled along an axis its layer sums over
+
+
+def _side_stream(seed: int) -> None:
+    _SIDE[0] = np.random.default_rng([seed, 4])
+
+
+def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
+    """Sometimes (else ``kq``) a kernel form of the kernel ``shape`` whose scales vary along one
+    of the ``summed`` axes: XNOR along any axis, chosen slices of an axis XNOR-binarized with one
+    scale each (the rest another form), QKeras alphas along an axis; mostly powers of two (they
+    deploy), otherwise not (freeze refuses them)."""
+    rng = _SIDE[0]
+    if rng.random() >= SUMMED_SCALE:
+        return kq
+    po2 = rng.random() < 0.75
+    axis = int(rng.choice(summed))
+    kind = int(rng.integers(4))
+    if kind == 0:
+        clip = rng.choice([None, 1.0])
+        return f"xnor_sign(axis={axis}, po2={po2}, clip_value={clip}, scale_gradient={bool(rng.integers(2))})"
+    if kind == 3:
+        return f"quantized_bits({int(rng.integers(2, 5))}, 0, alpha={'auto_po2' if po2 else 'auto'!r}, scale_axis={axis})"
+    n = shape[axis]
+    chosen = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
+    other = str(
+        rng.choice(["quantized_bits(4, 0)", "quantized_bits(3, 1)", "ste_sign", "ternary", "xnor_sign(axis=None, po2=True)"])
+    )
+    inner = f"xnor_sign(axis={axis}, clip_value={rng.choice([None, 1.0])}, po2={po2})"
+    if kind == 2:  # the XNOR form on the rest, another one on the chosen slices
+        inner, other = other, f"xnor_sign(axis={axis}, po2={po2})"
+    return f"partial({inner}, {chosen}, axis={axis}, other={other})"
+
+
 def _input_quantizer(rng) -> str:
     r = rng.random()
     if r < 0.1:
@@ -260,6 +297,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
 
     from .layers import QuantActivation, QuantConv2D, QuantDense
 
+    _side_stream(seed)
     if seed % 3 == 2:  # a third of the models are 1-D
         return random_model_1d(seed, n_inputs)
     if np.random.default_rng((seed, 1)).random() < BRANCHING:  # its own stream: the chains of other seeds stay
@@ -313,6 +351,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
             if depthwise is not None:
                 cur = depthwise(add)
             else:
+                common["kernel_quantizer"] = _summed_scale(kq, (kh, kw, cur[2], filters), (0, 1, 2))
                 layer = QuantConv2D(filters, (kh, kw), strides=strides, padding=padding, pad_values=pad_values, **common)
                 cur = _conv_shape(cur, (kh, kw), strides, padding, common.get("dilation_rate"), filters)
                 add(
@@ -325,6 +364,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 add(keras.layers.Flatten(), "Flatten()")
                 cur = (int(np.prod(cur)),)
             units = int(rng.integers(1, 9))
+            common["kernel_quantizer"] = _summed_scale(kq, (cur[0], units), (0,))
             add(QuantDense(units, **common), f"QuantDense({units}, {_args(common)})")
             cur = (units,)
         # float ops after the accumulator, then the requantization (or none at the end)
@@ -456,13 +496,14 @@ def _depthwise_conv(rng, cur, common, kernel, strides, padding, pad_values):
         opts.update(_dilation(rng, cur, kernel, strides, padding, allow_strides=True))
     multiplier = int(rng.integers(1, 4))
     geometry = dict(strides=strides, padding=padding, pad_values=pad_values, depth_multiplier=multiplier)
+    opts["depthwise_quantizer"] = _summed_scale(opts["depthwise_quantizer"], (*kernel, cur[2], multiplier), (0, 1, 2))
     if rng.random() < 0.5:
         layer = QuantDepthwiseConv2D(kernel, **geometry, **opts)
         line = f"QuantDepthwiseConv2D({kernel}, {_args(geometry)}, {_args(opts)})"
         channels = cur[2] * multiplier
     else:
         channels = int(rng.integers(1, 5))
-        opts["pointwise_quantizer"] = _kernel_quantizer(rng)
+        opts["pointwise_quantizer"] = _summed_scale(_kernel_quantizer(rng), (1, 1, cur[2] * multiplier, channels), (2,))
         layer = QuantSeparableConv2D(channels, kernel, **geometry, **opts)
         line = f"QuantSeparableConv2D({channels}, {kernel}, {_args(geometry)}, {_args(opts)})"
     shape = _conv_shape(cur, kernel, strides, padding, opts.get("dilation_rate"), channels)
@@ -538,6 +579,7 @@ def _branching_model(seed: int, n_inputs: int) -> Case:
         iq = None if rng.random() < 0.5 else _fixed_quantizer(rng, (2, 6))
         kq = _kernel_quantizer(rng)
         units = int(rng.integers(1, 6))
+        kq = _summed_scale(kq, (int(h.shape[-1]), units), (0,))
         h = _apply(
             _weighted(spatial=False, units=units, iq=iq, kq=kq),
             h,
@@ -563,6 +605,11 @@ def _producer(tensor) -> str:
     """The name of the layer that made the Keras tensor (as freeze's messages name it)."""
     history = getattr(tensor, "_keras_history", None)
     return history[0].name if history else tensor.name
+
+
+def _weighted_kernel(spatial: bool, kernel, c_in: int, units: int):
+    """(kernel shape, the axes its sum runs over) of :func:`_weighted`'s layer."""
+    return ((*kernel, c_in, units), (0, 1, 2)) if spatial else ((c_in, units), (0,))
 
 
 def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use_bias=False):
@@ -597,7 +644,7 @@ def _stem(rng, inputs, in_q: str, spatial: bool, text: list[str]):
     """The first weighted layer and, mostly, its requantization."""
     c = int(rng.integers(1, 4))
     kernel = (int(rng.integers(1, 4)), int(rng.integers(1, 4))) if spatial else (1, 1)
-    kq = _kernel_quantizer(rng)
+    kq = _summed_scale(_kernel_quantizer(rng), *_weighted_kernel(spatial, kernel, int(inputs.shape[-1]), c))
     h = _apply(
         _weighted(spatial, c, in_q, kq, kernel),
         inputs,
@@ -616,6 +663,7 @@ def _branch(rng, h, spatial: bool, channels: int, text: list[str], quantize: boo
     iq = None if rng.random() < 0.5 else str(rng.choice(["ste_sign", _fixed_quantizer(rng, (2, 5))]))
     kq = _kernel_quantizer(rng) if rng.random() < 0.5 else "ste_sign"
     bias_q = _fixed_quantizer(rng, (3, 6), signed=True) if not quantize and rng.random() < 0.3 else None
+    kq = _summed_scale(kq, *_weighted_kernel(spatial, kernel, int(h.shape[-1]), channels))
     layer = _weighted(spatial, channels, iq, kq, kernel, bias_q=bias_q, use_bias=bias_q is not None)
     out = _apply(
         layer, h, text, f"conv({channels}, {kernel}, input_quantizer={iq!r}, kernel_quantizer={kq!r}, bias_quantizer={bias_q!r})"
@@ -754,6 +802,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                 add(keras.layers.Flatten(), "Flatten()")
                 cur = (int(np.prod(cur)),)
             units = int(rng.integers(1, 9))
+            common["kernel_quantizer"] = _summed_scale(common["kernel_quantizer"], (cur[0], units), (0,))
             add(QuantDense(units, **common), f"QuantDense({units}, {_args(common)})")
             cur = (units,)
         float_acc = act is not None or (bias and bias_q is None)
@@ -816,6 +865,7 @@ def _conv1d(rng, cur, input_q, common, cls):
     elif padding == "same" and rng.random() < 0.1:  # on the input's grid or not
         pad_values = float(rng.choice([1.0, -1.0, 0.5, 0.3]))
     filters = int(rng.integers(1, 5))
+    common["kernel_quantizer"] = _summed_scale(common["kernel_quantizer"], (k, cur[1], filters), (0, 1))
     layer = cls(filters, k, strides=strides, padding=padding, dilation_rate=dilation, pad_values=pad_values, **common)
     out = (length - extent) // strides + 1 if padding == "valid" else -(-length // strides)
     line = (
@@ -1122,6 +1172,8 @@ def quantizer_forms(model) -> list[str]:
                 kind += f" {hw.base.kind}"
             elif hasattr(hw, "chosen"):
                 kind += f" {hw.chosen.kind}/{hw.rest.kind if hw.rest is not None else 'float'}"
+            if getattr(hw, "axis", None) not in (None, -1):  # scales or channels along another axis than the last
+                kind += " (not along the last axis)"
             found.add(f"{attr}: {kind}")
     return sorted(found)
 

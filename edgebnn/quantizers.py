@@ -1723,7 +1723,7 @@ class PartialQuantizer(Quantizer):
             x = _tensor(x)
             ax, chosen, rest = self._split(x.shape)
             hq = self.quantizer.hardware(ops.take(x, chosen, axis=ax))
-            ho = None if self.other is None else self.other.hardware(ops.take(x, rest, axis=ax))
+            ho = None if self.other is None else self.other.hardware(ops.take(x, rest, axis=ax) if rest else None)
         return forms.Partial(hq, ho, self.channels, self.axis)
 
     def get_config(self):

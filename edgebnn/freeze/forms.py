@@ -163,11 +163,15 @@ MAX_SHIFTED_BITS = 32
 
 def _scales(hw) -> list:
     """The scale values of every scaled part of the form ``hw`` (a quantizer's ``hardware(x)``)."""
-    if isinstance(hw, forms.Scaled):
-        return [np.atleast_1d(np.asarray(hw.scale, dtype=np.float64)).ravel()]
+    if isinstance(hw, forms.Scaled):  # (a part of no channels has no scale)
+        return [] if hw.scale is None else [np.atleast_1d(np.asarray(hw.scale, dtype=np.float64)).ravel()]
     if isinstance(hw, forms.Partial):
         return [s for part in hw.parts if part is not None for s in _scales(part)]
     return []
+
+
+def _is_scaled(quantizer) -> bool:
+    return quantizer is not None and isinstance(quantizer.hardware(), forms.Scaled)
 
 
 def _po2_spelling(quantizer) -> str | None:
@@ -177,11 +181,8 @@ def _po2_spelling(quantizer) -> str | None:
     if getattr(quantizer, "alpha", None) == "auto":
         return repr(type(quantizer).from_config({**quantizer.get_config(), "alpha": "auto_po2"}))
     if isinstance(quantizer, qz.PartialQuantizer):
-        parts = [
-            (p, _po2_spelling(p) if p is not None and _scales(p.hardware()) else None)
-            for p in (quantizer.quantizer, quantizer.other)
-        ]
-        if any(p is not None and _scales(p.hardware()) and fix is None for p, fix in parts):
+        parts = [(p, _po2_spelling(p) if _is_scaled(p) else None) for p in (quantizer.quantizer, quantizer.other)]
+        if any(_is_scaled(p) and fix is None for p, fix in parts):
             return None
         (q, fq), (o, fo) = parts
         return repr(qz.PartialQuantizer(fq or q, quantizer.channels, quantizer.axis, fo or o))
