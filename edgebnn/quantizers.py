@@ -1681,8 +1681,13 @@ class PartialQuantizer(Quantizer):
 
     along ``axis``: ``quantizer`` :math:`Q` sees the sub-tensor of the channels
     :math:`C` = ``channels`` (so per-tensor statistics such as a TWN threshold or an XNOR
-    scale are those of the chosen channels), ``other`` :math:`O` the rest (identity when
-    None). Each gradient is its quantizer's. Hardware: ``partial`` with the two forms.
+    scale are those of the chosen channels together), ``other`` :math:`O` the rest (identity
+    when None). Each gradient is its quantizer's. With ``Q = xnor_sign(axis=axis)`` each chosen
+    slice has its own scale: for a ``(kh, kw, C_in, C_out)`` kernel,
+    ``partial(xnor_sign(axis=2, clip_value=None), C, axis=2, other=quantized_bits(4, 0))`` is
+    :math:`q(W)_{:,:,i,:} = \mathrm{sign}(W_{:,:,i,:})\, \operatorname{mean}|W_{:,:,i,:}|` for
+    :math:`i \in C` (scale constant in the backward pass, identity straight-through gradient) and
+    4-bit elsewhere. Hardware: ``partial`` with the two forms.
     """
 
     def __init__(self, quantizer, channels, axis: int = -1, other=None):
