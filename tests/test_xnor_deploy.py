@@ -149,3 +149,13 @@ def test_chosen_input_channels_c_simulate_bit_for_bit(tmp_path, io_type):
     report = verify(model, graph, x, project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
     assert len(np.unique(report.outputs["csim"], axis=0)) > 10
+
+
+def test_a_slice_of_nearly_zero_weights_beyond_32_bits_of_codes_is_refused_by_name():
+    model, _ = model_of("conv2d", "xnor_sign(axis=2, po2=True)")
+    conv = model.layers[0]
+    k = conv.kernel.numpy()
+    k[:, :, 1, :] = 1e-12  # E_1 = 2**-40 next to scales near 2**-3: codes of 38 bits
+    conv.kernel.assign(k)
+    with pytest.raises(FreezeError, match=r"^layer '\w+' \(QuantConv2D\): its kernel_quantizer .* need more than 32 bits"):
+        freeze(model)
