@@ -25,7 +25,16 @@ def get(identifier):
         return identifier
     from .quantizers import _parse_call
 
-    name, args, kwargs = _parse_call(identifier)
+    usage = f"constraint {identifier!r}: write 'weight_clip' or 'weight_clip(0.5)' (one number)"
+    try:
+        name, args, kwargs = _parse_call(identifier)
+    except ValueError:
+        if str(identifier).strip().startswith("weight_clip"):
+            raise ValueError(usage) from None
+        name = None
     if name != "weight_clip":
-        raise ValueError(f"unknown constraint {identifier!r}; edgebnn has 'weight_clip(clip_value)'")
-    return WeightClip(*args, **kwargs)
+        raise ValueError(f"unknown constraint {identifier!r}; edgebnn has 'weight_clip' and 'weight_clip(clip_value)'")
+    try:
+        return WeightClip(*args, **kwargs)
+    except (TypeError, ValueError):
+        raise ValueError(usage) from None

@@ -42,6 +42,20 @@ def _quantizer_arg(value):
     return q.get(value)
 
 
+def _constraint_args(kwargs: dict) -> dict:
+    """``kwargs`` with larq's constraint names (``kernel_constraint="weight_clip"`` or
+    ``"weight_clip(0.5)"``, any ``*_constraint``) made edgebnn's WeightClip; Keras's own names
+    pass through to Keras."""
+    from . import constraints
+
+    return {
+        key: constraints.get(value)
+        if key.endswith("_constraint") and isinstance(value, str) and value.strip().startswith("weight_clip")
+        else value
+        for key, value in kwargs.items()
+    }
+
+
 def _tag(variable, quantizer, role="kernel") -> None:
     """Remember on a weight which quantizer reads it and whether it is a kernel (dense, conv,
     depthwise or pointwise) or a bias: ``optimizers.is_binary_kernel`` and ``summary`` look it
@@ -337,7 +351,7 @@ class QuantDense(_Quantized, keras.layers.Dense):
     _quantizer_keys = ("input_quantizer", "kernel_quantizer", "bias_quantizer")
 
     def __init__(self, units, input_quantizer=None, kernel_quantizer=None, use_bias=True, bias_quantizer=None, **kwargs):
-        super().__init__(units, use_bias=use_bias, **kwargs)
+        super().__init__(units, use_bias=use_bias, **_constraint_args(kwargs))
         self._set_quantizers(input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer)
 
     _tagged_kernels = (("_kernel", "kernel_quantizer"),)
@@ -400,7 +414,7 @@ class _QuantFilters(_QuantConv):
     def __init__(
         self, filters, kernel_size, input_quantizer=None, kernel_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs
     ):
-        super().__init__(filters, kernel_size, **kwargs)
+        super().__init__(filters, kernel_size, **_constraint_args(kwargs))
         self._set_quantizers(
             pad_values, input_quantizer=input_quantizer, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer
         )
@@ -432,7 +446,7 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
     def __init__(
         self, kernel_size, input_quantizer=None, depthwise_quantizer=None, bias_quantizer=None, pad_values=0.0, **kwargs
     ):
-        super().__init__(kernel_size, **kwargs)
+        super().__init__(kernel_size, **_constraint_args(kwargs))
         self._set_quantizers(
             pad_values, input_quantizer=input_quantizer, depthwise_quantizer=depthwise_quantizer, bias_quantizer=bias_quantizer
         )
@@ -466,7 +480,7 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         pad_values=0.0,
         **kwargs,
     ):
-        super().__init__(filters, kernel_size, **kwargs)
+        super().__init__(filters, kernel_size, **_constraint_args(kwargs))
         self._set_quantizers(
             pad_values,
             input_quantizer=input_quantizer,

@@ -1,3 +1,6 @@
+import os
+import tempfile
+
 import keras
 import numpy as np
 import pytest
@@ -81,3 +84,31 @@ def test_load_model_needs_no_earlier_import_of_the_layers(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == f"QuantDense {model.layers[0].kernel_quantizer}"
+
+
+def test_larqs_constraint_names_work_in_python():
+    """``kernel_constraint="weight_clip"`` (and ``"weight_clip(0.5)"``, on any ``*_constraint``)
+    is edgebnn's WeightClip, saved and loaded; Keras's own names stay Keras's; a bad one is one sentence."""
+    import keras
+
+    from edgebnn.constraints import WeightClip
+    from edgebnn.layers import QuantDense, QuantSeparableConv2D, load_model
+
+    model = keras.Sequential(
+        [
+            keras.Input((4, 4, 2)),
+            QuantSeparableConv2D(3, 3, depthwise_constraint="weight_clip(0.5)", pointwise_constraint="weight_clip"),
+            keras.layers.Flatten(),
+            QuantDense(2, kernel_constraint="weight_clip", bias_constraint="non_neg"),
+        ]
+    )
+    sep, dense = model.layers[0], model.layers[2]
+    assert isinstance(sep.depthwise_constraint, WeightClip) and sep.depthwise_constraint.clip_value == 0.5
+    assert isinstance(sep.pointwise_constraint, WeightClip) and dense.kernel_constraint.clip_value == 1.0
+    assert isinstance(dense.bias_constraint, keras.constraints.NonNeg)
+    path = os.path.join(tempfile.mkdtemp(), "m.keras")
+    model.save(path)
+    assert load_model(path).layers[0].depthwise_constraint.clip_value == 0.5
+    for bad in ("weight_clip(x)", "weight_clip(1, 2)"):
+        with pytest.raises(ValueError, match=r"^constraint 'weight_clip\(.*\)': write 'weight_clip' or 'weight_clip\(0.5\)'"):
+            QuantDense(2, kernel_constraint=bad)
