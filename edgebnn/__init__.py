@@ -14,6 +14,7 @@ Names at the package root:
   ``edgebnn.verify``, ``edgebnn.summary`` (each defined in the submodule of the same name) and
   ``edgebnn.export`` (from ``edgebnn.backends.hls4ml``);
 - classes: ``edgebnn.Graph``, ``edgebnn.FixedType``, ``edgebnn.Target``;
+- ``edgebnn.propose_input_type(x)``: the fixed-point type of a data set (for ``freeze(input_type=)``);
 - ``edgebnn.load_model(path)``: a saved model with edgebnn's layers (Keras ``safe_mode``);
 - every submodule by its name (``edgebnn.boards``, ``edgebnn.layers``, ``edgebnn.backends``, ...),
   except the five that share a verb's name.
@@ -92,6 +93,7 @@ _NAMES = {
     "export": ("backends.hls4ml", "export"),
     "Graph": ("graph", "Graph"),
     "FixedType": ("fixed", "FixedType"),
+    "propose_input_type": ("fixed", "propose_input_type"),
     "Target": ("backends.target", "Target"),
     "load_model": ("layers", "load_model"),
 }

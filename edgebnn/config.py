@@ -26,6 +26,7 @@ SCHEMA: dict[str, Any] = {
     "board": str,
     "data": {"dataset": str, "test_fraction": float, "seed": int},
     "model": list,
+    "freeze": {"input_type": str},  # the data's fixed-point type, for a float first layer
     "train": {
         "epochs": int,
         "batch_size": int,
@@ -51,6 +52,7 @@ DEFAULTS: dict[str, Any] = {
     "name": "model",
     "board": "pynq-z2",
     "data": {"dataset": "digits", "test_fraction": 0.2, "seed": 0},
+    "freeze": {"input_type": None},  # the first layer's input_quantizer (or a leading QuantActivation) gives it
     "train": {
         "epochs": 50,
         "batch_size": 64,
@@ -222,6 +224,13 @@ def _check_values(config: dict[str, Any], where: str) -> None:
         value = config[section][key]
         if not ok(value):
             raise ConfigError(f"{where}: key {dotted!r} must be {good}, got {value!r}")
+    if config["freeze"]["input_type"] is not None:
+        from .fixed import FixedType
+
+        try:
+            FixedType.from_string(config["freeze"]["input_type"])
+        except ValueError as err:
+            raise ConfigError(f"{where}: key 'freeze.input_type': {err}") from None
 
 
 def check_train(values: dict[str, Any], where: str = "train") -> None:
@@ -252,7 +261,7 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
 
 
 # keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
-_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part"}
+_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part", "freeze.input_type"}
 
 _TYPE_NAMES = {
     str: "a string",

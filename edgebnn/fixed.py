@@ -799,6 +799,27 @@ def on_grid(values, t: FixedType) -> np.ndarray:
     return t.replace(width=t.width + 65, integer=t.integer + 65, signed=True, overflow="SAT").quantize(values)
 
 
+def propose_input_type(x, max_width: int = 16) -> FixedType:
+    """The fixed-point type for data ``x`` (e.g. a model's training inputs, for
+    ``freeze(input_type=...)``): the narrowest type that holds every value exactly (the
+    coarsest grid no coarser than 1, unsigned when no value is negative), e.g. ``ufixed<5,5>``
+    for the digits' 0..16 and ``ufixed<5,1>`` for those divided by 16. When that needs more
+    than ``max_width`` bits, the ``max_width``-bit type that holds the range, rounding to nearest
+    and saturating: the data are then not on its grid, and ``t.quantize(x)`` puts them there
+    (``t.contains(x)`` says which case it is)."""
+    x = np.asarray(x, dtype=np.float64)
+    if not x.size or not np.all(np.isfinite(x)):
+        raise ValueError("propose_input_type needs finite data (no NaN or infinity, at least one value)")
+    lo, hi = float(x.min()), float(x.max())
+    exact = FixedType.for_range(min(lo, 0.0), max(hi, 0.0), min(_grid_exp(x.ravel()), 0))
+    if exact.width <= max_width:
+        return exact
+    signed = lo < 0
+    top = max(abs(lo), abs(hi))
+    integer = max(math.frexp(top)[1], 0) + signed  # 2**integer > top (one more when top is a power of two)
+    return FixedType(int(max_width), integer, signed, "RND", "SAT")
+
+
 def _grid_exp(v: np.ndarray) -> int:
     """Exponent of the coarsest power-of-two grid holding every value of ``v``."""
     v = v[v != 0]

@@ -98,6 +98,7 @@ class Case:
     layers: list[str]  # one line per layer, for the report
     jit: bool
     strip_softmax: bool = False  # the model ends with a softmax that freeze strips
+    input_type: str | None = None  # given to freeze: the first layer reads floats (the inputs are on its grid)
 
 
 @dataclasses.dataclass
@@ -443,18 +444,70 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         add(softmax, f"{type(softmax).__name__}()")
         strip = True
     strip = _softmax_after_head(head_rng, text, add) or strip
+    model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
     if rng.random() < 0.2:  # the same chain as a functional model
-        inputs = h = keras.Input(shape)
+        inputs = h = keras.Input(model_shape)
         for layer in layers:
             h = layer(h)
         model = keras.Model(inputs, h, name=f"fuzz_{seed}")
         text.insert(0, "functional")
     else:
-        model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
-    x = _inputs(rng, in_q, shape, n_inputs)
+        model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
+    x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
-    return Case(seed, model, x, text, bool(model.jit_compile), strip)  # Keras may have declined XLA
+    return Case(seed, model, x, text, bool(model.jit_compile), strip, input_type)  # Keras may have declined XLA
+
+
+def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
+    """Sometimes the input's type given as users of QKeras and larq give it (the stream
+    ``[seed, 5]``: other seeds keep their models): a leading ``QuantActivation`` instead of the
+    first layer's ``input_quantizer``, or no input quantizer at all and ``freeze(input_type=)``
+    (the inputs put on its grid); and sometimes the model's input in another shape of the same
+    size with a ``Flatten`` or ``Reshape`` (and a ``Dropout``) before the first layer. Edits
+    ``layers`` and ``text``; returns (the model's input shape, the input type or None, the
+    function making the model's inputs from inputs of ``shape``)."""
+    import keras
+
+    from . import forms, quantizers
+    from .fixed import FixedType
+    from .layers import QuantActivation
+
+    rng = np.random.default_rng([seed, 5])
+    first, input_type = layers[0], None
+    r = rng.random()
+    if getattr(first, "input_quantizer", None) is not None and r < 0.2:
+        first.input_quantizer = None
+        hw = quantizers.get(in_q).hardware()
+        if r < 0.1 or not isinstance(hw, forms.Fixed):
+            layers.insert(0, QuantActivation(in_q))
+            text.insert(0, f"QuantActivation({in_q!r})")
+            text[1] += "  # its input_quantizer: the QuantActivation before it"
+        else:
+            input_type = str(hw.type)
+            text[0] += f"  # no input_quantizer: freeze(input_type={input_type!r})"
+    model_shape = shape
+    if rng.random() < 0.15:
+        size = int(np.prod(shape))
+        if len(shape) == 1:  # the data come as (L, C) or (H, W, C)
+            model_shape = (size, 1) if rng.random() < 0.5 else (1, size, 1)
+            layers.insert(0, keras.layers.Flatten())
+            text.insert(0, "Flatten()")
+        else:
+            model_shape = (size,)
+            layers.insert(0, keras.layers.Reshape(shape))
+            text.insert(0, f"Reshape({shape})")
+        if rng.random() < 0.3:
+            layers.insert(0, keras.layers.Dropout(0.3))
+            text.insert(0, "Dropout(0.3)")
+        text[0] = f"{text[0]}  # the input as {model_shape}"
+
+    def inputs_for(x):
+        if input_type is not None:
+            x = FixedType.from_string(input_type).quantize(x).astype(np.float32)
+        return x.reshape((len(x), *model_shape))
+
+    return model_shape, input_type, inputs_for
 
 
 def _conv_shape(cur, kernel, strides, padding, dilation, channels) -> tuple:
@@ -835,18 +888,19 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                 pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
                 add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
                 cur = (cur[0] + pad[0] + pad[1], cur[1])
+    model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
     if rng.random() < 0.2:  # the same chain as a functional model
-        inputs = h = keras.Input(shape)
+        inputs = h = keras.Input(model_shape)
         for layer in layers:
             h = layer(h)
         model = keras.Model(inputs, h, name=f"fuzz_{seed}")
         text.insert(0, "functional")
     else:
-        model = keras.Sequential([keras.Input(shape)] + layers, name=f"fuzz_{seed}")
-    x = _inputs(rng, in_q, shape, n_inputs)
+        model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
+    x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
-    return Case(seed, model, x, text, bool(model.jit_compile))
+    return Case(seed, model, x, text, bool(model.jit_compile), input_type=input_type)
 
 
 def _conv1d(rng, cur, input_q, common, cls):
@@ -1110,9 +1164,9 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graph = freeze(case.model, strip_softmax=case.strip_softmax)
+        graph = freeze(case.model, strip_softmax=case.strip_softmax, input_type=case.input_type)
     out.ops = sorted({node.op for node in graph.nodes})
-    out.forms = quantizer_forms(case.model)
+    out.forms = quantizer_forms(case.model) + front_forms(case)
     keras_model = keras_logits(case.model) if graph.meta.get("stripped_softmax") else case.model
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = pathlib.Path(tmp) / "graph.npz"
@@ -1176,6 +1230,25 @@ def quantizer_forms(model) -> list[str]:
                 kind += " (not along the last axis)"
             found.add(f"{attr}: {kind}")
     return sorted(found)
+
+
+def front_forms(case: Case) -> list[str]:
+    """How the model's input gets its type (``"input: QuantActivation"``, ``"input: input_type"``)
+    and the views before it (``"input: Flatten first"``): the front-door forms the C-simulations
+    cover like quantizer forms."""
+    import keras
+
+    from .layers import QuantActivation
+
+    found = ["input: input_type"] if case.input_type else []
+    for layer in case.model.layers:
+        if isinstance(layer, keras.layers.Flatten | keras.layers.Reshape | keras.layers.Dropout):
+            found.append(f"input: {type(layer).__name__} first")
+            continue
+        if isinstance(layer, QuantActivation):
+            found.append("input: QuantActivation")
+        break
+    return found
 
 
 def random_target(rng, graph, io_type: str) -> dict:
@@ -1377,7 +1450,7 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     case.model.save(folder / "model.keras")
     np.savez(folder / "inputs.npz", x=case.x)
-    info = dataclasses.asdict(outcome) | {"jit": case.jit, "strip_softmax": case.strip_softmax}
+    info = dataclasses.asdict(outcome) | {"jit": case.jit, "strip_softmax": case.strip_softmax, "input_type": case.input_type}
     (folder / "outcome.json").write_text(json.dumps(info, indent=2) + "\n")
     return folder
 
@@ -1392,7 +1465,7 @@ def load_failure(folder) -> Case:
     model.compile(jit_compile=info["jit"])
     with np.load(folder / "inputs.npz", allow_pickle=False) as data:
         x = data["x"]
-    return Case(info["seed"], model, x, info["layers"], info["jit"], info.get("strip_softmax", False))
+    return Case(info["seed"], model, x, info["layers"], info["jit"], info.get("strip_softmax", False), info.get("input_type"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,20 @@ from .config import ConfigError, build_model, load_config, target_of
 from .errors import EdgebnnError
 
 
+def _check_input_type(input_type: str | None, data, config_path) -> None:
+    """The data lie on the grid of the configured input type (Keras reads them as they are)."""
+    if input_type is None:
+        return
+    from .fixed import FixedType, propose_input_type
+
+    if not all(FixedType.from_string(input_type).contains(x) for x in data):
+        proposed = propose_input_type(np.concatenate([x.ravel() for x in data]))
+        raise ConfigError(
+            f"{os.fspath(config_path)}: key 'freeze.input_type': the data set's values are not all on the grid of "
+            f"{input_type}; give a type that holds them, e.g. {str(proposed)!r}"
+        )
+
+
 def run(
     config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -49,9 +63,11 @@ def run(
         x_tr, y_tr, x_te, y_te = load_dataset(**config["data"])
     except DataError as err:
         raise ConfigError(f"{os.fspath(config_path)}: key 'data': {err}") from None
+    input_type = config["freeze"]["input_type"]
+    _check_input_type(input_type, (x_tr, x_te), config_path)
     seed_everything(config["train"]["seed"])
     model = build_model(config, x_tr.shape[1:])
-    plan(model)  # the structure freezes and exports: refuse it now, not after training
+    plan(model, input_type=input_type)  # the structure freezes and exports: refuse it now, not after training
     try:  # and hls4ml builds every reuse factor as given
         reuse.check(target, reuse.matrices_of_model(model), model.name)
     except EdgebnnError as err:
@@ -66,7 +82,7 @@ def run(
         log("freezing")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FreezeWarning)
-            graph = freeze(model, name=config["name"])
+            graph = freeze(model, name=config["name"], input_type=input_type)
         for w in caught:
             log(f"  warning: {w.message}")
         graph.save(work / "graph.npz")

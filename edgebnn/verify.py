@@ -84,6 +84,7 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
     model's logits are compared (see :func:`edgebnn.freeze.keras_logits`).
     """
     x = np.asarray(x, dtype=np.float32)
+    _check_input_grid(graph, x, model)
     stripped = bool(graph.meta.get("stripped_softmax"))
     outputs: dict[str, np.ndarray] = {}
     mismatches: list[Mismatch] = []
@@ -121,6 +122,26 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         )
     leftovers = list(getattr(project, "stream_warnings", [])) if project is not None else []
     return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats, leftovers)
+
+
+def _check_input_grid(graph: Graph, x: np.ndarray, model) -> None:
+    """A graph frozen with ``input_type`` (the model reads floats) computes what Keras computes
+    only on data on that type's grid: refuse other data before comparing."""
+    given = graph.meta.get("input_type")
+    if given is None or model is None:
+        return
+    from .errors import EdgebnnError
+    from .fixed import FixedType
+
+    t = FixedType.from_string(given)
+    if not t.contains(x):
+        bad = next(i for i in range(len(x)) if not t.contains(x[i]))
+        raise EdgebnnError(
+            f"sample {bad} of the data is not on the grid of the input type {given} the graph was frozen with, so Keras "
+            f"(which reads it as it is) and the hardware (which converts it) see different numbers; put the data on "
+            f"the grid first (FixedType.from_string({given!r}).quantize(x)) or freeze with a type that holds them "
+            "(edgebnn.propose_input_type(x))"
+        )
 
 
 def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:

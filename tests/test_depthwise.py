@@ -264,7 +264,7 @@ def test_refusals_name_the_layer_word_for_word():
     with pytest.raises(FreezeError) as err:
         freeze(first(QuantSeparableConv2D(2, 3, depthwise_quantizer="ste_sign", pointwise_quantizer="ste_sign", name="sep")))
     assert str(err.value).startswith(
-        "layer 'sep' (QuantSeparableConv2D) is the first layer and needs a fixed-point input_quantizer"
+        "layer 'sep' (QuantSeparableConv2D) is the first layer and reads floats: give it a fixed-point input_quantizer"
     )
 
 

@@ -171,7 +171,7 @@ def test_refusals_name_the_layer():
     with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) pads with pad_values=0.3.*not on the grid"):
         freeze(_conv_model(padding="same", pad_values=0.3))
     assert freeze(_conv_model(dilation_rate=2)).nodes[1].params["weight"].shape == (5, 5, 1, 2)  # dilated: exact
-    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) is the first layer and needs"):
+    with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) is the first layer and reads floats"):
         freeze(_conv_model(input_quantizer=None))
     with pytest.raises(FreezeError, match=r"layer 'cv' \(QuantConv2D\) has a float kernel"):
         freeze(_conv_model(kernel_quantizer=None))

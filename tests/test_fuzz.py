@@ -209,7 +209,7 @@ def test_seeds_of_a_long_run(seed, recorded):
         case = fuzz.random_model(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            graph = freeze(case.model, strip_softmax=case.strip_softmax)
+            graph = freeze(case.model, strip_softmax=case.strip_softmax, input_type=case.input_type)
         assert [c["kind"] for c in graph.meta.get("keras_caveats", [])] == recorded
         out = fuzz.check(case)
     assert out.status in ("ok", "warned"), out.line()

@@ -127,8 +127,20 @@ MERGES = ("add", "concatenate")  # the step kinds whose Keras evaluation reads a
 __all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", "keras_logits", "plan", "trace"]
 
 
-def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
-    planning = Planning(strip_softmax=strip_softmax)
+def _input_type(input_type):
+    """``input_type`` as a :class:`FixedType` (None stays None); a bad one is a FreezeError."""
+    from ..fixed import FixedType
+
+    if input_type is None or isinstance(input_type, FixedType):
+        return input_type
+    try:
+        return FixedType.from_string(input_type)
+    except ValueError as err:
+        raise FreezeError(f"input_type: {err}") from None
+
+
+def _plan(model, strip_softmax: bool, input_type=None) -> tuple[list[Step], Planning]:
+    planning = Planning(strip_softmax=strip_softmax, input_type=_input_type(input_type))
     layers = layer_chain(model)
     if branches(model, layers):  # each layer knows what it reads and who reads it
         readers = {id(l): [r for r in layers if l in inbound(r)] for l in layers}
@@ -140,25 +152,37 @@ def _plan(model, strip_softmax: bool) -> tuple[list[Step], Planning]:
     return list(items), planning
 
 
-def plan(model, strip_softmax: bool = False) -> list[Step]:
+def plan(model, strip_softmax: bool = True, input_type=None) -> list[Step]:
     """The steps of ``model`` in order; raises FreezeError for anything not exportable.
 
     With ``strip_softmax`` a softmax that ends the model (an ``Activation('softmax')``, a
     ``Softmax`` layer or a last ``QuantDense`` with ``activation='softmax'``) is left out: the
-    steps compute the logits, whose argmax is the same.
+    steps compute the logits, whose argmax is the same. ``input_type`` as for :func:`freeze`.
     """
-    return _plan(model, strip_softmax)[0]
+    return _plan(model, strip_softmax, input_type)[0]
 
 
-def freeze(model, name: str | None = None, progress: Callable[[str], None] | None = None, strip_softmax: bool = False) -> Graph:
+def freeze(
+    model,
+    name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    strip_softmax: bool = True,
+    input_type=None,
+) -> Graph:
     """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
 
-    ``strip_softmax=True`` drops a softmax that ends the model (hardware cannot compute it
-    exactly; argmax is unchanged): the graph computes the logits, ``graph.meta
-    ["stripped_softmax"]`` records ``{"n": classes}`` (the estimator can add hls4ml's softmax
-    cost from it) and a :class:`FreezeWarning` says so. Without it such a model is refused.
+    A softmax that ends the model is dropped (hardware cannot compute it exactly; argmax is
+    unchanged): the graph computes the logits, ``graph.meta["stripped_softmax"]`` records
+    ``{"n": classes}`` (the estimator can add hls4ml's softmax cost from it) and a
+    :class:`FreezeWarning` says so; ``strip_softmax=False`` refuses such a model instead.
+
+    ``input_type`` (a :class:`~edgebnn.fixed.FixedType` or its text, e.g. ``"ufixed<8,0>"``)
+    is the fixed-point type of the data for a model whose first layer reads floats (no
+    ``input_quantizer``, larq's usual stem): the hardware input has that type, and Keras computes
+    the same as the deployed model on data on its grid (``graph.meta["input_type"]``; verify
+    refuses other data; :func:`edgebnn.propose_input_type` finds the type of a data set).
     """
-    steps, planning = _plan(model, strip_softmax)
+    steps, planning = _plan(model, strip_softmax, input_type)
     input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
     freezing = Freezing(model, model_jit(model), input_shape)
     for step in steps:
@@ -179,6 +203,8 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
             FreezeWarning,
             stacklevel=2,
         )
+    if planning.input_type is not None:
+        meta["input_type"] = str(planning.input_type)
     if planning.stripped is not None:
         layer = planning.stripped
         meta["stripped_softmax"] = {"n": int(nodes[-1].shape[-1]), "layer": layer.name}
@@ -191,7 +217,7 @@ def freeze(model, name: str | None = None, progress: Callable[[str], None] | Non
     return Graph(name or model.name, nodes, meta)
 
 
-def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
+def trace(model, x, strip_softmax: bool = True, input_type=None) -> dict[str, np.ndarray]:
     """Each step's output computed by Keras (eager, inference mode), by graph node name.
 
     Used to find the first layer where Keras and the emulator part ways. Each step reads the
@@ -200,7 +226,7 @@ def trace(model, x, strip_softmax: bool = False) -> dict[str, np.ndarray]:
     out = {}
     tensors = {}
     x = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
-    for step in plan(model, strip_softmax=strip_softmax):
+    for step in plan(model, strip_softmax=strip_softmax, input_type=input_type):
         xs = [tensors[name] for name in step.inputs] or [x]
         h = step.keras_eval(xs if step.kind in MERGES else xs[0])
         tensors[step.name] = h

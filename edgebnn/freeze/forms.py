@@ -283,20 +283,23 @@ def _scale_text(hw) -> str:
     return f" ({hw.scale:g})"
 
 
-def input_type(layer):
-    """The fixed-point type of the model's input: the first layer's ``input_quantizer`` must be
+def input_type(item):
+    """The fixed-point type of the model's input: the first quantizer (:class:`Quantize` item: a
+    weighted layer's ``input_quantizer``, a leading ``QuantActivation``'s ``quantizer``) must be
     a plain conversion to one (what the hardware input does)."""
-    if layer.input_quantizer is None:
+    layer, quantizer, which = item.layer, item.quantizer, item.which
+    if quantizer is None:
         raise FreezeError(
-            f"{where(layer)} is the first layer and needs a fixed-point input_quantizer "
-            "(e.g. quantized_bits(8, 0, keep_negative=False)) so inputs lie on a grid"
+            f"{where(layer)} is the first layer and reads floats: give it a fixed-point input_quantizer "
+            "(e.g. quantized_bits(8, 0, keep_negative=False)), start the model with such a QuantActivation, or "
+            "freeze with the data's type (input_type='ufixed<8,0>'; edgebnn.propose_input_type(x) finds it)"
         )
-    hw = hardware(layer.input_quantizer, layer, "input_quantizer")
+    hw = hardware(quantizer, layer, which)
     if not isinstance(hw, forms.Fixed):
         raise FreezeError(
-            f"{where(layer)} is the first layer, but its input_quantizer {layer.input_quantizer!r} "
-            f"gives {hw.kind} values, not the plain ap_fixed conversion the hardware input makes; use "
-            "quantized_bits or quantized_relu there (e.g. quantized_bits(8, 0, keep_negative=False))"
+            f"{where(layer)} is the first layer, but its {which} {quantizer!r} gives {hw.kind} values, not the plain "
+            "ap_fixed conversion the hardware input makes; use quantized_bits or quantized_relu there (e.g. "
+            "quantized_bits(8, 0, keep_negative=False)) and binarize after it"
         )
     return hw.type
 

@@ -114,6 +114,7 @@ class Planning:
     """What the plan passes share: the options and what they record for ``freeze``."""
 
     strip_softmax: bool = False
+    input_type: Any = None  # the FixedType freeze was given for the input (the first layer reads floats)
     stripped: Any = None  # the layer whose trailing softmax was left out
     # step name -> the steps it reads where that is not the step before it (passes/branches)
     reads: dict[str, list[str]] = dataclasses.field(default_factory=dict)

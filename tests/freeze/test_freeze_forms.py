@@ -68,8 +68,10 @@ def test_weights_of_every_form_on_a_grid_become_codes(q):
 
 
 def test_input_type_is_the_conversion_of_the_first_input_quantizer():
-    assert str(forms.input_type(_layer("ste_sign"))) == "fixed<4,3,RND_CONV,SAT>"  # QKeras: sign bit not counted
+    from edgebnn.freeze.items import Quantize
+
     layer = _layer("ste_sign")
-    layer.input_quantizer = layer.kernel_quantizer
-    with pytest.raises(FreezeError, match="gives binary values, not the plain ap_fixed conversion"):
-        forms.input_type(layer)
+    first = Quantize(layer, layer.input_quantizer, "input_quantizer", "d_input")
+    assert str(forms.input_type(first)) == "fixed<4,3,RND_CONV,SAT>"  # QKeras: sign bit not counted
+    with pytest.raises(FreezeError, match="its input_quantizer ste_sign gives binary values, not the plain ap_fixed"):
+        forms.input_type(Quantize(layer, layer.kernel_quantizer, "input_quantizer", "d_input"))

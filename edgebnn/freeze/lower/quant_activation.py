@@ -1,4 +1,5 @@
-"""``QuantActivation``: a quantizer that ends the float ops before it."""
+"""``QuantActivation``: a quantizer that ends the float ops before it; as the model's first layer
+(QKeras's ``QActivation`` on the input) it sets the input's fixed-point type."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from ..items import Layer, Quantize
 
 LABEL = "QuantActivation"
+STARTS = True
 
 
 def lower(source: Layer) -> Iterator:

@@ -20,6 +20,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     pending: list[FloatOp] = []
     became: dict[int, Step] = {}  # id of a Quantize item -> its requant step
     behind = False  # a step came after float ops still pending (e.g. a Flatten at the end)
+    names = set()  # of the steps so far
     for item in items:
         if isinstance(item, FloatOp):
             pending.append(item)
@@ -51,11 +52,13 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             scale = forms.activation_scale(item)
             if scale is not None:  # the quantizer's codes are the step's output; its scale comes after
                 pending.append(scale)
+            names.add(step.name)
             yield step
         else:
             if isinstance(item.moved_from, Quantize):
                 item.moved_from = became[id(item.moved_from)]
             behind = behind or bool(pending)
+            names.add(item.name)
             yield item
     scales = [op for op in pending if op.scale is not None]
     if scales:
@@ -66,7 +69,8 @@ def run(items: Iterable, planning: Planning) -> Iterator:
         )
     if pending and not behind and all(op.bias or isinstance(op.layer, keras.layers.BatchNormalization) for op in pending):
         last = pending[-1].layer
-        yield Step(last.name, "affine", last, None, list(pending), [op.layer.name for op in pending])
+        name = last.name if last.name not in names else f"{last.name}_bias"  # a last layer's own float bias
+        yield Step(name, "affine", last, None, list(pending), [op.layer.name for op in pending])
     elif pending:
         raise FreezeError(
             f"the model ends with real-valued outputs of {_names(pending)} that hardware cannot "

@@ -1,21 +1,52 @@
-"""The first layer's ``input_quantizer`` becomes the model's input step (a plain fixed-point
-conversion, else refused)."""
+"""The model's input step: the first quantizer (a weighted layer's ``input_quantizer`` or a
+leading ``QuantActivation``, which must be a plain fixed-point conversion), or, with
+``freeze(input_type=...)``, a conversion to that type before the first layer (a float first
+layer, larq's usual stem). Views and no-ops before it (a leading ``Flatten`` / ``Reshape``)
+follow the input step: the conversion is elementwise, so it commutes with them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
 from .. import forms
-from ..items import Planning, Quantize, Step
+from ..items import FreezeError, Planning, Quantize, Step, where
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
-    """The items, the first :class:`Quantize` replaced by the "input" step."""
-    first = True
+    """The items with the "input" step first: the first :class:`Quantize` replaced by it, or
+    (``planning.input_type``) one made from the type."""
+    items = iter(items)
+    if planning.input_type is not None:
+        yield from _given(items, planning)
+        return
+    before = []  # the views before the first quantizer
     for item in items:
-        if first and isinstance(item, Quantize):
-            first = False
-            forms.input_type(item.layer)
+        if isinstance(item, Quantize):
+            forms.input_type(item)
             yield Step("input", "input", item.layer, item.quantizer, sources=[item.layer.name])
-        else:
-            yield item
+            yield from before
+            yield from items
+            return
+        before.append(item)
+    yield from before
+
+
+def _given(items: Iterator, planning: Planning) -> Iterator:
+    """The input step of the given type, then the items; the first layer must not quantize its
+    input itself (two input types)."""
+    from ...quantizers import QuantizedBits
+
+    t = planning.input_type
+    quantizer = QuantizedBits(t.width, t.integer - t.signed, keep_negative=t.signed, rounding=t.rounding, overflow=t.overflow)
+    first = next(items, None)
+    if first is None:
+        return
+    if isinstance(first, Quantize) and first.quantizer is not None:
+        raise FreezeError(
+            f"{where(first.layer)} sets the input's type with its {first.which} {first.quantizer!r}, and freeze was "
+            f"given input_type={str(t)!r} too; give only one of them"
+        )
+    yield Step("input", "input", first.layer, quantizer, sources=[first.layer.name])
+    if not isinstance(first, Quantize):  # the first layer reads the input as it is
+        yield first
+    yield from items

@@ -1,0 +1,200 @@
+"""The input's type given the ways QKeras and larq users give it: a leading QuantActivation, a
+leading Flatten / Reshape (and no-ops), a float first layer with ``freeze(input_type=...)``, and
+the helper that proposes the type from the data."""
+
+import functools
+import warnings
+
+import keras
+import numpy as np
+import pytest
+from graphs import fuzz_cases
+
+from edgebnn import FixedType, propose_input_type, verify
+from edgebnn.freeze import FreezeError, freeze
+from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
+
+Q8 = "quantized_bits(8, 0, keep_negative=False)"
+
+
+def _model(shape, *layers):
+    model = keras.Sequential([keras.Input(shape), *layers])
+    rng = np.random.default_rng(0)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.gamma.shape
+            layer.set_weights([rng.uniform(0.5, 2, c), rng.normal(size=c), rng.normal(size=c), rng.uniform(0.5, 2, c)])
+    return model
+
+
+def _on_grid(shape, n=200, t="ufixed<8,0>"):
+    """Data on the grid of ``t`` with a few values beyond its range (the input saturates or wraps)."""
+    t = FixedType.from_string(t)
+    rng = np.random.default_rng(1)
+    return (rng.integers(t.min_code - 2, t.max_code + 3, size=(n, *shape)) * t.lsb).astype(np.float32)
+
+
+def _frozen(model, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return freeze(model, **kw)
+
+
+@pytest.mark.parametrize(
+    "shape, layers, ops",
+    [
+        ((16,), lambda: [QuantActivation(Q8), QuantDense(8, kernel_quantizer="ste_sign")], ["input", "dense", "affine"]),
+        (
+            (4, 4, 1),
+            lambda: [keras.layers.Flatten(), QuantDense(8, input_quantizer=Q8, kernel_quantizer="ste_sign")],
+            ["input", "flatten", "dense", "affine"],
+        ),
+        (
+            (16,),
+            lambda: [
+                keras.layers.Dropout(0.2),
+                keras.layers.Reshape((4, 4)),
+                QuantConv1D(4, 3, input_quantizer=Q8, kernel_quantizer="ste_sign", use_bias=False),
+            ],
+            ["input", "reshape", "conv1d"],
+        ),
+        (
+            (36,),
+            lambda: [
+                keras.layers.Reshape((6, 6, 1)),
+                QuantActivation("quantized_relu(4, 1)"),
+                QuantConv2D(3, 3, kernel_quantizer="ste_sign", use_bias=False),
+                keras.layers.BatchNormalization(),
+                QuantActivation("ste_sign"),
+                keras.layers.Flatten(),
+                QuantDense(2, kernel_quantizer="ste_sign", use_bias=False),
+            ],
+            ["input", "reshape", "conv2d", "threshold", "flatten", "dense"],
+        ),
+    ],
+)
+def test_a_leading_quant_activation_or_view_sets_the_input_and_is_exact(shape, layers, ops):
+    model = _model(shape, *layers())
+    graph = _frozen(model)
+    assert [n.op for n in graph.nodes] == ops
+    assert graph.input.shape == shape  # the hardware input keeps the model's input shape; the view follows it
+    report = verify(model, graph, _on_grid(shape, t="ufixed<8,1>"))
+    assert report.keras_vs_emulator == 0, report.describe()
+
+
+def test_a_leading_binary_quant_activation_is_refused_with_the_fix():
+    model = _model((16,), QuantActivation("ste_sign", name="a"), QuantDense(2, kernel_quantizer="ste_sign"))
+    with pytest.raises(FreezeError) as err:
+        freeze(model)
+    assert str(err.value) == (
+        "layer 'a' (QuantActivation) is the first layer, but its quantizer ste_sign gives binary values, not the plain "
+        "ap_fixed conversion the hardware input makes; use quantized_bits or quantized_relu there (e.g. "
+        "quantized_bits(8, 0, keep_negative=False)) and binarize after it"
+    )
+
+
+def test_a_leading_layer_that_is_not_a_view_names_the_ways_to_give_the_type():
+    dense = QuantDense(2, input_quantizer=Q8, kernel_quantizer="ste_sign")
+    model = _model((16,), keras.layers.BatchNormalization(name="bn"), dense)
+    with pytest.raises(FreezeError, match=r"layer 'bn' \(BatchNormalization\) comes before any layer that sets the input's"):
+        freeze(model)
+
+
+def _larq_stem(first_bn=False):
+    """larq's usual stem: a float first layer (binary weights, no input quantizer); or a
+    normalization and a sign of the float input before it."""
+    head = [keras.layers.BatchNormalization(), QuantActivation("ste_sign")] if first_bn else []
+    return _model(
+        (16,),
+        *head,
+        QuantDense(8, kernel_quantizer="ste_sign", use_bias=False, name="first"),
+        keras.layers.BatchNormalization(),
+        QuantActivation("ste_sign"),
+        QuantDense(3, kernel_quantizer="ste_sign", use_bias=False),
+    )
+
+
+@pytest.mark.parametrize("first_bn", [False, True])
+def test_a_float_first_layer_with_an_input_type_is_exact_on_data_on_its_grid(first_bn):
+    model = _larq_stem(first_bn)
+    refusal = r"\(BatchNormalization\) comes before any" if first_bn else r"'first' \(QuantDense\) is the first layer and reads"
+    with pytest.raises(FreezeError, match=refusal + ".*input_type='ufixed<8,0>'"):
+        freeze(model)
+    graph = _frozen(model, input_type="ufixed<8,0>")
+    assert str(graph.input.type) == "ufixed<8,0>" and graph.meta["input_type"] == "ufixed<8,0>"
+    x = _on_grid((16,), t="ufixed<8,0>")
+    x = FixedType.from_string("ufixed<8,0>").quantize(x).astype(np.float32)  # Keras reads the data as they are
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    off = x.copy()
+    off[3, 5] += 1e-3
+    with pytest.raises(ValueError, match=r"^sample 3 of the data is not on the grid of the input type ufixed<8,0>"):
+        verify(model, graph, off)
+
+
+def test_an_input_type_is_refused_when_it_is_unreadable_or_given_twice():
+    with pytest.raises(FreezeError, match=r"^input_type: cannot parse fixed-point type 'ufixd<8,0>'"):
+        freeze(_larq_stem(), input_type="ufixd<8,0>")
+    model = _model((16,), QuantDense(2, input_quantizer=Q8, kernel_quantizer="ste_sign", name="d"))
+    with pytest.raises(FreezeError) as err:
+        freeze(model, input_type="ufixed<8,0>")
+    assert str(err.value) == (
+        "layer 'd' (QuantDense) sets the input's type with its input_quantizer quantized_bits(keep_negative=False), and "
+        "freeze was given input_type='ufixed<8,0>' too; give only one of them"
+    )
+
+
+def test_propose_input_type_finds_the_narrowest_exact_type_or_the_range():
+    from sklearn.datasets import load_digits
+
+    x = load_digits().data
+    for data, text in [(x, "uint<5>"), (x / 16, "ufixed<5,1>"), (x / 16 - 0.5, "fixed<5,1>"), (np.array([4.0, 8.0]), "uint<4>")]:
+        t = propose_input_type(data)
+        assert str(t) == text and t.contains(data)
+        assert not t.replace(width=t.width - 1, integer=t.integer - 1).contains(data)  # one bit finer does not hold them
+    wide = np.random.default_rng(0).random(100) * 3
+    t = propose_input_type(wide, max_width=10)
+    assert str(t) == "ufixed<10,2,RND,SAT>" and not t.contains(wide) and t.contains(t.quantize(wide))
+    with pytest.raises(ValueError, match="finite data"):
+        propose_input_type(np.array([1.0, np.nan]))
+
+
+def test_a_last_layer_with_a_float_bias_ends_in_its_own_affine_node():
+    model = _model((4,), QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", name="d"))
+    graph = _frozen(model)
+    assert [(n.op, n.name) for n in graph.nodes] == [("input", "input"), ("dense", "d"), ("affine", "d_bias")]
+    report = verify(model, graph, _on_grid((4,), t="fixed<4,1>"))
+    assert report.keras_vs_emulator == 0, report.describe()
+
+
+@functools.cache
+def _front_cases():
+    """The first 14 fuzzer models from seed 30000 that give the input's type another way, with
+    their outcomes (one set for the tests below)."""
+    from edgebnn import fuzz
+
+    def front(layers):
+        return any("the input as" in line or "input_type=" in line or "the QuantActivation before it" in line for line in layers)
+
+    cases = fuzz_cases(front, 14, start=30000)
+    return [(case, fuzz.check(case)) for case in cases]
+
+
+def test_fuzzed_models_give_the_input_type_every_way_and_agree():
+    outcomes = [o for _, o in _front_cases()]
+    assert not [o for o in outcomes if o.status in ("mismatch", "crash")], [o.line() for o in outcomes]
+    forms = {f for o in outcomes if o.status == "ok" for f in o.forms if f.startswith("input: ")}
+    assert {"input: input_type", "input: QuantActivation"} <= forms, forms
+    assert any(f.endswith(" first") for f in forms), forms
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type, form", [("io_parallel", "input: input_type"), ("io_stream", "input: QuantActivation")])
+def test_fuzzed_front_door_models_c_simulate_exactly(io_type, form, tmp_path):
+    """The first of those models that freezes with an input type (io_parallel) or a leading
+    QuantActivation (io_stream) C-simulates bit for bit."""
+    from edgebnn import fuzz
+
+    case = next(c for c, o in _front_cases() if o.status == "ok" and form in o.forms)
+    out = fuzz.check(case, io_type, workdir=tmp_path)
+    assert (out.status, out.csim) == ("ok", io_type), out.line()
