@@ -132,7 +132,10 @@ def _fixed_quantizer(rng, bits_range=(2, 7), signed=None) -> str:
     overflow = OVERFLOW[rng.integers(len(OVERFLOW))]
     if overflow == "SAT_SYM" and not keep_negative:
         overflow = "SAT"
-    return f"quantized_bits({bits}, {integer}, keep_negative={keep_negative}, rounding={rounding!r}, overflow={overflow!r})"
+    alpha = ", alpha=1" if _SIDE[1].random() < ALPHA_ONE else ""
+    return (
+        f"quantized_bits({bits}, {integer}, keep_negative={keep_negative}, rounding={rounding!r}, overflow={overflow!r}{alpha})"
+    )
 
 
 def _activation_quantizer(rng, channels: int) -> str:
@@ -248,12 +251,15 @@ def _kernel_quantizer(rng) -> str:
 
 # the draws of kernel forms added after the long runs: a stream of their own per model, so the
 # models of earlier seeds stay what they were
-_SIDE = [np.random.default_rng(0)]
+_SIDE = [np.random.default_rng(0), np.random.default_rng(0)]  # summed scales; QKeras's alpha=1 (issue 12)
 SUMMED_SCALE = 0.12  # how often a kernel becomes one scaled along an axis its layer sums over
+ALPHA_ONE = 0.08  # how often a fixed-point quantizer is written with alpha=1, as hls4ml's tutorials write it
+TINY_WEIGHTS = 0.05  # how often a layer's latent kernel is tiny (all its codes zero under a fixed-point quantizer)
 
 
 def _side_stream(seed: int) -> None:
     _SIDE[0] = np.random.default_rng([seed, 4])
+    _SIDE[1] = np.random.default_rng([seed, 6])
 
 
 def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
@@ -478,6 +484,7 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
     r = rng.random()
     if getattr(first, "input_quantizer", None) is not None and r < 0.2:
         first.input_quantizer = None
+        text[0] = text[0].replace(f"input_quantizer={in_q!r}", "input_quantizer=None")
         hw = quantizers.get(in_q).hardware()
         if r < 0.1 or not isinstance(hw, forms.Fixed):
             layers.insert(0, QuantActivation(in_q))
@@ -1093,8 +1100,9 @@ def _set_weights(model, rng, x) -> None:
             layer.set_weights(([gamma] if layer.scale else []) + ([beta] if layer.center else []) + [mean, var])
         elif layer.weights:
             new = []
+            tiny = _SIDE[1].random() < TINY_WEIGHTS  # a kernel whose codes all round to zero (but a sign's)
             for w in layer.get_weights():
-                scale = 1.0 if w.ndim > 1 else 2.0
+                scale = (1e-4 if tiny else 1.0) if w.ndim > 1 else 2.0
                 new.append((rng.uniform(-1.5, 1.5, size=w.shape) * scale).astype(np.float32))
             layer.set_weights(new)
 
@@ -1228,6 +1236,8 @@ def quantizer_forms(model) -> list[str]:
                 kind += f" {hw.chosen.kind}/{hw.rest.kind if hw.rest is not None else 'float'}"
             if getattr(hw, "axis", None) not in (None, -1):  # scales or channels along another axis than the last
                 kind += " (not along the last axis)"
+            if kind == "fixed" and getattr(q, "alpha", None) is not None:  # QKeras's alpha=1: the plain grid
+                kind += " (alpha=1)"
             found.add(f"{attr}: {kind}")
     return sorted(found)
 

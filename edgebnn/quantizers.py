@@ -980,6 +980,8 @@ class QuantizedBits(_Stochastic, Quantizer):
         if self.alpha is None:
             return base
         scale = _alpha_value(self.alpha)
+        if np.all(np.asarray(scale, dtype=np.float64) == 1.0):  # alpha=1 (hls4ml's tutorials): x / 1 * 1 is x
+            return base
         return forms.Scaled(base, scale, axis=-1 if isinstance(scale, tuple) else None)
 
     def get_config(self):

@@ -161,7 +161,7 @@ def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:
 def _locate_keras(model, graph: Graph, x, i: int, ker, emu, stripped: bool) -> Mismatch:
     from .freeze import trace  # Keras side only
 
-    k_nodes = trace(model, x[i : i + 1], strip_softmax=stripped)
+    k_nodes = trace(model, x[i : i + 1], strip_softmax=stripped, input_type=graph.meta.get("input_type"))
     e_nodes = emulate(graph, x[i : i + 1], return_all=True)
     for node in graph.nodes:
         # a requantization folded with a global pool's flattening division is flat in Keras

@@ -73,14 +73,17 @@ def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch, capsys):
     assert os.listdir(tmp_path) == []
 
 
-def quick_config(tmp_path, last_layer=None):
-    """The example with one training epoch (and optionally another last layer)."""
+def quick_config(tmp_path, last_layer=None, before_last=False):
+    """The example with one training epoch (and optionally another last layer, or a layer before
+    the last)."""
     import yaml
 
     with open(EXAMPLE) as fh:
         config = yaml.safe_load(fh)
     config["train"]["epochs"] = 1
-    if last_layer is not None:
+    if last_layer is not None and before_last:
+        config["model"].insert(len(config["model"]) - 1, last_layer)
+    elif last_layer is not None:
         config["model"][-1] = last_layer
     path = tmp_path / "quick.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -88,7 +91,7 @@ def quick_config(tmp_path, last_layer=None):
 
 
 def test_unfreezable_layer_is_named_and_nothing_written(tmp_path, capsys):
-    cfg = quick_config(tmp_path, {"Activation": {"activation": "softmax", "name": "probs"}})
+    cfg = quick_config(tmp_path, {"Activation": {"activation": "softmax", "name": "probs"}}, before_last=True)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'probs' (Activation)" in err and "from_logits" in err

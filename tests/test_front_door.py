@@ -198,3 +198,59 @@ def test_fuzzed_front_door_models_c_simulate_exactly(io_type, form, tmp_path):
     case = next(c for c, o in _front_cases() if o.status == "ok" and form in o.forms)
     out = fuzz.check(case, io_type, workdir=tmp_path)
     assert (out.status, out.csim) == ("ok", io_type), out.line()
+
+
+A1 = "quantized_bits(6, 0, alpha=1)"
+
+
+def test_quantized_bits_with_alpha_1_is_the_plain_grid():
+    from edgebnn import quantizers
+
+    x = np.linspace(-3, 3, 20001, dtype=np.float32)
+    for args in ("6, 0", "4, 2, keep_negative=False", "5, 1, symmetric=True"):
+        with_alpha, plain = quantizers.get(f"quantized_bits({args}, alpha=1)"), quantizers.get(f"quantized_bits({args})")
+        assert with_alpha.hardware() == plain.hardware()
+        np.testing.assert_array_equal(np.asarray(with_alpha(x)), np.asarray(plain(x)))
+    assert quantizers.get("quantized_bits(6, 0, alpha=0.5)").hardware().kind == "scaled"  # other alphas stay scales
+
+
+def _hls4ml_tutorial_mlp(zero_second=False):
+    """hls4ml's QKeras tutorial MLP in small: alpha=1 kernels and biases, quantized_relu; the
+    second layer's weights (optionally) all rounding to zero."""
+    init = {"kernel_initializer": "zeros"} if zero_second else {}
+    model = _model(
+        (16,),
+        QuantDense(8, input_quantizer=Q8, kernel_quantizer=A1, bias_quantizer=A1),
+        QuantActivation("quantized_relu(6)"),
+        QuantDense(6, kernel_quantizer="quantized_bits(4, 0)", use_bias=False, **init),
+        QuantActivation("quantized_relu(3)"),
+        QuantDense(5, kernel_quantizer=A1, bias_quantizer=A1),
+    )
+    rng = np.random.default_rng(2)
+    for layer in (model.layers[0], model.layers[-1]):
+        layer.set_weights([rng.uniform(-1, 1, w.shape).astype(np.float32) for w in layer.get_weights()])
+    return model
+
+
+@pytest.mark.parametrize("zero_second", [False, True])
+def test_the_hls4ml_tutorial_forms_freeze_exactly(zero_second):
+    model = _hls4ml_tutorial_mlp(zero_second)
+    graph = _frozen(model)
+    # a conversion of an all-zero accumulator (ufixed<1,-10>) would abort hls4ml's C-simulation: thresholds instead
+    assert [n.op for n in graph.nodes] == ["input", "dense", "cast", "dense", "threshold" if zero_second else "cast", "dense"]
+    report = verify(model, graph, _on_grid((16,)))
+    assert report.keras_vs_emulator == 0, report.describe()
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_the_hls4ml_tutorial_forms_c_simulate_exactly(io_type, tmp_path):
+    from edgebnn import export
+    from edgebnn.boards import load_board
+
+    model = _hls4ml_tutorial_mlp(zero_second=True)
+    graph = _frozen(model)
+    project = export(graph, tmp_path / "prj", board=load_board("pynq-z2"), io_type=io_type)
+    project.compile()
+    report = verify(model, graph, _on_grid((16,)), project=project)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()

@@ -29,7 +29,7 @@ def test_fuzzed_models_c_simulate_exactly_in_both_io_types():
 
 
 def test_generator_is_reproducible_and_inputs_hit_ties_and_range_ends():
-    a, b = fuzz.random_model(7), fuzz.random_model(7)
+    a, b = fuzz.random_model(9), fuzz.random_model(9)  # its first layer quantizes the input (no front-door form)
     assert a.layers == b.layers and np.array_equal(a.x, b.x)
     assert [w.tolist() for w in a.model.get_weights()] == [w.tolist() for w in b.model.get_weights()]
     from edgebnn import quantizers

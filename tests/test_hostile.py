@@ -585,7 +585,8 @@ def test_output_path_the_c_simulation_cannot_build_in_is_refused_before_training
 
 def test_undeployable_structure_is_refused_before_training(tmp_path, capsys, no_training):
     config = base_config()
-    config["model"][-1] = {"Activation": {"activation": "softmax", "name": "probs"}}
+    # a softmax before the last layer (a final one is stripped at freeze)
+    config["model"].insert(len(config["model"]) - 1, {"Activation": {"activation": "softmax", "name": "probs"}})
     cfg = write_config(tmp_path, config)
     assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == EXIT_USER_ERROR
     assert "'probs' (Activation)" in one_line(capsys)

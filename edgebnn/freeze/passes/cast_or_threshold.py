@@ -1,10 +1,14 @@
 """A requantization that is exactly a fixed-point conversion of (relu of) the accumulator
-becomes a cast step (a cast node); any other stays a threshold step."""
+becomes a cast step (a cast node); any other stays a threshold step. A conversion whose source
+lies wholly below half the new lsb (a layer whose weights all round to zero, a tiny accumulator
+before a coarse quantizer) fails an ap_fixed assertion in hls4ml's C-simulation
+(:func:`edgebnn.fixed.cast_asserts`): it becomes a threshold node (none or few thresholds)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from ...fixed import cast_asserts
 from ...graph import cast_node
 from .. import forms
 from ..items import Planning, Step
@@ -25,5 +29,11 @@ def run(items: Iterable[Step], planning: Planning) -> Iterator[Step]:
 
 def node(step: Step, freezing):
     """The cast node of a cast step, reading its source."""
+    from . import thresholds
+
     relu = any(op.relu for op in step.float_ops)
-    return cast_node(step.name, freezing.source(step), forms.output_type(step.quantizer), relu, ",".join(step.sources))
+    src, out_type = freezing.source(step), forms.output_type(step.quantizer)
+    if cast_asserts(src.type, out_type):
+        step.kind = "requant"  # as Keras computes it: the thresholds of the same conversion
+        return thresholds.node(step, freezing)
+    return cast_node(step.name, src, out_type, relu, ",".join(step.sources))
