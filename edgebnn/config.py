@@ -290,11 +290,13 @@ _LAYER_BASE_KWARGS = {"name", "dtype", "trainable"}
 def _layer_classes() -> dict[str, type]:
     import keras
 
-    from .layers import QuantActivation, QuantDense
+    from .layers import QActivation, QDense, QuantActivation, QuantDense
 
     return {
         "QuantDense": QuantDense,
         "QuantActivation": QuantActivation,
+        "QDense": QDense,  # QKeras's names: activation= may be a quantizer, QKeras's defaults
+        "QActivation": QActivation,
         "BatchNormalization": keras.layers.BatchNormalization,
         "Activation": keras.layers.Activation,
         "Dropout": keras.layers.Dropout,
@@ -329,7 +331,7 @@ def _check_layer(spec, where: str) -> None:
     for klass in classes[cls_name].__mro__:
         if "__init__" in vars(klass):
             allowed |= {p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "kwargs")}
-    if cls_name == "QuantDense":
+    if cls_name in WEIGHTED_LAYERS:
         allowed |= _KERAS_DENSE_KWARGS
     for key in kwargs:
         if key not in allowed:
@@ -337,7 +339,7 @@ def _check_layer(spec, where: str) -> None:
 
 
 # the layers with a weight matrix, whose reuse factor the export section may set by name
-WEIGHTED_LAYERS = ("QuantDense",)
+WEIGHTED_LAYERS = ("QuantDense", "QDense")
 
 
 def layer_names(model: list) -> dict[int, str]:

@@ -450,6 +450,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         add(softmax, f"{type(softmax).__name__}()")
         strip = True
     strip = _softmax_after_head(head_rng, text, add) or strip
+    _qkeras_names(seed, layers, text)
     model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
     if rng.random() < 0.2:  # the same chain as a functional model
         inputs = h = keras.Input(model_shape)
@@ -463,6 +464,38 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
     return Case(seed, model, x, text, bool(model.jit_compile), strip, input_type)  # Keras may have declined XLA
+
+
+def _qkeras_names(seed: int, layers: list, text: list) -> None:
+    """Sometimes QKeras's names (the stream ``[seed, 7]``): a ``QuantDense`` directly followed by
+    a ``QuantActivation`` becomes one ``QDense(..., activation=<quantizer>)``, and a
+    ``QuantActivation`` a ``QActivation(activation=...)``. Edits ``layers`` and ``text``."""
+    import keras
+
+    from .layers import QActivation, QDense, QuantActivation, QuantDense
+
+    rng = np.random.default_rng([seed, 7])
+    i = 0
+    while i < len(layers):
+        layer, after = layers[i], layers[i + 1] if i + 1 < len(layers) else None
+        plain = type(layer) is QuantDense and layer.activation in (None, keras.activations.linear)
+        if plain and type(after) is QuantActivation and rng.random() < 0.5:
+            q = after.quantizer
+            layers[i : i + 2] = [
+                QDense(
+                    layer.units,
+                    input_quantizer=layer.input_quantizer,
+                    kernel_quantizer=layer.kernel_quantizer,
+                    use_bias=layer.use_bias,
+                    bias_quantizer=layer.bias_quantizer,
+                    activation=q,
+                )
+            ]
+            text[i : i + 2] = [f"Q{text[i][len('Quant') : -1]}, activation={q!r})  # QKeras's name"]
+        elif type(layer) is QuantActivation and rng.random() < 0.1:
+            layers[i] = QActivation(activation=layer.quantizer)
+            text[i] = f"QActivation(activation={layer.quantizer!r})"
+        i += 1
 
 
 def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
@@ -895,6 +928,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                 pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
                 add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
                 cur = (cur[0] + pad[0] + pad[1], cur[1])
+    _qkeras_names(seed, layers, text)
     model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
     if rng.random() < 0.2:  # the same chain as a functional model
         inputs = h = keras.Input(model_shape)
@@ -1243,9 +1277,9 @@ def quantizer_forms(model) -> list[str]:
 
 
 def front_forms(case: Case) -> list[str]:
-    """How the model's input gets its type (``"input: QuantActivation"``, ``"input: input_type"``)
-    and the views before it (``"input: Flatten first"``): the front-door forms the C-simulations
-    cover like quantizer forms."""
+    """How the model's input gets its type (``"input: QuantActivation"``, ``"input: input_type"``),
+    the views before it (``"input: Flatten first"``) and QKeras's layer names it uses: the
+    front-door forms the C-simulations cover like quantizer forms."""
     import keras
 
     from .layers import QuantActivation
@@ -1258,7 +1292,8 @@ def front_forms(case: Case) -> list[str]:
         if isinstance(layer, QuantActivation):
             found.append("input: QuantActivation")
         break
-    return found
+    qkeras = {type(layer).__name__ for layer in case.model.layers} & {"QDense", "QConv2D", "QActivation"}
+    return found + [f"layer: {name} (QKeras's name)" for name in sorted(qkeras)]
 
 
 def random_target(rng, graph, io_type: str) -> dict:

@@ -557,6 +557,136 @@ class QuantActivation(keras.layers.Layer):
         return cls(**config)
 
 
+# ------------------------------------------------------------------------------ QKeras's names
+
+
+def _quantizer_activation(activation):
+    """(Keras activation or None, quantizer or None) of a QKeras-style ``activation=``: a
+    quantizer (its string, e.g. ``"quantized_relu(4)"``, or object) is applied after the bias as
+    QKeras does; anything else is a Keras activation."""
+    if activation is None or (isinstance(activation, str) and "(" not in activation and activation in _KERAS_ACTIVATIONS):
+        return activation, None
+    if isinstance(activation, q.Quantizer | str | dict):
+        try:
+            return None, q.get(activation)
+        except ValueError:
+            if isinstance(activation, str | dict):
+                return activation, None  # a Keras activation (Keras names it if it is none)
+            raise
+    return activation, None
+
+
+_KERAS_ACTIVATIONS = frozenset(
+    (
+        "linear",
+        "relu",
+        "relu6",
+        "sigmoid",
+        "tanh",
+        "softmax",
+        "softsign",
+        "softplus",
+        "elu",
+        "selu",
+        "gelu",
+        "swish",
+        "silu",
+        "hard_sigmoid",
+        "hard_silu",
+        "hard_swish",
+        "leaky_relu",
+        "exponential",
+        "mish",
+        "log_softmax",
+    )
+)
+
+
+def _qkeras_defaults(kwargs: dict, quantizers: dict) -> dict:
+    """QKeras's defaults for a weighted layer: ``he_normal`` kernels, and a weight given a
+    quantizer but no constraint clipped to ``[-m, m]``, ``m`` the larger of 1 and the
+    quantizer's largest value (QKeras's ``Clip``; here edgebnn's ``WeightClip``). (QKeras also
+    rescales the initializer's draws for very coarse quantizers, ``QInitializer``; that is not
+    reproduced: the initial weights differ, the trained model's arithmetic does not.)"""
+    from .constraints import WeightClip
+
+    kwargs.setdefault("kernel_initializer", "he_normal")
+    for weight, quantizer in quantizers.items():
+        key = f"{weight}_constraint"
+        if quantizer is not None and kwargs.get(key) is None:
+            hw = q.get(quantizer).hardware() if not isinstance(quantizer, q.Quantizer) else quantizer.hardware()
+            top = float(hw.type.max) if isinstance(hw, forms.Fixed) else 1.0
+            kwargs[key] = WeightClip(max(1.0, top))
+    return kwargs
+
+
+class _QKerasActivation:
+    """A QKeras-style layer whose ``activation=`` may be a quantizer (``activation_quantizer``,
+    applied after the bias; freeze folds it like a ``QuantActivation`` after the layer)."""
+
+    def _set_activation_quantizer(self, quantizer):
+        self.activation_quantizer = quantizer
+
+    def call(self, inputs, training=None):
+        y = super().call(inputs, training=training)
+        if self.activation_quantizer is not None:
+            y = self.activation_quantizer(y, training=training)
+        return y
+
+    def get_config(self):
+        config = super().get_config()
+        if self.activation_quantizer is not None:
+            config["activation"] = q.serialize(self.activation_quantizer)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QDense(_QKerasActivation, QuantDense):
+    """QKeras's ``QDense`` as QKeras users write it: ``kernel_quantizer``, ``bias_quantizer``,
+    ``activation=`` a Keras activation or a quantizer (``"quantized_relu(4)"``), QKeras's
+    defaults (:func:`_qkeras_defaults`). It has no input quantizer, as in QKeras: quantize the
+    input with a ``QActivation`` before it (or ``freeze(input_type=...)``)."""
+
+    def __init__(self, units, activation=None, kernel_quantizer=None, bias_quantizer=None, **kwargs):
+        activation, quantizer = _quantizer_activation(activation)
+        kwargs = _qkeras_defaults(kwargs, {"kernel": kernel_quantizer, "bias": bias_quantizer})
+        super().__init__(units, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer, activation=activation, **kwargs)
+        self._set_activation_quantizer(quantizer)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QConv2D(_QKerasActivation, QuantConv2D):
+    """QKeras's ``QConv2D`` as QKeras users write it (see :class:`QDense`)."""
+
+    def __init__(self, filters, kernel_size, activation=None, kernel_quantizer=None, bias_quantizer=None, **kwargs):
+        activation, quantizer = _quantizer_activation(activation)
+        kwargs = _qkeras_defaults(kwargs, {"kernel": kernel_quantizer, "bias": bias_quantizer})
+        quantizers = {"kernel_quantizer": kernel_quantizer, "bias_quantizer": bias_quantizer}
+        super().__init__(filters, kernel_size, activation=activation, **quantizers, **kwargs)
+        self._set_activation_quantizer(quantizer)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QActivation(QuantActivation):
+    """QKeras's ``QActivation(activation=...)``: a quantizer (``"quantized_relu(4)"``,
+    ``"binary_tanh"``, ...) as a layer; the same as :class:`QuantActivation`."""
+
+    def __init__(self, activation=None, **kwargs):
+        quantizer = kwargs.pop("quantizer", None)
+        super().__init__(activation if activation is not None else quantizer, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config["activation"] = config.pop("quantizer")
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["activation"] = q.get(config["activation"])
+        return cls(**config)
+
+
 # ------------------------------------------------------------------------------- loading
 def load_model(path, compile: bool = True):
     """A saved ``.keras`` model with edgebnn's layers, loaded with Keras ``safe_mode`` (no code

@@ -35,6 +35,9 @@ def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -
         yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
+    quantizer = getattr(layer, "activation_quantizer", None)  # QKeras's activation="quantized_relu(4)"
+    if quantizer is not None:
+        yield Quantize(layer, quantizer, "activation_quantizer", f"{layer.name}_activation")
 
 
 def _bias_in_accumulator(layer) -> bool:

@@ -1,0 +1,109 @@
+"""QKeras's layer names as QKeras users write them: ``QDense`` / ``QConv2D`` (``activation=`` a
+quantizer, QKeras's initializer and constraint defaults) and ``QActivation(activation=...)``."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from edgebnn import verify
+from edgebnn.constraints import WeightClip
+from edgebnn.freeze import freeze
+from edgebnn.layers import QActivation, QConv2D, QDense, QuantActivation, QuantDense, load_model
+
+Q8 = "quantized_bits(8, 0, keep_negative=False)"
+K4 = "quantized_bits(4, 0, alpha=1)"
+
+
+def test_qdense_takes_qkeras_defaults_and_keeps_what_is_given():
+    layer = QDense(4, kernel_quantizer="quantized_bits(4, 2)", bias_quantizer=K4)
+    assert isinstance(layer.kernel_initializer, keras.initializers.HeNormal)
+    assert isinstance(layer.kernel_constraint, WeightClip) and layer.kernel_constraint.clip_value == 3.5  # the grid's top
+    assert layer.bias_constraint.clip_value == 1.0  # at least 1, as QKeras's Clip
+    given = QDense(4, kernel_quantizer=K4, kernel_initializer="zeros", kernel_constraint=WeightClip(0.5))
+    assert isinstance(given.kernel_initializer, keras.initializers.Zeros) and given.kernel_constraint.clip_value == 0.5
+    assert QDense(4).kernel_constraint is None  # no quantizer, no clip
+
+
+def test_an_activation_quantizer_applies_after_the_bias_and_a_keras_activation_stays_one():
+    x = np.random.default_rng(0).normal(size=(32, 6)).astype(np.float32)
+    q = QDense(5, kernel_quantizer=K4, bias_quantizer=K4, activation="quantized_relu(3)")
+    q.build((None, 6))
+    plain = QuantDense(5, kernel_quantizer=K4, bias_quantizer=K4)
+    plain.build((None, 6))
+    plain.set_weights(q.get_weights())
+    expected = QuantActivation("quantized_relu(3)")(plain(x))
+    np.testing.assert_array_equal(np.asarray(q(x)), np.asarray(expected))
+    relu = QDense(5, kernel_quantizer=K4, activation="relu")
+    assert relu.activation_quantizer is None and relu.activation is keras.activations.relu
+    same = QuantActivation("quantized_relu(3, 1)").quantizer
+    assert repr(QActivation(activation="quantized_relu(3, 1)").quantizer) == repr(same)
+
+
+def _qkeras_mlp():
+    return keras.Sequential(
+        [
+            keras.Input((16,)),
+            QActivation(Q8),
+            QDense(8, kernel_quantizer=K4, bias_quantizer=K4, activation="quantized_relu(3)"),
+            QDense(6, kernel_quantizer=K4, bias_quantizer=K4, activation="relu"),
+            keras.layers.BatchNormalization(),
+            QActivation(activation="quantized_relu(3, 1)"),
+            QDense(3, kernel_quantizer=K4, use_bias=False),
+        ]
+    )
+
+
+def _qkeras_cnn():
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 1)),
+            QActivation(Q8),
+            QConv2D(4, 3, kernel_quantizer="binary", activation="binary"),
+            keras.layers.Flatten(),
+            QDense(2, kernel_quantizer="binary", use_bias=False),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "make, ops",
+    [
+        (_qkeras_mlp, ["input", "dense", "cast", "dense", "threshold", "dense"]),
+        (_qkeras_cnn, ["input", "conv2d", "threshold", "flatten", "dense"]),
+    ],
+)
+def test_qkeras_style_models_freeze_exactly_and_survive_saving(make, ops, tmp_path):
+    model = make()
+    rng = np.random.default_rng(1)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.gamma.shape
+            layer.set_weights([rng.uniform(0.5, 2, c), rng.normal(size=c), rng.normal(size=c), rng.uniform(0.5, 2, c)])
+    x = (np.floor(rng.uniform(0, 256, (200, *model.input_shape[1:]))) / 256).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model)
+    assert [n.op for n in graph.nodes] == ops
+    assert verify(model, graph, x).keras_vs_emulator == 0
+    model.save(tmp_path / "m.keras")
+    loaded = load_model(tmp_path / "m.keras")
+    assert [type(l).__name__ for l in loaded.layers] == [type(l).__name__ for l in model.layers]
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_the_config_accepts_qkeras_names(tmp_path):
+    from edgebnn.config import build_model, load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "model:\n"
+        "  - QActivation: {activation: 'quantized_bits(5, 1, keep_negative=False)'}\n"
+        "  - QDense: {units: 8, kernel_quantizer: 'quantized_bits(4, 0, alpha=1)', activation: 'quantized_relu(3)'}\n"
+        "  - QDense: {units: 3, kernel_quantizer: ste_sign, use_bias: false}\n"
+        "export: {reuse_factor: {q_dense_1: 2}}\n"
+    )
+    model = build_model(load_config(path), (64,))
+    assert [l.name for l in model.layers][1:] == ["q_dense", "q_dense_1"]  # the names the reuse factors use
+    assert repr(model.layers[1].activation_quantizer) == "quantized_relu(3)"
