@@ -6,6 +6,8 @@ or layer at fault and what to do. The command line prints it as one line and exi
 ``edgebnn: internal error: ...`` and :data:`EXIT_INTERNAL_ERROR`.
 """
 
+import re
+
 EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_USER_ERROR = 2
@@ -28,6 +30,21 @@ EXIT_CODES = (
 
 class EdgebnnError(ValueError):
     """Base of every user-facing edgebnn error; the message names the culprit and the fix."""
+
+
+_LONG_LIST = re.compile(r"([\[(])((?:\s*-?[\d.e+-]+\s*,){8,}\s*-?[\d.e+-]+\s*)([\])])")
+
+
+def brief(message: str) -> str:
+    """``message`` with every list of more than 8 numbers shown as its first four, an ellipsis
+    and its last two with their count (``[1, 2, 6, 7, ..., 57, 59] (42 values)``), so that a
+    refusal naming a layer's 64 chosen channels stays one readable sentence."""
+
+    def short(m: re.Match) -> str:
+        items = [v.strip() for v in m.group(2).split(",")]
+        return f"{m.group(1)}{', '.join(items[:4])}, ..., {', '.join(items[-2:])}{m.group(3)} ({len(items)} values)"
+
+    return _LONG_LIST.sub(short, message)
 
 
 class OutputError(EdgebnnError):

@@ -254,3 +254,18 @@ def test_the_hls4ml_tutorial_forms_c_simulate_exactly(io_type, tmp_path):
     project.compile()
     report = verify(model, graph, _on_grid((16,)), project=project)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+
+
+def test_a_refusal_naming_many_channels_stays_short():
+    from edgebnn.errors import brief
+
+    text = "channels [1, 2, 6, 7, 10, 11, 13, 14, 15] and [1, 2, 3]"
+    assert brief(text) == "channels [1, 2, 6, 7, ..., 14, 15] (9 values) and [1, 2, 3]"
+    chosen = list(range(0, 60, 2))
+    kq = f"partial('xnor_sign(axis=None)', {chosen}, axis=0, other='xnor_sign(axis=0)')"
+    model = _model((60,), QuantDense(4, input_quantizer=Q8, kernel_quantizer=kq, use_bias=False))
+    model.layers[0].set_weights([np.random.default_rng(0).uniform(-1, 1, (60, 4)).astype(np.float32)])
+    with pytest.raises(FreezeError) as err:
+        freeze(model)
+    message = str(err.value)
+    assert "[0, 2, 4, 6, ..., 56, 58] (30 values)" in message and len(message) < 600, message  # 1,150 in full

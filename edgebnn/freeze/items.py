@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import EdgebnnError
+from ..errors import EdgebnnError, brief
 
 # accumulator values enumerated per threshold node (channels x values); above this a search
 # per level would be needed, which freeze does not do yet
@@ -23,7 +23,11 @@ MAX_ENUMERATION = 1 << 24
 
 
 class FreezeError(EdgebnnError):
-    """The model cannot be frozen into an exact deployment graph."""
+    """The model cannot be frozen into an exact deployment graph; long lists of numbers in the
+    message (a layer's chosen channels, its scales) are shortened (:func:`edgebnn.errors.brief`)."""
+
+    def __init__(self, message: str):
+        super().__init__(brief(message))
 
 
 class FreezeWarning(UserWarning):
