@@ -1224,7 +1224,7 @@ def _no_stochastic(name, use):
     if use:
         raise ValueError(
             f"{name}(use_stochastic_rounding=True) is not supported; edgebnn rounds stochastically "
-            "only in quantized_bits, quantized_relu and quantized_tanh"
+            "only in quantized_bits, quantized_relu, quantized_tanh, quantized_po2 and quantized_relu_po2"
         )
 
 
@@ -1389,8 +1389,11 @@ class Ternary(Quantizer):
         }
 
 
-def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding):
-    """QKeras ``_clip_power_of_two``: the exponent of each |x| (float tensor)."""
+def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding, u=None):
+    """QKeras ``_clip_power_of_two``: the exponent of each |x| (float tensor); with uniform
+    draws ``u`` (stochastic rounding, training only) the exponent of the power of two below or
+    above, the upper one with probability ``(a - 2**lo) / (2**hi - 2**lo)``, so that the
+    outputs' mean is ``a`` (QKeras's ``stochastic_round_po2``)."""
     small = x_abs < _EPS
     xf = ops.where(small, ops.full_like(x_abs, _EPS), x_abs)
     if max_value is not None:
@@ -1398,7 +1401,13 @@ def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding)
     factor = 2.0 if quadratic else 1.0
     xi = ops.sqrt(xf) if quadratic else xf
     lg = ops.log(xi) / _LN2
-    e = ops.floor(lg) if log2_rounding == "floor" else ops.round(lg)
+    if u is not None:
+        near = ops.round(ops.log(xi + _EPS) / _LN2)
+        lo = ops.where(ops.power(2.0, near) > xi, near - 1.0, near)
+        low, high = ops.power(2.0, lo), ops.power(2.0, lo + 1.0)
+        e = ops.where(xi < low + u * (high - low), lo, lo + 1.0)
+    else:
+        e = ops.floor(lg) if log2_rounding == "floor" else ops.round(lg)
     e = factor * ops.clip(e, float(min_exp), float(max_exp))
     return ops.where(small, ops.full_like(e, float(min_exp)), e)
 
@@ -1409,19 +1418,18 @@ def _need_exponent_sign(max_value) -> int:
     return 1 if max_value is None or max_value > 1 else 0
 
 
-class _Po2Base(Quantizer):
-    def _common(self, max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding):
+class _Po2Base(_Stochastic, Quantizer):
+    def _common(self, max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding, seed):
         if log2_rounding not in ("rnd", "floor"):
             raise ValueError(f"{self.alias}(log2_rounding={log2_rounding!r}) is unknown; use 'rnd' or 'floor'")
-        _no_stochastic(self.alias, use_stochastic_rounding)
         self.max_value = None if max_value is None else float(max_value)
-        self.use_stochastic_rounding = False
+        self._init_random(use_stochastic_rounding, seed)
         self.quadratic_approximation = bool(quadratic_approximation)
         self.log2_rounding = log2_rounding
 
-    def _exponents(self, x_abs):
+    def _exponents(self, x_abs, u=None):
         return _po2_exponents(
-            x_abs, self._min_exp, self._max_exp, self.max_value, self.quadratic_approximation, self.log2_rounding
+            x_abs, self._min_exp, self._max_exp, self.max_value, self.quadratic_approximation, self.log2_rounding, u
         )
 
     def exponent_range(self) -> tuple[int, int]:
@@ -1466,8 +1474,9 @@ class QuantizedPo2(_Po2Base):
         use_stochastic_rounding: bool = False,
         quadratic_approximation: bool = False,
         log2_rounding: str = "rnd",
+        seed: int | None = None,
     ):
-        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
+        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding, seed)
         self.bits = int(bits)
         eff = self.bits - 1 - _need_exponent_sign(self.max_value)
         if eff < 0:
@@ -1477,10 +1486,13 @@ class QuantizedPo2(_Po2Base):
             self._max_exp = 2 * (self._max_exp // 2)
 
     def __call__(self, x, training=None):
-        def forward(v):
-            return _sign(v) * ops.power(2.0, self._exponents(ops.abs(v)))
+        x = _tensor(x)
+        u = self._draws(x, training)
 
-        return _ste_identity(forward)(_tensor(x))
+        def forward(v):
+            return _sign(v) * ops.power(2.0, self._exponents(ops.abs(v), u))
+
+        return _ste_identity(forward)(x)
 
     def hardware(self, x=None) -> forms.Form:
         return self._hardware(signed=True)
@@ -1489,9 +1501,10 @@ class QuantizedPo2(_Po2Base):
         return {
             "bits": self.bits,
             "max_value": self.max_value,
-            "use_stochastic_rounding": False,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
             "quadratic_approximation": self.quadratic_approximation,
             "log2_rounding": self.log2_rounding,
+            "seed": self.seed,
         }
 
 
@@ -1521,8 +1534,9 @@ class QuantizedReluPo2(_Po2Base):
         use_stochastic_rounding: bool = False,
         quadratic_approximation: bool = False,
         log2_rounding: str = "rnd",
+        seed: int | None = None,
     ):
-        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding)
+        self._common(max_value, use_stochastic_rounding, quadratic_approximation, log2_rounding, seed)
         slope = float(negative_slope)
         if slope < 0 or (slope != 0 and math.log2(slope) != int(math.log2(slope))):
             raise ValueError(f"quantized_relu_po2(negative_slope={negative_slope}) must be 0 or a power of two")
@@ -1535,15 +1549,17 @@ class QuantizedReluPo2(_Po2Base):
 
     def __call__(self, x, training=None):
         s = self.negative_slope
+        x = _tensor(x)
+        u = self._draws(x, training)
 
         def forward(v):
-            pos = ops.power(2.0, self._exponents(ops.relu(v)))
+            pos = ops.power(2.0, self._exponents(ops.relu(v), u))
             if s == 0:
                 return pos
-            neg = -ops.power(2.0, self._exponents(ops.relu(-v) * s))
+            neg = -ops.power(2.0, self._exponents(ops.relu(-v) * s, u))
             return ops.where(v >= 0, pos, neg)
 
-        return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, s, self.max_value))(_tensor(x))
+        return _custom(forward, lambda v, dy: dy * _relu_slope_grad(v, s, self.max_value))(x)
 
     def hardware(self, x=None) -> forms.Form:
         return self._hardware(signed=self.negative_slope != 0)
@@ -1553,9 +1569,10 @@ class QuantizedReluPo2(_Po2Base):
             "bits": self.bits,
             "max_value": self.max_value,
             "negative_slope": self.negative_slope,
-            "use_stochastic_rounding": False,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
             "quadratic_approximation": self.quadratic_approximation,
             "log2_rounding": self.log2_rounding,
+            "seed": self.seed,
         }
 
 

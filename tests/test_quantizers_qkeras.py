@@ -281,7 +281,7 @@ def test_quantized_relu_po2(fwd_grad):
     assert q.hardware().type.signed and q.hardware().type.contains(np.float64(y))
 
 
-@pytest.mark.parametrize("name", ["quantized_po2", "quantized_relu_po2", "binary", "ternary"])
+@pytest.mark.parametrize("name", ["binary", "ternary"])  # the po2 quantizers round stochastically (test_quantizers_stochastic)
 def test_stochastic_rounding_not_offered_is_refused(name):
     with pytest.raises(ValueError, match="use_stochastic_rounding"):
         qz.get(f"{name}(use_stochastic_rounding=True)")

@@ -25,6 +25,11 @@ def np_(t):
         (qz.QuantizedBits(4, 0, use_stochastic_rounding=True, seed=1), qz.QuantizedBits(4, 0)),
         (qz.QuantizedRelu(3, 1, use_stochastic_rounding=True, seed=2), qz.QuantizedRelu(3, 1)),
         (qz.QuantizedTanh(4, use_stochastic_rounding=True, seed=3), qz.QuantizedTanh(4)),
+        (qz.QuantizedPo2(4, use_stochastic_rounding=True, seed=4), qz.QuantizedPo2(4)),
+        (
+            qz.QuantizedReluPo2(4, negative_slope=0.25, use_stochastic_rounding=True, seed=5),
+            qz.QuantizedReluPo2(4, negative_slope=0.25),
+        ),
     ],
 )
 def test_inference_is_deterministic_plain_rounding(q, plain):
@@ -90,6 +95,21 @@ def test_stochastic_gradient_is_the_estimator():
         tape.watch(x)
         y = q(x, training=True)
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1, 1, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "q",
+    [qz.QuantizedPo2(5, use_stochastic_rounding=True, seed=7), qz.QuantizedReluPo2(5, use_stochastic_rounding=True, seed=8)],
+)
+def test_po2_stochastic_rounding_is_unbiased_between_the_neighbouring_powers(q):
+    values = [0.3, 0.7, 1.5, 0.0625, 3.0, 0.09]  # 0.0625 is a power of two: always itself
+    x, y = _draws(q, values)
+    for j, v in enumerate(values):
+        lo = 2.0 ** np.floor(np.log2(v))
+        assert set(np.unique(y[:, j])) <= {lo, 2 * lo}  # only the powers of two around it
+        p_up = (v - lo) / lo
+        assert abs(np.mean(y[:, j] == 2 * lo) - p_up) < 4 * np.sqrt(p_up * (1 - p_up) / N) + 1e-12, (v, np.mean(y[:, j]))
+    assert q == qz.get(repr(q)) and qz.get(repr(q)).seed == q.seed
 
 
 def test_seeded_through_keras_random():
