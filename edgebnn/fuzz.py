@@ -13,8 +13,7 @@ signs and zero, tiny variance, betas that cancel after float32 rounding), elemen
 activations (as layers and as the layers' own ``activation``), every activation, input and
 kernel quantizer and rounding/overflow mode of the catalogue (scaled kernels: XNOR,
 magnitude-aware sign, QKeras alphas, DoReFa weights; DoReFa k-bit activations, quantized_relu
-with a negative slope or an upper bound, power-of-two forms), a trailing softmax frozen with
-``strip_softmax=True``, Sequential and functional models, with Keras compiled with or without
+with a negative slope or an upper bound, power-of-two forms), a trailing softmax (which freeze strips), Sequential and functional models, with Keras compiled with or without
 XLA. A third of the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal
 padding, the 1-D pools and ``ZeroPadding1D``), and a quarter of the rest branching functional
 models (Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
@@ -26,6 +25,14 @@ refused in one sentence ("same" average pools, an average or a padding between a
 BatchNormalization and its quantizer, a real-valued tensor that branches, a non-power-of-two
 scale that ends the model). Inputs sit on grid points, between them, exactly on ties, one
 float32 ulp around ties and far out of range.
+
+The chain models also take the input's type as QKeras and larq users give it (:func:`_front_door`):
+a leading ``QuantActivation`` instead of the first layer's ``input_quantizer``, a float first
+layer frozen with ``input_type=`` (the inputs then on its grid), the data in another shape with a
+leading ``Flatten`` / ``Reshape`` (and ``Dropout``); QKeras's names (``QDense`` with a quantizer as
+its ``activation=``, ``QActivation``), quantizers written with ``alpha=1``, and kernels whose codes
+all round to zero. Each comes from a random stream of its own, so the models of earlier seeds
+stay close to what they were.
 
 Each model is frozen, its graph saved and loaded, and the emulator compared with
 ``model.predict`` at batch sizes 1 and 32 (exact equality); some are exported and
