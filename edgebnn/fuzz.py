@@ -3,28 +3,29 @@
 Hand-picked examples miss what users build; this generator builds what they might: chains of
 ``QuantDense`` / ``QuantConv2D`` (valid or same padding, strides, ``pad_values``, 1x1 kernels,
 dilation), ``QuantDepthwiseConv2D`` (depth multipliers 1 to 3) and ``QuantSeparableConv2D``,
-``MaxPooling2D``, ``AveragePooling2D`` (windows of any number of values, strides equal to them or
-overlapping, after a quantizer or directly on an accumulator), global max and average pools
+``MaxPooling2D``, ``AveragePooling2D`` (windows of any number of values, strides equal to them
+or overlapping, after a quantizer or directly on an accumulator), global max and average pools
 (keepdims or not), ``ZeroPadding2D``, ``Flatten``, ``Reshape``, the inference no-ops
 (``Dropout``, ``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``, ``SpatialDropout2D``,
-``ActivityRegularization``, ``Identity``), float or quantized biases, ``BatchNormalization`` with
-adversarial statistics (means exactly on accumulator values the inputs reach, gamma of both
+``ActivityRegularization``, ``Identity``), float or quantized biases, ``BatchNormalization``
+with adversarial statistics (means exactly on accumulator values the inputs reach, gamma of both
 signs and zero, tiny variance, betas that cancel after float32 rounding), elementwise
 activations (as layers and as the layers' own ``activation``), every activation, input and
 kernel quantizer and rounding/overflow mode of the catalogue (scaled kernels: XNOR,
 magnitude-aware sign, QKeras alphas, DoReFa weights; DoReFa k-bit activations, quantized_relu
-with a negative slope or an upper bound, power-of-two forms), a trailing softmax (which freeze strips), Sequential and functional models, with Keras compiled with or without
-XLA. A third of the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal
-padding, the 1-D pools and ``ZeroPadding1D``), and a quarter of the rest branching functional
-models (Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
+with a negative slope or an upper bound, power-of-two forms), a trailing softmax (which freeze
+strips), Sequential and functional models, with Keras compiled with or without XLA. A third of
+the seeds build 1-D models instead (``QuantConv1D`` with valid, same or causal padding, the 1-D
+pools and ``ZeroPadding1D``), and a quarter of the rest branching functional models
+(Bi-Real-style residual ``Add`` of a quantized shortcut and a block's quantized output,
 ``Concatenate`` of branches, a fan-out after a quantizer, sums of accumulators); some of these
-merges read three or four tensors, one of them maybe twice. Some models end
-with a ``BatchNormalization`` (and maybe a softmax), mostly with power-of-two-friendly
-statistics: an exact affine head. The forms freeze cannot deploy are drawn too and must be
-refused in one sentence ("same" average pools, an average or a padding between a
-BatchNormalization and its quantizer, a real-valued tensor that branches, a non-power-of-two
-scale that ends the model). Inputs sit on grid points, between them, exactly on ties, one
-float32 ulp around ties and far out of range.
+merges read three or four tensors, one of them maybe twice. Some models end with a
+``BatchNormalization`` (and maybe a softmax), mostly with power-of-two-friendly statistics: an
+exact affine head. The forms freeze cannot deploy are drawn too and must be refused in one
+sentence ("same" average pools, an average or a padding between a BatchNormalization and its
+quantizer, a real-valued tensor that branches, a non-power-of-two scale that ends the model).
+Inputs sit on grid points, between them, exactly on ties, one float32 ulp around ties and far
+out of range.
 
 The chain models also take the input's type as QKeras and larq users give it (:func:`_front_door`):
 a leading ``QuantActivation`` instead of the first layer's ``input_quantizer``, a float first
