@@ -533,6 +533,8 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
 class QuantActivation(keras.layers.Layer):
     """Applies a quantizer as a layer, e.g. ``QuantActivation("ste_sign")``."""
 
+    _config_key = "quantizer"  # the argument its config holds the quantizer in
+
     def __init__(self, quantizer, **kwargs):
         super().__init__(**kwargs)
         self.quantizer = _quantizer_arg(quantizer)
@@ -547,13 +549,13 @@ class QuantActivation(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config["quantizer"] = q.serialize(self.quantizer)
+        config[self._config_key] = q.serialize(self.quantizer)
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["quantizer"] = q.get(config["quantizer"])
+        config[cls._config_key] = q.get(config[cls._config_key])
         return cls(**config)
 
 
@@ -675,16 +677,7 @@ class QActivation(QuantActivation):
         quantizer = kwargs.pop("quantizer", None)
         super().__init__(activation if activation is not None else quantizer, **kwargs)
 
-    def get_config(self):
-        config = super().get_config()
-        config["activation"] = config.pop("quantizer")
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["activation"] = q.get(config["activation"])
-        return cls(**config)
+    _config_key = "activation"
 
 
 # ------------------------------------------------------------------------------- loading
