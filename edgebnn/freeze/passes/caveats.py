@@ -3,8 +3,8 @@ TensorFlow computes differently at different tensor positions near a quantizatio
 ``layout`` caveat), a transcendental activation that TensorFlow may fuse into the convolution or
 matmul before it near a quantization step (``fused``), a float bias that XLA folds into the dot
 product (``xla_bias``), a scale after integer codes that XLA may combine with the dot product or
-the float ops after it (``xla_scale``), a BatchNormalization that XLA (``xla_fma``), or TensorFlow's
-vectorized CPU kernel but not its few-element path (``fma``), computes as a fused multiply-add."""
+the float ops after it (``xla_scale``), a BatchNormalization that XLA computes as a fused
+multiply-add (``xla_fma``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def run(step: Step, freezing) -> None:
     if step.kind not in ("requant", "affine"):
         return
     if step.kind == "requant":  # the ones that replay the step's thresholds
-        found = [_layout(step, freezing) or _fused(step, freezing), _xla_fma(step, freezing)]
+        found = [_layout(step, freezing) or _fused(step, freezing), freezing.jit and _xla_fma(step, freezing)]
         freezing.caveats.extend(c for c in found if c)
     if freezing.jit:
         freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
@@ -102,27 +102,18 @@ def _xla_fma(step: Step, freezing) -> dict | None:
     the model (not in a replay of the normalization alone): where that moves a value across a
     quantization step (an accumulator value exactly on the mean), Keras's own output depends on
     how XLA compiles the model."""
-    if freezing.jit:
-        how = "under XLA (jit_compile=True) computes x * inv + (beta - mean * inv) as one fused multiply-add inside the model"
-        depends = "how XLA compiles the model"
-        fix = "the normalization without XLA. Compile with jit_compile=False for a model Keras computes one way"
-    else:
-        how = (
-            "computes x * inv + (beta - mean * inv) as one fused multiply-add in TensorFlow's vectorized CPU kernel but "
-            "not on a few elements (e.g. at batch size 1)"
-        )
-        depends = "the batch layout"
-        fix = "the vectorized result. Statistics away from the accumulator values (trained ones) avoid this"
     return _first(
         step,
         freezing,
-        "xla_fma" if freezing.jit else "fma",
+        "xla_fma",
         lambda i, op, src: isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name,
         replay.fma_flips,
         lambda op, n, src: (
-            f"layer {op.label!r} (BatchNormalization) {how}, and {n} accumulator value(s) of {src.name!r} (on the "
+            f"layer {op.label!r} (BatchNormalization) under XLA (jit_compile=True) computes x * inv + (beta - mean * "
+            f"inv) as one fused multiply-add inside the model, and {n} accumulator value(s) of {src.name!r} (on the "
             "moving mean) lie where that and the rounded product then sum give different quantized outputs, so Keras's "
-            f"own output depends on {depends}; the deployed model follows {fix}"
+            "own output depends on how XLA compiles the model; the deployed model follows the normalization without "
+            "XLA. Compile with jit_compile=False for a model Keras computes one way"
         ),
     )
 
