@@ -565,43 +565,22 @@ class QuantActivation(keras.layers.Layer):
 def _quantizer_activation(activation):
     """(Keras activation or None, quantizer or None) of a QKeras-style ``activation=``: a
     quantizer (its string, e.g. ``"quantized_relu(4)"``, or object) is applied after the bias as
-    QKeras does; anything else is a Keras activation."""
-    if activation is None or (isinstance(activation, str) and "(" not in activation and activation in _KERAS_ACTIVATIONS):
-        return activation, None
-    if isinstance(activation, q.Quantizer | str | dict):
+    QKeras does; anything else is a Keras activation (a name Keras knows stays Keras's: no
+    quantizer alias is one)."""
+    if isinstance(activation, q.Quantizer):
+        return None, activation
+    if isinstance(activation, str):
+        try:
+            keras.activations.get(activation)
+            return activation, None
+        except ValueError:
+            pass
+    if isinstance(activation, str | dict):
         try:
             return None, q.get(activation)
         except ValueError:
-            if isinstance(activation, str | dict):
-                return activation, None  # a Keras activation (Keras names it if it is none)
-            raise
+            return activation, None  # Keras names what neither knows
     return activation, None
-
-
-_KERAS_ACTIVATIONS = frozenset(
-    (
-        "linear",
-        "relu",
-        "relu6",
-        "sigmoid",
-        "tanh",
-        "softmax",
-        "softsign",
-        "softplus",
-        "elu",
-        "selu",
-        "gelu",
-        "swish",
-        "silu",
-        "hard_sigmoid",
-        "hard_silu",
-        "hard_swish",
-        "leaky_relu",
-        "exponential",
-        "mish",
-        "log_softmax",
-    )
-)
 
 
 def _qkeras_defaults(kwargs: dict, quantizers: dict) -> dict:

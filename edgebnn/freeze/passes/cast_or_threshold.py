@@ -12,6 +12,7 @@ from ...fixed import cast_asserts
 from ...graph import cast_node
 from .. import forms
 from ..items import Planning, Step
+from . import thresholds
 
 
 def is_cast(step: Step) -> bool:
@@ -29,8 +30,6 @@ def run(items: Iterable[Step], planning: Planning) -> Iterator[Step]:
 
 def node(step: Step, freezing):
     """The cast node of a cast step, reading its source."""
-    from . import thresholds
-
     relu = any(op.relu for op in step.float_ops)
     src, out_type = freezing.source(step), forms.output_type(step.quantizer)
     if cast_asserts(src.type, out_type):
