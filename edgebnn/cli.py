@@ -282,8 +282,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
+def _on_signal(signum, frame):
+    """Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Terminated`, so that an output being
+    written is removed on the way out. While none is (e.g. while TensorFlow imports, whose
+    extension modules may swallow a KeyboardInterrupt), there is nothing to clean up: leave at
+    once, as at start-up (edgebnn/__init__)."""
+    import edgebnn
+
+    outputs = sys.modules.get("edgebnn.outputs")
+    interrupted = signum == signal.SIGINT
+    if not edgebnn._running_the_cli() or (outputs is not None and outputs.writing()):  # main() called from Python: unwind
+        raise KeyboardInterrupt() if interrupted else Terminated()
+    name, code = ("interrupted", EXIT_INTERRUPTED) if interrupted else ("terminated (SIGTERM)", EXIT_TERMINATED)
+    sys.stdout.flush()
+    # fd 2 itself may be silenced now (TensorFlow's C++ start-up logging): the copy taken at start-up
+    os.write(getattr(edgebnn, "_STDERR", 2), f"edgebnn: {name}; nothing was written\n".encode())
+    os._exit(code)
 
 
 def _one_line(text: str) -> str:
@@ -295,11 +309,11 @@ def main(argv=None) -> int:
     from :data:`edgebnn.errors.EXIT_CODES`."""
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        # Ctrl-C raises KeyboardInterrupt (edgebnn/__init__ set a start-up handler) and SIGTERM
-        # unwinds the same way, so staging folders are removed on the way out
-        for sig, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _on_sigterm)):
+        # Ctrl-C and SIGTERM unwind (staging folders are removed on the way out) or, with
+        # nothing being written, leave at once (edgebnn/__init__ set a start-up handler)
+        for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job ignores Ctrl-C
-                previous[sig] = signal.signal(sig, handler)
+                previous[sig] = signal.signal(sig, _on_signal)
     try:
         try:
             args = build_parser().parse_args(argv)

@@ -25,6 +25,16 @@ _MARKER_TEXT = "This folder was written by edgebnn; `edgebnn run --force` may re
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
 
 
+# how many outputs are being written now (staged folders and files not yet complete): while none
+# is, an interrupt has nothing to clean up and the command line leaves at once (edgebnn.cli)
+_open_outputs = 0
+
+
+def writing() -> bool:
+    """Whether an output folder or file is being written now (see :func:`staged_dir`)."""
+    return _open_outputs > 0
+
+
 class OutputExistsError(OutputError, FileExistsError):
     """The output path exists and may not (or must not) be replaced."""
 
@@ -86,6 +96,8 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
     created: list[pathlib.Path] = []
     tmp = None
     done = False
+    global _open_outputs
+    _open_outputs += 1
     try:
         try:
             for parent in reversed([final.parent, *final.parent.parents]):
@@ -127,6 +139,7 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
             for parent in reversed(created):
                 with contextlib.suppress(OSError):
                     parent.rmdir()  # only if still empty
+        _open_outputs -= 1
 
 
 def write_file(path, write, mode: str = "w", what: str = "file") -> None:
@@ -135,6 +148,8 @@ def write_file(path, write, mode: str = "w", what: str = "file") -> None:
     path (the temporary file removed)."""
     path = os.fspath(path)
     tmp = f"{path}.tmp-{os.getpid()}"
+    global _open_outputs
+    _open_outputs += 1
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             write(fh)
@@ -146,6 +161,7 @@ def write_file(path, write, mode: str = "w", what: str = "file") -> None:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+        _open_outputs -= 1
 
 
 @contextlib.contextmanager
