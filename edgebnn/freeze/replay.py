@@ -131,6 +131,38 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
 
 
+def _bn_forms(bn, x: np.ndarray):
+    """The two float32 forms of ``x * inv + (beta - mean * inv)`` (TensorFlow's batch
+    normalization at inference) of the BatchNormalization ``bn``: one fused multiply-add (the
+    product exact, one rounding) and a rounded product then a rounded sum."""
+    weights = {w.path.rsplit("/", 1)[-1]: w for w in bn.weights}
+    c = x.shape[-1]
+    gamma = weights["gamma"] if "gamma" in weights else keras.ops.ones((c,))
+    beta = weights["beta"] if "beta" in weights else keras.ops.zeros((c,))
+    inv = keras.ops.rsqrt(weights["moving_variance"] + bn.epsilon) * gamma  # as TensorFlow's batch_normalization
+    offset = beta - weights["moving_mean"] * inv
+    inv, offset = (np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float32) for t in (inv, offset))
+    fused = (x.astype(np.float64) * inv.astype(np.float64) + offset.astype(np.float64)).astype(np.float32)
+    return fused, (x * inv) + offset
+
+
+def _bn_replay(step: Step, i: int, values, jit: bool, rank: int):
+    """The BatchNormalization of float op ``i``: its input and its (vectorized) output on
+    ``values``, as float32."""
+    x = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
+    return x, evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
+
+
+def _flips(step: Step, i: int, vector, alternative, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many quantized outputs change where float op ``i``'s result is ``alternative``
+    instead of ``vector`` (equal where it does not move)."""
+    differ = alternative != vector
+    if not differ.any():
+        return 0
+    moved = np.where(differ, alternative, vector)
+    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+
+
 def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
     """How many accumulator values' quantized outputs change when the BatchNormalization of
     float op ``i`` computes ``x * inv + (beta - mean * inv)`` as one fused multiply-add (as XLA
@@ -138,19 +170,65 @@ def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: 
     TensorFlow does without XLA, and the replay here). Where ``x`` equals the mean the product
     and the offset cancel: their sum is 0 or ``beta``, the fused form gives the rounding residue of
     ``mean * inv`` instead, whose sign a sign quantizer then follows (fuzz seed 1255)."""
-    bn = step.float_ops[i].layer
-    x = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
-    vector = evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
-    weights = {w.path.rsplit("/", 1)[-1]: w for w in bn.weights}
-    c = x.shape[-1]
-    gamma = weights["gamma"] if "gamma" in weights else keras.ops.ones((c,))
-    beta = weights["beta"] if "beta" in weights else keras.ops.zeros((c,))
-    inv = keras.ops.rsqrt(weights["moving_variance"] + bn.epsilon) * gamma  # as TensorFlow's batch_normalization
-    offset = beta - weights["moving_mean"] * inv
-    inv, offset = (np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float64) for t in (inv, offset))
-    fused = (x.astype(np.float64) * inv + offset).astype(np.float32)  # the product exact in float64, one rounding
-    differ = fused != vector
-    if not differ.any():
+    x, vector = _bn_replay(step, i, values, jit, rank)
+    fused, _ = _bn_forms(step.float_ops[i].layer, x)
+    return _flips(step, i, vector, fused, out_codes, out_type, jit, rank)
+
+
+# batch sizes at which :func:`batch_flips` runs a normalization in the model's own sample shape:
+# with them every element of a sample falls in the last, partial vector of some batch's tensor
+# (16 float32 lanes on AVX-512, 8 on AVX)
+BATCH_SIZES = tuple(range(1, 17))
+
+
+def batch_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs change when the BatchNormalization of
+    float op ``i`` runs on one batch of the model's own tensors of 1 to 16 samples instead of in
+    one large tensor (as ``values`` -> ``out_codes`` followed). TensorFlow's CPU kernel computes
+    ``x * inv + offset`` as a fused multiply-add in its vectorized body and as a rounded product
+    and sum in the partial vector at a tensor's end, so where an accumulator value lies on the
+    mean the two differ, and so may the quantized outputs (fuzz seed 40145, at batch size 1).
+
+    Only values where the two forms give different quantized outputs are run again, in a
+    tensor of the layer's own input shape whose every position holds them, so the check
+    counts a value only where TensorFlow really computes it the other way."""
+    op = step.float_ops[i]
+    x, vector = _bn_replay(step, i, values, jit, rank)
+    candidates = np.zeros(vector.shape, dtype=bool)
+    for form in _bn_forms(op.layer, x):
+        differ = form != vector
+        if differ.any():
+            moved = np.where(differ, form, vector)
+            candidates |= out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes
+    rows = np.flatnonzero(candidates.any(axis=1))
+    if not len(rows):
         return 0
-    moved = np.where(differ, fused, vector)
-    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+    sample = _sample_shape(op.layer, rank, x.shape[-1])
+    inp = keras.Input(shape=sample, dtype="float32")
+    alone = keras.Model(inp, _Apply(op)(inp))
+    alone.jit_compile = jit
+    seen = vector[rows].copy()
+    for b in BATCH_SIZES:  # batch j of b samples holds candidate row j at every position
+        one = np.broadcast_to(x[rows].reshape((len(rows),) + (1,) * (len(sample) - 1) + x.shape[1:]), (len(rows),) + sample)
+        out = np.asarray(alone.predict(np.repeat(one, b, axis=0), batch_size=b, verbose=0), dtype=np.float32)
+        out = out.reshape((len(rows), b * int(np.prod(sample[:-1]))) + x.shape[1:])
+        other = out != vector[rows][:, None, :]
+        if other.any():  # one value that TensorFlow computed the other way, per row and channel
+            first = np.argmax(other, axis=1)
+            pick = np.take_along_axis(out, first[:, None, :], axis=1)[:, 0, :]
+            seen = np.where(other.any(axis=1) & (seen == vector[rows]), pick, seen)
+    moved = vector.copy()
+    moved[rows] = seen
+    return _flips(step, i, vector, moved, out_codes, out_type, jit, rank)
+
+
+def _sample_shape(bn, rank: int, channels: int) -> tuple:
+    """One sample's shape at the normalization's input (batch axis not counted): the layer's own
+    where known, else ``rank`` axes ending with the channels."""
+    try:
+        shape = tuple(bn.input.shape)[1:]
+    except (AttributeError, ValueError):  # a layer called more than once has no single input
+        shape = ()
+    if shape and shape[-1] == channels and all(isinstance(d, int) for d in shape):
+        return shape
+    return (1,) * (rank - 1) + (channels,)

@@ -4,7 +4,8 @@ TensorFlow computes differently at different tensor positions near a quantizatio
 matmul before it near a quantization step (``fused``), a float bias that XLA folds into the dot
 product (``xla_bias``), a scale after integer codes that XLA may combine with the dot product or
 the float ops after it (``xla_scale``), a BatchNormalization that XLA computes as a fused
-multiply-add (``xla_fma``)."""
+multiply-add (``xla_fma``), and one that TensorFlow computes fused or rounded by the element's
+position in the tensor without XLA (``layout`` too)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def run(step: Step, freezing) -> None:
     if step.kind not in ("requant", "affine"):
         return
     if step.kind == "requant":  # the ones that replay the step's thresholds
-        found = [_layout(step, freezing) or _fused(step, freezing), freezing.jit and _xla_fma(step, freezing)]
+        normalization = _xla_fma(step, freezing) if freezing.jit else _batch(step, freezing)
+        found = [_layout(step, freezing) or _fused(step, freezing), normalization]
         freezing.caveats.extend(c for c in found if c)
     if freezing.jit:
         freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
@@ -114,6 +116,27 @@ def _xla_fma(step: Step, freezing) -> dict | None:
             "moving mean) lie where that and the rounded product then sum give different quantized outputs, so Keras's "
             "own output depends on how XLA compiles the model; the deployed model follows the normalization without "
             "XLA. Compile with jit_compile=False for a model Keras computes one way"
+        ),
+    )
+
+
+def _batch(step: Step, freezing) -> dict | None:
+    """Without XLA, TensorFlow's CPU kernel computes a BatchNormalization as a fused multiply-add
+    in the vectorized body of a tensor and as a rounded product and sum in its last partial
+    vector, so where an accumulator value on the mean gives different quantized outputs the two
+    ways, Keras's own output depends on the batch size (fuzz seed 40145)."""
+    return _first(
+        step,
+        freezing,
+        "layout",
+        lambda i, op, src: isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name,
+        replay.batch_flips,
+        lambda op, n, src: (
+            f"layer {op.label!r} (BatchNormalization) computes x * inv + (beta - mean * inv) in TensorFlow as one "
+            f"fused multiply-add or as a rounded product and sum depending on the element's position in the batch's "
+            f"tensor, and {n} accumulator value(s) of {src.name!r} (on the moving mean) get different quantized outputs "
+            "the two ways, so Keras's own output there depends on the batch size (e.g. 1 vs 32); the deployed model "
+            "follows the vectorized result. A moving mean that no accumulator value equals avoids this"
         ),
     )
 
