@@ -183,6 +183,24 @@ def small():
     return binary_mlp(sizes=(4, 3, 2), seed=3)
 
 
+def test_csim_library_is_built_at_o1(small, tmp_path):
+    """hls4ml's build script compiles at -O3; the export sets -O1 (as fast a simulation, a much
+    faster build) and changes nothing else in it."""
+    from edgebnn.backends.hls4ml.exporter import CSIM_CFLAGS
+
+    project = export_quietly(small, tmp_path / "prj", board=PYNQ)
+    script = (tmp_path / "prj" / "build_lib.sh").read_text()
+    assert re.findall(r"^CFLAGS=.*$", script, flags=re.M) == [f'CFLAGS="{CSIM_CFLAGS}"'] and "-O1" in CSIM_CFLAGS
+    import pathlib
+
+    import hls4ml
+
+    original = (pathlib.Path(hls4ml.__file__).parent / "templates" / "vivado" / "build_lib.sh").read_text()
+    differ = [(a, b) for a, b in zip(original.splitlines(), script.splitlines()) if a != b]
+    assert [a for a, _ in differ if not a.startswith(("PROJECT=", "LIB_STAMP="))] == ['CFLAGS="-O3 -fPIC"'], differ
+    assert project.path == str(tmp_path / "prj")
+
+
 def test_existing_folder_is_refused_without_force(small, tmp_path):
     out = tmp_path / "prj"
     out.mkdir()

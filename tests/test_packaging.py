@@ -25,3 +25,16 @@ def test_tests_share_helpers_through_conftest_and_helper_modules_only():
         if re.search(r"^\s*(from|import) test_\w+", p.read_text(), flags=re.M)
     ]
     assert offenders == []
+
+
+def test_ci_runs_the_test_command_of_the_readme():
+    """.ci/run installs and runs the suite exactly as README.md tells a contributor to."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"^Tests:\n\n```bash\n(.*)\n```", readme, flags=re.M).group(1)
+    install, run = command.split(" && .venv/bin/python -m pytest ")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert install in ci
+    assert ci[-1] == f".venv/bin/python -m pytest {run}"
+    assert "pytest-xdist" in (ROOT / "pyproject.toml").read_text() or "-n " not in run

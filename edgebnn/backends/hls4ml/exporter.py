@@ -119,6 +119,7 @@ def export(
             model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]], [names[chain.output.name]])
             messages += check_model(model, chain, names, target)
             model.write()
+        _build_at_o1(tmp / "build_lib.sh")
         # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
         # and then restores the lower-case strategy its templates need: nothing the user must know
         messages += [
@@ -136,6 +137,21 @@ def export(
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
     return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name))
+
+
+# g++ flags of the C-simulation library: -O1 compiles ~40% faster than hls4ml's -O3 (24 s vs 41 s
+# for the digits BNN on 2 cores) and the simulation runs as fast; neither flag changes a result
+# (ap_fixed is integer arithmetic, and no flag here allows float contraction or reassociation)
+CSIM_CFLAGS = "-O1 -fPIC"
+
+
+def _build_at_o1(script: pathlib.Path) -> None:
+    """Give hls4ml's ``build_lib.sh`` the flags :data:`CSIM_CFLAGS`."""
+    text = script.read_text()
+    line = re.search(r'^CFLAGS="[^"]*"$', text, flags=re.M)
+    if line is None:
+        raise RuntimeError(f"hls4ml's {script.name} has no CFLAGS line to set (an hls4ml other than the pinned 1.3.0?)")
+    script.write_text(text[: line.start()] + f'CFLAGS="{CSIM_CFLAGS}"' + text[line.end() :])
 
 
 def check_output_path(output_dir) -> pathlib.Path:
