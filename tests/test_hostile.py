@@ -665,9 +665,18 @@ def test_sigterm_in_process_unwinds_like_ctrl_c(tmp_path, monkeypatch, capsys):
 
 
 def start(args, tmp_path):
+    """edgebnn in a child process as a shell starts a foreground command: with Ctrl-C's default
+    action (a test suite started in the background ignores SIGINT, which a child would inherit,
+    and edgebnn, like any command, then leaves Ctrl-C ignored)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen(
-        [sys.executable, "-m", "edgebnn", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "edgebnn", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
