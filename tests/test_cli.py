@@ -74,13 +74,16 @@ def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch, capsys):
 
 
 def quick_config(tmp_path, last_layer=None, before_last=False):
-    """The example with one training epoch (and optionally another last layer, or a layer before
-    the last)."""
+    """The example with one training epoch and 16 units in its hidden layers, for a short
+    C-simulation build (and optionally another last layer, or a layer before the last)."""
     import yaml
 
     with open(EXAMPLE) as fh:
         config = yaml.safe_load(fh)
     config["train"]["epochs"] = 1
+    for layer in config["model"]:
+        if layer.get("QuantDense", {}).get("units") == 128:
+            layer["QuantDense"]["units"] = 16
     if last_layer is not None and before_last:
         config["model"].insert(len(config["model"]) - 1, last_layer)
     elif last_layer is not None:
