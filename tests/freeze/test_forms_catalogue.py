@@ -224,9 +224,21 @@ def test_dorefa_activation_into_a_layer_without_input_quantizer_is_refused_with_
     )
     assert _refusal(model) == (
         "layer 'd2' (QuantDense) sums the scaled outputs of layer 'a' (QuantActivation), whose float32 sum depends on the "
-        "order of the additions; give the layer input_quantizer=dorefa(3) instead (it then applies the scale "
-        "once after its sum)"
+        'order of the additions; give the layer input_quantizer="dorefa(3)" instead (it reads the codes and applies '
+        "the scale once after its sum)"
     )
+    fixed = keras.Sequential(  # the advice followed (d2 built again with it): freezes bit for bit
+        [keras.Input((6,))]
+        + [
+            QuantDense.from_config({**layer.get_config(), "input_quantizer": "dorefa(3)"}) if layer.name == "d2" else layer
+            for layer in model.layers
+        ]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(fixed)
+    x = np.random.default_rng(0).normal(0, 2, size=(400, 6)).astype(np.float32)
+    assert np.array_equal(emulate(graph, x), np.asarray(fixed.predict(x, verbose=0), np.float64))
 
 
 @pytest.mark.parametrize(

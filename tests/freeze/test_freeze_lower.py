@@ -19,9 +19,14 @@ def lowered(layer, logits=False):
 def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert handler_for(keras.layers.SpatialDropout2D(0.1)) is noop_module
     assert handler_for(QuantConv1D(2, 3)) is conv1d_module  # a Conv1D has its own handler, not QuantConv2D's
-    msg = str(unsupported(keras.layers.Dense(2, name="x")))
+    assert str(unsupported(keras.layers.Dense(2, name="x"))) == (
+        "layer 'x' (Dense) has float weights, which cannot be deployed bit for bit; use edgebnn.layers.QuantDense with a "
+        "kernel_quantizer (e.g. 'ste_sign' or 'quantized_bits(4, 0)') and an input_quantizer, and train again"
+    )
+    assert "edgebnn.layers.QuantSeparableConv2D" in str(unsupported(keras.layers.SeparableConv2D(2, 3)))
+    msg = str(unsupported(keras.layers.LayerNormalization(name="x")))
     assert msg == (
-        "layer 'x' (Dense) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
+        "layer 'x' (LayerNormalization) cannot be frozen; supported layers are QuantDense, QuantConv2D, "
         "BatchNormalization, QuantActivation, elementwise Activation, MaxPooling2D, AveragePooling2D, "
         "Flatten, Reshape, the inference no-ops (Dropout, SpatialDropout, GaussianNoise, GaussianDropout, "
         "AlphaDropout, ActivityRegularization, Identity), QuantDepthwiseConv2D, QuantSeparableConv2D, QuantConv1D, "
@@ -29,7 +34,7 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
         "GlobalMaxPooling2D, GlobalAveragePooling2D and ZeroPadding2D"
     )
     assert len(HANDLERS) == 28
-    with pytest.raises(FreezeError, match="cannot be frozen"):
+    with pytest.raises(FreezeError, match="has float weights"):
         lowered(keras.layers.Dense(2, name="x"))
 
 

@@ -98,8 +98,25 @@ def starting_layers() -> str:
     return f"{', '.join(labels[:-1])} or {labels[-1]}"
 
 
+# Keras's float layers and the edgebnn layer that quantizes the same computation
+QUANTIZED_COUNTERPART = {
+    "Dense": "QuantDense",
+    "Conv1D": "QuantConv1D",
+    "Conv2D": "QuantConv2D",
+    "DepthwiseConv2D": "QuantDepthwiseConv2D",
+    "SeparableConv2D": "QuantSeparableConv2D",
+}
+
+
 def unsupported(layer) -> FreezeError:
-    """The error for a layer no handler lowers."""
+    """The error for a layer no handler lowers: for a Keras float layer with weights, the edgebnn
+    layer to use instead; else the supported layers."""
+    counterpart = QUANTIZED_COUNTERPART.get(type(layer).__name__)
+    if counterpart is not None:
+        return FreezeError(
+            f"{where(layer)} has float weights, which cannot be deployed bit for bit; use edgebnn.layers.{counterpart} "
+            "with a kernel_quantizer (e.g. 'ste_sign' or 'quantized_bits(4, 0)') and an input_quantizer, and train again"
+        )
     labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
 

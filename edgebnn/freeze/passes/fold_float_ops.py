@@ -30,8 +30,9 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                     source = pending[0].layer
                     raise FreezeError(
                         f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends on "
-                        f"the order of the additions; give the layer input_quantizer={source.quantizer!r} instead (it "
-                        "then applies the scale once after its sum)"
+                        f'the order of the additions; give the layer input_quantizer="{source.quantizer!r}" instead (it '
+                        f"reads the codes and "
+                        "applies the scale once after its sum)"
                     )
                 if pending:
                     raise FreezeError(
