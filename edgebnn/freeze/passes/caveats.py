@@ -99,6 +99,11 @@ def _replayed(step: Step, freezing):
     return src, (values, out_codes, forms.output_type(step.quantizer), freezing.jit, len(src.shape))
 
 
+def _normalization(i, op, src) -> bool:
+    """The float op is a BatchNormalization itself (not a part of a layer named after it)."""
+    return isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name
+
+
 def _xla_fma(step: Step, freezing) -> dict | None:
     """Under XLA a BatchNormalization's product and offset become one fused multiply-add inside
     the model (not in a replay of the normalization alone): where that moves a value across a
@@ -108,7 +113,7 @@ def _xla_fma(step: Step, freezing) -> dict | None:
         step,
         freezing,
         "xla_fma",
-        lambda i, op, src: isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name,
+        _normalization,
         replay.fma_flips,
         lambda op, n, src: (
             f"layer {op.label!r} (BatchNormalization) under XLA (jit_compile=True) computes x * inv + (beta - mean * "
@@ -129,7 +134,7 @@ def _batch(step: Step, freezing) -> dict | None:
         step,
         freezing,
         "layout",
-        lambda i, op, src: isinstance(op.layer, keras.layers.BatchNormalization) and op.label == op.layer.name,
+        _normalization,
         replay.batch_flips,
         lambda op, n, src: (
             f"layer {op.label!r} (BatchNormalization) computes x * inv + (beta - mean * inv) in TensorFlow as one "
