@@ -284,20 +284,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _on_signal(signum, frame):
     """Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Terminated`, so that an output being
-    written is removed on the way out. While none is (e.g. while TensorFlow imports, whose
-    extension modules may swallow a KeyboardInterrupt), there is nothing to clean up: leave at
-    once, as at start-up (edgebnn/__init__)."""
+    written is removed on the way out. While none is, there is nothing to clean up: the command
+    line leaves at once, as at start-up (edgebnn/__init__)."""
     import edgebnn
 
     outputs = sys.modules.get("edgebnn.outputs")
-    interrupted = signum == signal.SIGINT
     if not edgebnn._running_the_cli() or (outputs is not None and outputs.writing()):  # main() called from Python: unwind
-        raise KeyboardInterrupt() if interrupted else Terminated()
-    name, code = ("interrupted", EXIT_INTERRUPTED) if interrupted else ("terminated (SIGTERM)", EXIT_TERMINATED)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
     sys.stdout.flush()
-    # fd 2 itself may be silenced now (TensorFlow's C++ start-up logging): the copy taken at start-up
-    os.write(getattr(edgebnn, "_STDERR", 2), f"edgebnn: {name}; nothing was written\n".encode())
-    os._exit(code)
+    edgebnn._leave_at_start_up(signum, frame)
 
 
 def _one_line(text: str) -> str:

@@ -123,12 +123,9 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     alone = keras.Model(inp, _Apply(op)(inp))
     alone.jit_compile = jit
     scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0), dtype=np.float32).reshape(-1)
-    differ = scalar != vector[rows, cols]
-    if not differ.any():
-        return 0
     moved = vector.copy()
-    moved[rows[differ], cols[differ]] = scalar[differ]
-    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+    moved[rows, cols] = scalar
+    return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
 
 
 def _bn_forms(bn, x: np.ndarray):
@@ -153,14 +150,14 @@ def _bn_replay(step: Step, i: int, values, jit: bool, rank: int):
     return x, evaluate(step, values, jit, rank, stop=i + 1, quantize=False).astype(np.float32)
 
 
-def _flips(step: Step, i: int, vector, alternative, out_codes, out_type, jit: bool, rank: int) -> int:
-    """How many quantized outputs change where float op ``i``'s result is ``alternative``
-    instead of ``vector`` (equal where it does not move)."""
+def _flipped(step: Step, i: int, vector, alternative, out_codes, out_type, jit: bool, rank: int) -> np.ndarray:
+    """The mask of quantized outputs that change where float op ``i``'s result is
+    ``alternative`` instead of ``vector`` (equal where it does not move)."""
     differ = alternative != vector
     if not differ.any():
-        return 0
+        return np.zeros(out_codes.shape, dtype=bool)
     moved = np.where(differ, alternative, vector)
-    return int(np.sum(out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes))
+    return out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes
 
 
 def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
@@ -172,7 +169,7 @@ def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: 
     ``mean * inv`` instead, whose sign a sign quantizer then follows (fuzz seed 1255)."""
     x, vector = _bn_replay(step, i, values, jit, rank)
     fused, _ = _bn_forms(step.float_ops[i].layer, x)
-    return _flips(step, i, vector, fused, out_codes, out_type, jit, rank)
+    return int(_flipped(step, i, vector, fused, out_codes, out_type, jit, rank).sum())
 
 
 # batch sizes at which :func:`batch_flips` runs a normalization in the model's own sample shape:
@@ -194,12 +191,9 @@ def batch_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank
     counts a value only where TensorFlow really computes it the other way."""
     op = step.float_ops[i]
     x, vector = _bn_replay(step, i, values, jit, rank)
-    candidates = np.zeros(vector.shape, dtype=bool)
-    for form in _bn_forms(op.layer, x):
-        differ = form != vector
-        if differ.any():
-            moved = np.where(differ, form, vector)
-            candidates |= out_type.codes(evaluate(step, moved, jit, rank, start=i + 1)) != out_codes
+    fused, rounded = _bn_forms(op.layer, x)
+    candidates = _flipped(step, i, vector, fused, out_codes, out_type, jit, rank)
+    candidates |= _flipped(step, i, vector, rounded, out_codes, out_type, jit, rank)
     rows = np.flatnonzero(candidates.any(axis=1))
     if not len(rows):
         return 0
@@ -207,19 +201,20 @@ def batch_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank
     inp = keras.Input(shape=sample, dtype="float32")
     alone = keras.Model(inp, _Apply(op)(inp))
     alone.jit_compile = jit
-    seen = vector[rows].copy()
+    one = np.broadcast_to(x[rows].reshape((len(rows),) + (1,) * (len(sample) - 1) + x.shape[1:]), (len(rows),) + sample)
+    wide = vector[rows]
+    seen = wide.copy()
     for b in BATCH_SIZES:  # batch j of b samples holds candidate row j at every position
-        one = np.broadcast_to(x[rows].reshape((len(rows),) + (1,) * (len(sample) - 1) + x.shape[1:]), (len(rows),) + sample)
         out = np.asarray(alone.predict(np.repeat(one, b, axis=0), batch_size=b, verbose=0), dtype=np.float32)
         out = out.reshape((len(rows), b * int(np.prod(sample[:-1]))) + x.shape[1:])
-        other = out != vector[rows][:, None, :]
+        other = out != wide[:, None, :]
         if other.any():  # one value that TensorFlow computed the other way, per row and channel
             first = np.argmax(other, axis=1)
             pick = np.take_along_axis(out, first[:, None, :], axis=1)[:, 0, :]
-            seen = np.where(other.any(axis=1) & (seen == vector[rows]), pick, seen)
+            seen = np.where(other.any(axis=1) & (seen == wide), pick, seen)
     moved = vector.copy()
     moved[rows] = seen
-    return _flips(step, i, vector, moved, out_codes, out_type, jit, rank)
+    return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
 
 
 def _sample_shape(bn, rank: int, channels: int) -> tuple:

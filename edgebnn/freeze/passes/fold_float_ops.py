@@ -31,8 +31,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
                     raise FreezeError(
                         f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends on "
                         f'the order of the additions; give the layer input_quantizer="{source.quantizer!r}" instead (it '
-                        f"reads the codes and "
-                        "applies the scale once after its sum)"
+                        "reads the codes and applies the scale once after its sum)"
                     )
                 if pending:
                     raise FreezeError(
