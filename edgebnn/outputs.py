@@ -104,7 +104,8 @@ def staged_dir(final: str | os.PathLike, force: bool = False, what: str = "outpu
                 if not os.path.lexists(parent):
                     parent.mkdir()
                     created.append(parent)
-            tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+            with _signals_held():  # an interrupt inside mkdtemp would leave a folder not yet named in tmp
+                tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; the result is an ordinary folder
