@@ -3,7 +3,7 @@
 Hand-picked examples miss what users build; this generator builds what they might: chains of
 ``QuantDense`` / ``QuantConv2D`` (valid or same padding, strides, ``pad_values``, 1x1 kernels,
 dilation), ``QuantDepthwiseConv2D`` (depth multipliers 1 to 3) and ``QuantSeparableConv2D``,
-``MaxPooling2D``, ``AveragePooling2D`` (windows of any number of values, strides equal to them
+``MaxPooling2D`` ("valid" or "same"), ``AveragePooling2D`` (windows of any number of values, strides equal to them
 or overlapping, after a quantizer or directly on an accumulator), global max and average pools
 (keepdims or not), ``ZeroPadding2D``, ``Flatten``, ``Reshape``, the inference no-ops
 (``Dropout``, ``GaussianNoise``, ``GaussianDropout``, ``AlphaDropout``, ``SpatialDropout2D``,
@@ -52,7 +52,7 @@ C-simulation library ends that process only, as a ``crash`` outcome. Every outco
               without a primitive for a fused convolution and add): not edgebnn's, said.
 
 A third of the models (seeds ``3k + 2``, :func:`random_model_1d`) are 1-D: ``QuantConv1D`` (valid,
-same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D``, ``AveragePooling1D``
+same or causal padding, strides, dilation, ``pad_values``), ``MaxPooling1D`` ("valid" or "same"), ``AveragePooling1D``
 (windows of any number of values), their global forms, ``ZeroPadding1D``, with the same
 normalizations, activations and quantizers, and sometimes a ``Flatten`` and a ``QuantDense`` at the end.
 
@@ -259,7 +259,10 @@ def _kernel_quantizer(rng) -> str:
 
 # the draws of kernel forms added after the long runs: a stream of their own per model, so the
 # models of earlier seeds stay what they were
-_SIDE = [np.random.default_rng(0), np.random.default_rng(0)]  # summed scales; QKeras's alpha=1 (issue 12)
+# summed scales; QKeras's alpha=1 and all-zero kernels; "same" max pools (issue 12)
+_SIDE = [np.random.default_rng(0), np.random.default_rng(0), np.random.default_rng(0)]
+SAME_POOLS = 0.25  # how often a max pool (2-D or 1-D) has padding="same"
+ZERO_BIASES = 0.1  # how often a layer's bias is all zeros (a float one: an affine node that changes nothing)
 SUMMED_SCALE = 0.12  # how often a kernel becomes one scaled along an axis its layer sums over
 ALPHA_ONE = 0.08  # how often a fixed-point quantizer is written with alpha=1, as hls4ml's tutorials write it
 TINY_WEIGHTS = 0.05  # how often a layer's latent kernel is tiny (all its codes zero under a fixed-point quantizer)
@@ -268,6 +271,7 @@ TINY_WEIGHTS = 0.05  # how often a layer's latent kernel is tiny (all its codes 
 def _side_stream(seed: int) -> None:
     _SIDE[0] = np.random.default_rng([seed, 4])
     _SIDE[1] = np.random.default_rng([seed, 6])
+    _SIDE[2] = np.random.default_rng([seed, 7])
 
 
 def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
@@ -402,7 +406,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
                 same = False
                 if rng.random() < 0.04:  # on the grid or refused, as the rules say
                     add(keras.layers.AveragePooling2D(p, strides=s), f"AveragePooling2D({p}, strides={s})")
-                elif rng.random() < 0.04:
+                elif rng.random() < 0.04 or _SIDE[2].random() < SAME_POOLS:
                     same = True
                     add(
                         keras.layers.MaxPooling2D(p, strides=s, padding="same"), f"MaxPooling2D({p}, strides={s}, padding='same')"
@@ -981,7 +985,7 @@ def _conv1d(rng, cur, input_q, common, cls):
 def _pool_1d(rng, cur, add, pending: bool, after: bool = False) -> tuple:
     """Add a 1-D pool to an (L, C) tensor ``cur`` and return its output shape: a max or average
     pool (windows of a power of two of values; often 3, 5 or 6 values: a sum, its division folded
-    into the next quantizer; sometimes "same" padding, refused), or a global one (flat output
+    into the next quantizer; "same" padding, refused for an average), or a global one (flat output
     unless ``keepdims``; an average over any length). ``pending``: float ops run since the
     accumulator, where averages are refused, so they are made only sometimes there; ``after``:
     the pool reads a quantizer's output, so an average not over a power of two of values gets a
@@ -1007,7 +1011,7 @@ def _pool_1d(rng, cur, add, pending: bool, after: bool = False) -> tuple:
         p = fits[rng.integers(len(fits))]
     t = rng.random()
     s = p if t < 0.6 else 1 if t < 0.85 else int(rng.integers(1, 3))
-    padding = "same" if rng.random() < 0.04 else "valid"
+    padding = "same" if rng.random() < 0.04 or (not average and _SIDE[2].random() < SAME_POOLS) else "valid"
     cls = keras.layers.AveragePooling1D if average else keras.layers.MaxPooling1D
     add(cls(p, strides=s, padding=padding), f"{cls.__name__}({p}, strides={s}, padding={padding!r})")
     out = (-(-length // s), c) if padding == "same" else ((length - p) // s + 1, c)
@@ -1143,8 +1147,11 @@ def _set_weights(model, rng, x) -> None:
         elif layer.weights:
             new = []
             tiny = _SIDE[1].random() < TINY_WEIGHTS  # a kernel whose codes all round to zero (but a sign's)
-            for w in layer.get_weights():
+            zero_bias = _SIDE[2].random() < ZERO_BIASES  # a bias as Keras initializes it
+            for var, w in zip(layer.weights, layer.get_weights()):
                 scale = (1e-4 if tiny else 1.0) if w.ndim > 1 else 2.0
+                if zero_bias and var.name == "bias":
+                    scale = 0.0
                 new.append((rng.uniform(-1.5, 1.5, size=w.shape) * scale).astype(np.float32))
             layer.set_weights(new)
 
@@ -1286,8 +1293,8 @@ def quantizer_forms(model) -> list[str]:
 
 def front_forms(case: Case) -> list[str]:
     """How the model's input gets its type (``"input: QuantActivation"``, ``"input: input_type"``),
-    the views before it (``"input: Flatten first"``) and QKeras's layer names it uses: the
-    front-door forms the C-simulations cover like quantizer forms."""
+    the views before it (``"input: Flatten first"``), QKeras's layer names it uses and its "same"
+    max pools: the front-door and layer forms the C-simulations cover like quantizer forms."""
     import keras
 
     from .layers import QuantActivation
@@ -1301,7 +1308,13 @@ def front_forms(case: Case) -> list[str]:
             found.append("input: QuantActivation")
         break
     qkeras = {type(layer).__name__ for layer in case.model.layers} & {"QDense", "QConv2D", "QActivation"}
-    return found + [f"layer: {name} (QKeras's name)" for name in sorted(qkeras)]
+    pools = (keras.layers.MaxPooling1D, keras.layers.MaxPooling2D)
+    same = {type(layer).__name__ for layer in case.model.layers if isinstance(layer, pools) and layer.padding == "same"}
+    return (
+        found
+        + [f"layer: {name} (QKeras's name)" for name in sorted(qkeras)]
+        + [f"layer: {name}(padding='same')" for name in sorted(same)]
+    )
 
 
 def random_target(rng, graph, io_type: str) -> dict:

@@ -202,6 +202,10 @@ def test_quantconv1d_freezes_exactly(conv):
     [
         [keras.layers.BatchNormalization(), keras.layers.MaxPooling1D(2), QuantActivation("ste_sign")],  # moved, any gamma
         [keras.layers.MaxPooling1D(3, strides=1), keras.layers.BatchNormalization(), QuantActivation(IN_Q)],  # on the accumulator
+        # "same": a zeropad1d of the lowest reachable code, then the valid pool (moved with it, or on the accumulator)
+        [keras.layers.BatchNormalization(), keras.layers.MaxPooling1D(3, strides=2, padding="same"), QuantActivation("ste_sign")],
+        [keras.layers.MaxPooling1D(2, padding="same"), keras.layers.BatchNormalization(), QuantActivation(IN_Q)],
+        [QuantActivation(IN_Q), keras.layers.MaxPooling1D(4, strides=3, padding="same")],
         [keras.layers.AveragePooling1D(4, strides=2), keras.layers.BatchNormalization(), QuantActivation(IN_Q)],
         [keras.layers.BatchNormalization(), QuantActivation(IN_Q), keras.layers.AveragePooling1D(2)],
         [keras.layers.GlobalMaxPooling1D(), keras.layers.BatchNormalization(), QuantActivation("ste_sign")],
@@ -303,10 +307,6 @@ REFUSALS = [
         [keras.layers.AveragePooling1D(3, padding="same", name="ap"), QuantActivation("ste_sign")],
         "layer 'ap' (AveragePooling1D) has padding='same'; only padding='valid' can be frozen: Keras divides its "
         "border windows by the fewer values they hold",
-    ),
-    (
-        [keras.layers.MaxPooling1D(2, padding="same", name="mp"), QuantActivation("ste_sign")],
-        "layer 'mp' (MaxPooling1D) has padding='same'; only padding='valid' can be frozen",
     ),
     (
         [keras.layers.AveragePooling1D(2, padding="same", name="ap"), QuantActivation("ste_sign")],

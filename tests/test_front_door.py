@@ -167,6 +167,21 @@ def test_a_last_layer_with_a_float_bias_ends_in_its_own_affine_node():
     assert report.keras_vs_emulator == 0, report.describe()
 
 
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_a_float_bias_of_zeros_exports_without_its_affine_layer(io_type, tmp_path):
+    """A bias as Keras initializes it (zeros) is an affine node that changes nothing; hls4ml would
+    fuse its layer into the dense layer before it, so export leaves it out (once a "please
+    report this" error after hls4ml's flows)."""
+    from graphs import PYNQ, export_quietly
+
+    model = _model((4,), QuantDense(3, input_quantizer="quantized_bits(4, 0)", kernel_quantizer="ste_sign", name="d"))
+    assert not model.get_layer("d").get_weights()[1].any()
+    graph = _frozen(model)
+    assert graph.output.name == "d_bias"
+    project = export_quietly(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
+    assert [layer.name for layer in project.model.get_layers()][-1] == "d"
+
+
 @functools.cache
 def _front_cases():
     """The first 14 fuzzer models from seed 30000 that give the input's type another way, with

@@ -8,7 +8,17 @@ from graphs import BINARY, lattice_graph
 
 from edgebnn.emulate import emulate
 from edgebnn.fixed import FixedType
-from edgebnn.graph import Graph, avgpool2d_node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
+from edgebnn.graph import (
+    Graph,
+    avgpool2d_node,
+    conv2d_node,
+    dense_node,
+    flatten_node,
+    input_node,
+    maxpool2d_node,
+    pad2d_node,
+    threshold_node,
+)
 from edgebnn.graph.lattice import lattice
 from edgebnn.graph.ops.threshold import compare_shift
 
@@ -82,3 +92,18 @@ def test_a_threshold_off_its_lattice_is_refused():
     graph["q2"].params["thresholds"] = graph["q2"].params["thresholds"] + 1
     with pytest.raises(GraphError, match="thresholds must lie on the lattice of its inputs"):
         graph.validate()
+
+
+def test_a_padding_adds_its_code_and_a_pool_after_it_keeps_that():
+    """A "same" max pool's padding of a level (-1 of signs) keeps the odd lattice; one of 0 does not."""
+    inp, sign = _binary_input((3, 3, 2))
+    x = np.array([np.reshape(bits, (3, 3, 2)) for bits in itertools.product([0.0, 0.75], repeat=18)][::997])
+    for pad, want in [(-1, [2, 2]), (0, [1, 1])]:
+        p = pad2d_node("p", sign, ((1, 0), (0, 1)), pad)
+        mp = maxpool2d_node("mp", p, (2, 2), (2, 2))
+        nodes = [inp, sign, p, mp]
+        for node in (p, mp):
+            base, step = lattice(node, _source(nodes))
+            assert step.tolist() == want, (pad, node.name)
+            codes = node.type.codes(_reached(nodes, x)[node.name]).reshape(-1, 2)
+            assert np.all(np.mod(codes - base, step) == 0)  # every reached code on it

@@ -33,9 +33,10 @@ rewrite those into steps and the steps into nodes:
 * a ``Flatten`` of an (H, W, C) tensor becomes a flatten node. Between an accumulator and its
   quantizer it is moved after the quantizer (a reshape commutes with elementwise ops), so the
   thresholds stay per channel instead of per flattened feature;
-* a ``MaxPooling2D`` (channels_last, "valid" padding; "same" is refused) becomes a maxpool2d
-  node. On a quantized tensor (after a requantization) or directly on an accumulator it is
-  exact as it stands. Between an accumulator and its quantizer (conv -> BN -> MaxPool ->
+* a ``MaxPooling2D`` (channels_last) becomes a maxpool2d node, after a pad2d node for "same"
+  padding (the lowest code the tensor reaches, so each maximum is of real elements, as Keras's).
+  On a quantized tensor (after a requantization) or directly on an accumulator it is exact as
+  it stands. Between an accumulator and its quantizer (conv -> BN -> MaxPool ->
   quantizer, larq's usual order) it is moved after the quantizer, which is exact only when
   the requantization commutes with the maximum: freeze enumerates every accumulator value
   per channel, evaluates in Keras the float ops *before* the pool, and requires the
@@ -116,6 +117,7 @@ import numpy as np
 from keras import ops
 
 from ..graph import Graph
+from . import kinds
 from .chain import branches, inbound, layer_chain, model_jit
 from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
 from .logits import keras_logits
@@ -230,5 +232,6 @@ def trace(model, x, strip_softmax: bool = True, input_type=None) -> dict[str, np
         xs = [tensors[name] for name in step.inputs] or [x]
         h = step.keras_eval(xs if step.kind in MERGES else xs[0])
         tensors[step.name] = h
-        out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
+        if kinds.KINDS[step.kind].traced:
+            out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)
     return out

@@ -18,6 +18,7 @@ class Kind(NamedTuple):
 
     keras_eval: Callable  # (step, keras tensor) -> keras tensor
     node: Callable  # (step, freezing) -> Node reading the step's inputs (freezing.source(step))
+    traced: bool = True  # Keras holds the step's tensor (``trace`` records it; a pool's own padding it does not)
 
 
 KINDS = {

@@ -12,6 +12,7 @@ bias offset all show. The lattice of an op's output from its input's:
 - threshold: its levels per channel (step the gcd of their differences);
 - dense, conv2d: the weighted sum above, on the accumulator's codes (products and bias scaled
   onto its grid); a padded convolution's windows also read the pad code;
+- pad2d: its input's, with the pad code too (the padded positions hold it);
 - maxpool2d: its input's (a maximum is one of its inputs);
 - avgpool2d: the window sums of its input's, on its finer grid;
 - flatten: its input's, per flat feature.
@@ -44,6 +45,10 @@ def lattice(node: Node, source: Callable[[str], Node]) -> tuple[np.ndarray, np.n
         return _weighted(node, src, *lattice(src, source))
     if node.op == "maxpool2d":
         return lattice(source(node.inputs[0]), source)
+    if node.op == "pad2d":
+        base, step = lattice(source(node.inputs[0]), source)
+        pad = int(node.attrs["pad_code"])
+        return _reduced(base, np.array([_gcd([s, pad - b]) for b, s in zip(base, step)], dtype=np.int64))
     if node.op == "avgpool2d":
         src = source(node.inputs[0])
         base, step = lattice(src, source)

@@ -1,7 +1,8 @@
 """The hls4ml model built from a deployment graph, and its check after hls4ml's flows.
 
 - :func:`hls_chain`: the nodes hls4ml gets (io_stream runs elementwise ops before a flatten; a
-  merge of more than two inputs is a chain of two-input merges);
+  merge of more than two inputs is a chain of two-input merges; an affine node that changes
+  nothing is left out);
 - :func:`hls_names`: C-identifier layer names;
 - :func:`hls_config` and :func:`layer_list`: the configuration (every precision explicit) and the
   layer list (every input of a node), each op's part from its lowering module (``ops``);
@@ -21,7 +22,7 @@ from hls4ml.backends import get_backend
 from ...graph import Graph, Node
 from ...graph.node import Nodes
 from ..target import Target
-from .ops import flatten, lowering, source
+from .ops import affine, flatten, lowering, source
 from .ops._merge import merge_steps
 from .ops.common import check_packing, expect_precision, precision
 
@@ -52,8 +53,11 @@ def hls_chain(graph: Graph, io_type: str) -> Chain:
     last moved node read the flatten instead. A flatten read by several nodes stays in place.
 
     In both io types a merge (``MULTI_INPUT``) of more than two inputs is replaced by the chain of
-    two-input merges hls4ml can build (``ops._merge.merge_steps``), its partial results first.
+    two-input merges hls4ml can build (``ops._merge.merge_steps``), its partial results first, and
+    an affine node that changes nothing (``affine.is_identity``: a float bias of zeros) is left
+    out, its readers reading its input (hls4ml would fuse it away).
     """
+    graph = Chain(_without_identities(graph))
     if io_type != "io_stream":
         return _split_merges(list(graph.nodes), io_type)
     readers = {n.name: len(graph.readers(n)) for n in graph.nodes}
@@ -94,6 +98,19 @@ def hls_chain(graph: Graph, io_type: str) -> Chain:
     if pending:
         emit_pending()
     return _split_merges(nodes, io_type, frozenset(moved))
+
+
+def _without_identities(graph) -> list[Node]:
+    """The graph's nodes without its identity affine nodes, each reader reading what one read."""
+    held: dict[str, str] = {}  # a left-out node -> the node holding its value
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        inputs = [held.get(i, i) for i in node.inputs]
+        if node.op == "affine" and affine.is_identity(node, graph[node.inputs[0]]):
+            held[node.name] = inputs[0]
+        else:
+            nodes.append(node if inputs == node.inputs else dataclasses.replace(node, inputs=inputs))
+    return nodes
 
 
 def _split_merges(nodes: list[Node], io_type: str, moved: frozenset[str] = frozenset()) -> Chain:

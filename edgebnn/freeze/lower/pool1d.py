@@ -19,10 +19,10 @@ def is_global(layer) -> bool:
     return isinstance(layer, GLOBAL)
 
 
-def check(layer, padding_reason: str = "") -> None:
-    """Refuse the options the 1-D pool nodes do not have."""
+def check(layer, padding_reason: str = "", same: bool = False) -> None:
+    """Refuse the options the 1-D pool nodes do not have (``same``: "same" padding is accepted, a max pool)."""
     if not is_global(layer):
-        pooling.check(layer, padding_reason, shape_name="(L, C)")
+        pooling.check(layer, padding_reason, shape_name="(L, C)", same=same)
         return
     if layer.data_format != "channels_last":
         raise FreezeError(f"{where(layer)} uses data_format={layer.data_format!r}; only channels_last is supported")
@@ -38,11 +38,11 @@ def window(layer) -> tuple[int, int]:
     return int(layer.pool_size[0]), int(layer.strides[0])
 
 
-def steps(source: Layer, kind: str, then=()) -> Iterator:
-    """The pool step of ``kind``, the items ``then`` (an average's division), and for a global
-    pool without ``keepdims`` a flatten step."""
+def steps(source: Layer, kind: str, then=(), pad_kind: str = "") -> Iterator:
+    """The pad step of ``pad_kind`` of a "same" pool, the pool step of ``kind``, the items ``then``
+    (an average's division), and for a global pool without ``keepdims`` a flatten step."""
     layer = source.layer
-    yield Step(layer.name, kind, layer, sources=[layer.name])
+    yield from pooling.pool_steps(source, kind, pad_kind)
     yield from then
     if is_global(layer) and not layer.keepdims:
         yield Step(f"{layer.name}_flatten", "flatten", layer, sources=[layer.name])
@@ -54,4 +54,5 @@ def keras_eval(step: Step, x, reduce, pool):
     layer = step.layer
     if is_global(layer):
         return reduce(x, axis=1, keepdims=True)
-    return pool(x, pool_size=tuple(layer.pool_size), strides=tuple(layer.strides), padding="valid", data_format="channels_last")
+    strides = tuple(layer.strides)
+    return pool(x, pool_size=tuple(layer.pool_size), strides=strides, padding=layer.padding, data_format="channels_last")

@@ -18,7 +18,7 @@ from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 from ..lower import reshape
 
-MOVED = ("flatten", "reshape", "maxpool2d", "maxpool1d")
+MOVED = ("flatten", "reshape", "maxpool2d", "maxpool1d", "pool_pad2d", "pool_pad1d")  # a "same" max pool's pad too
 MAXPOOLS = ("maxpool2d", "maxpool1d")
 VIEWS = ("flatten", "reshape")
 

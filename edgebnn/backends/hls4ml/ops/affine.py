@@ -15,7 +15,18 @@ from .common import expect_precision, own_hls_layer, precision
 from .common import own_config_names as config_names
 from .common import same_reuse_factor as reuse_factor
 
-__all__ = ["ELEMENTWISE", "check", "config_names", "hls_class", "hls_layers", "layer", "precisions", "reuse_factor", "verify"]
+__all__ = [
+    "ELEMENTWISE",
+    "check",
+    "config_names",
+    "hls_class",
+    "hls_layers",
+    "is_identity",
+    "layer",
+    "precisions",
+    "reuse_factor",
+    "verify",
+]
 
 ELEMENTWISE = False  # per channel, but hls4ml's stream version indexes by packet position
 
@@ -40,6 +51,13 @@ def _values(node: Node) -> dict[str, np.ndarray]:
         "scale": node.fixed_attr("scale_type").from_codes(node.params["scale"]),
         "bias": node.fixed_attr("offset_type").from_codes(node.params["offset"]),
     }
+
+
+def is_identity(node: Node, src: Node) -> bool:
+    """The node changes nothing: every scale 1, every offset 0, its input's type (a float bias of
+    zeros; hls4ml fuses such a layer into a dense or convolution before it, so export leaves it out)."""
+    values = _values(node)
+    return node.type == src.type and bool(np.all(values["scale"] == 1) and np.all(values["bias"] == 0))
 
 
 def layer(node: Node, src: Node) -> dict:
