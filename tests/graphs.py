@@ -44,6 +44,16 @@ def export_quietly(graph, path, **kwargs):
         return hls.export(graph, path, **kwargs)
 
 
+def csim_verified(model, graph, x, path, io_type):
+    """The verify report of ``model`` = ``graph``'s emulator = its C-simulation on ``x``, exported
+    to ``path`` for pynq-z2 in ``io_type``."""
+    from edgebnn.verify import verify
+
+    project = export_quietly(graph, path, board=PYNQ, io_type=io_type)
+    project.compile()
+    return verify(model, graph, x, project=project)
+
+
 def every_op_graph(pad_code=0) -> Graph:
     """One node of every graph op: input -> conv2d ('same' padding with ``pad_code``, bias) ->
     maxpool2d -> avgpool2d -> flatten -> dense (bias) -> cast -> threshold."""

@@ -1,8 +1,6 @@
 """AveragePooling2D end to end: the graph op (exact means on a finer grid), its cost, its hls4ml
 export (C-simulation = emulator in io_parallel and io_stream) and its freeze from Keras."""
 
-import warnings
-
 import numpy as np
 import pytest
 from graphs import fuzz_cases
@@ -260,21 +258,14 @@ def test_refusals_name_the_layer_and_the_fix():
 @pytest.mark.csim
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
 def test_verify_end_to_end(io_type, tmp_path):
-    from graphs import PYNQ
+    from graphs import csim_verified
 
-    from edgebnn.backends.hls4ml import export
     from edgebnn.freeze import freeze
-    from edgebnn.verify import verify
 
     model = keras_pooled("on_accumulator", "ste_sign", strides=(2, 1))  # io_stream: strides = pool
     x = keras_inputs(100, 3)
     adversarial(model, x, 4)
-    graph = freeze(model)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
-    project.compile()
-    report = verify(model, graph, x, project=project)
+    report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
     assert (report.samples, report.keras_vs_emulator, report.emulator_vs_csim) == (100, 0, 0), report.describe()
 
 

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 from bn import adversarial_on_inputs
-from graphs import PYNQ, fuzz_cases, keras_edge_inputs
+from graphs import fuzz_cases, keras_edge_inputs
 
 from edgebnn.emulate import emulate
 from edgebnn.freeze import freeze, trace
@@ -85,15 +85,9 @@ def test_fuzzed_models_hold_same_max_pools_that_freeze():
 @pytest.mark.csim
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
 def test_verify_end_to_end(io_type, tmp_path):
-    from edgebnn.backends.hls4ml import export
-    from edgebnn.verify import verify
+    from graphs import csim_verified
 
     model = pooled("moved", (2, 2), (2, 2))  # io_stream pools windows of their stride only
     x = keras_edge_inputs(100, 4, (7, 8, 2))
-    graph = frozen(model, x, 6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        project = export(graph, tmp_path / "prj", board=PYNQ, io_type=io_type)
-    project.compile()
-    report = verify(model, graph, x, project=project)
+    report = csim_verified(model, frozen(model, x, 6), x, tmp_path / "prj", io_type)
     assert (report.samples, report.keras_vs_emulator, report.emulator_vs_csim) == (100, 0, 0), report.describe()
