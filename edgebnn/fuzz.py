@@ -1293,8 +1293,9 @@ def quantizer_forms(model) -> list[str]:
 
 def front_forms(case: Case) -> list[str]:
     """How the model's input gets its type (``"input: QuantActivation"``, ``"input: input_type"``),
-    the views before it (``"input: Flatten first"``), QKeras's layer names it uses and its "same"
-    max pools: the front-door and layer forms the C-simulations cover like quantizer forms."""
+    the views before it (``"input: Flatten first"``), QKeras's layer names it uses, its "same"
+    max pools and its pools of overlapping or gapped windows: the front-door and layer forms the
+    C-simulations cover like quantizer forms."""
     import keras
 
     from .layers import QuantActivation
@@ -1310,10 +1311,17 @@ def front_forms(case: Case) -> list[str]:
     qkeras = {type(layer).__name__ for layer in case.model.layers} & {"QDense", "QConv2D", "QActivation"}
     pools = (keras.layers.MaxPooling1D, keras.layers.MaxPooling2D)
     same = {type(layer).__name__ for layer in case.model.layers if isinstance(layer, pools) and layer.padding == "same"}
+    windows = (*pools, keras.layers.AveragePooling1D, keras.layers.AveragePooling2D)
+    strided = {
+        type(layer).__name__
+        for layer in case.model.layers
+        if isinstance(layer, windows) and tuple(layer.strides) != tuple(layer.pool_size)
+    }
     return (
         found
         + [f"layer: {name} (QKeras's name)" for name in sorted(qkeras)]
         + [f"layer: {name}(padding='same')" for name in sorted(same)]
+        + [f"layer: {name}(strides != pool_size)" for name in sorted(strided)]
     )
 
 

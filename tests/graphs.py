@@ -154,7 +154,8 @@ def affine_graph(seed=0) -> Graph:
 
 
 def ops_1d_graph() -> Graph:
-    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d -> sumpool1d
+    """The 1-D ops: input (12, 2) -> conv1d (padding [1, 1], bias) -> maxpool1d (overlapping
+    windows of 3 at stride 2) -> sumpool1d
     (overlapping windows of 3 values) -> zeropad1d -> avgpool1d -> zeropad1d of a non-zero code (a
     QuantConv1D's pad_values) -> conv1d (a dilated kernel: zero middle tap) -> maxpool1d over the
     whole length (a global max pool) -> flatten -> dense -> threshold."""
@@ -166,7 +167,7 @@ def ops_1d_graph() -> Graph:
     conv = conv1d_node(
         "conv", inp, rng.integers(-3, 4, (3, 2, 3)), wt, padding=(1, 1), bias=rng.integers(-20, 20, 3), bias_type=bt
     )
-    pool = maxpool1d_node("pool", conv)
+    pool = maxpool1d_node("pool", conv, 3, 2)  # overlapping windows
     sums = sumpool1d_node("sum", pool, 3, 1)
     pad = zeropad1d_node("pad", sums, (2, 2))
     avg = avgpool1d_node("avg", pad, 2)
@@ -174,7 +175,7 @@ def ops_1d_graph() -> Graph:
     kernel[1] = 0  # dilation 2 as freeze writes it
     padv = zeropad1d_node("padv", avg, (1, 1), pad_code=-3)
     conv2 = conv1d_node("conv2", padv, kernel, wt)
-    glob = maxpool1d_node("glob", conv2, 4)
+    glob = maxpool1d_node("glob", conv2, 3)
     flat = flatten_node("flat", glob)
     dense = dense_node("dense", flat, rng.integers(-3, 4, (2, 3)), wt)
     thr = threshold_node("thr", dense, [[-9, 4], [0, 15], [5, 5]], [[-2, 0, 1]] * 3, FixedType(2, 2))
@@ -210,10 +211,11 @@ def dag_graph() -> Graph:
 # one C-simulation per graph and io type); a new family of ops adds its own graph here
 def ops_2d_graph() -> Graph:
     """The 2-D view and window ops: input -> pad2d (a non-zero code) -> sumpool2d (3x3 windows,
-    stride 2) -> threshold -> reshape (3, 3, 2) -> (3, 6, 1) -> conv2d -> sumpool2d over the
-    whole (2, 5) window (a global average's sum) -> threshold -> flatten -> dense."""
+    stride 2) -> threshold -> reshape (3, 3, 2) -> (3, 6, 1) -> conv2d -> maxpool2d (overlapping
+    2x2 windows at stride 1) -> sumpool2d over the whole (1, 4) window (a global average's sum) ->
+    threshold -> flatten -> dense."""
     from edgebnn.emulate import emulate
-    from edgebnn.graph import conv2d_node, flatten_node, pad2d_node, reshape_node, sumpool2d_node
+    from edgebnn.graph import conv2d_node, flatten_node, maxpool2d_node, pad2d_node, reshape_node, sumpool2d_node
 
     rng = np.random.default_rng(3)
     it = FixedType.from_string("fixed<6,2,RND_CONV,SAT>")
@@ -234,6 +236,7 @@ def ops_2d_graph() -> Graph:
     nodes.append(reshape_node("view", nodes[-1], (3, 6, 1)))
     wt = FixedType.from_string("fixed<3,3>")
     nodes.append(conv2d_node("conv", nodes[-1], rng.integers(-3, 4, (2, 2, 1, 3)), wt))
+    nodes.append(maxpool2d_node("mp", nodes[-1], (2, 2), (1, 1)))  # overlapping windows (io_stream: EdgebnnPool2D)
     nodes.append(sumpool2d_node("gsum", nodes[-1], tuple(nodes[-1].shape[:2])))
     add_threshold("q1", FixedType.from_string("ufixed<2,2>"))
     nodes.append(flatten_node("flat", nodes[-1]))

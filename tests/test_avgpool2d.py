@@ -82,8 +82,9 @@ def pooled_chain(pool, strides=None, cast=None, shape=(6, 4, 3), t="fixed<5,2,RN
 CASES = {
     "parallel": (lambda: pooled_graph(), {}),
     "stream": (lambda: pooled_graph(), {"io_type": "io_stream"}),
-    # overlapping windows (io_parallel only), then a rounding, saturating relu cast of the means
+    # overlapping windows, then a rounding, saturating relu cast of the means
     "overlap_cast": (lambda: pooled_chain((2, 1), (1, 1), cast="ufixed<3,1,RND,SAT>"), {}),
+    "overlap_stream": (lambda: pooled_chain((2, 2), (1, 2), cast="ufixed<3,1,RND,SAT>"), {"io_type": "io_stream"}),
     "wide_stream_cast": (
         lambda: pooled_chain((4, 2), (4, 2), cast="fixed<4,1,RND_ZERO,SAT_SYM>", shape=(8, 6, 2), t="ufixed<6,3,RND,SAT>"),
         {"io_type": "io_stream"},
@@ -99,18 +100,13 @@ def test_csim_equals_emulator(compiled):
     assert_csim_equals_emulator(project, graph, edge_inputs(graph, n=200))
 
 
-def test_overlapping_windows_are_refused_in_io_stream(tmp_path):
-    from graphs import PYNQ, export_quietly
+def test_overlapping_windows_are_edgebnn_pools():
+    """hls4ml's io_stream Pooling2D asserts strides equal to the pool: strides other than the pool
+    are edgebnn's EdgebnnPool2D in both io types (hls4ml's own array pooling inside)."""
+    from edgebnn.backends.hls4ml.ops import avgpool2d
 
-    from edgebnn.errors import EdgebnnError
-
-    with pytest.raises(
-        EdgebnnError,
-        match=r"graph node 'avg' \(avgpool2d\) pools \[2, 1\] windows with strides "
-        r"\[1, 1\].*io_parallel or strides=pool_size",
-    ):
-        export_quietly(pooled_graph((2, 1), (1, 1)), tmp_path / "p", board=PYNQ, io_type="io_stream")
-    assert not (tmp_path / "p").exists()
+    assert avgpool2d.hls_class(pooled_graph((2, 1), (1, 1))["avg"]) == "EdgebnnPool2D"
+    assert avgpool2d.hls_class(pooled_graph()["avg"]) == "Pooling2D"
 
 
 # --------------------------------------------------------------- frozen from Keras

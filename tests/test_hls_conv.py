@@ -90,8 +90,9 @@ CASES = {
     # max pooling on an accumulator and on thresholded outputs (overlapping, stride 1, odd sizes dropped)
     "conv_pool": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS, **{**MULTIBIT, "seed": 4}), {}),
     "conv_pool_bnn": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {}),
-    # io_stream pools non-overlapping windows only
     "conv_pool_stream": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS_STREAM), {"io_type": "io_stream"}),
+    # overlapping windows in io_stream: edgebnn's EdgebnnPool2D (hls4ml's own asserts strides = pool)
+    "conv_pool_overlap_stream": (lambda: conv_net(input_shape=(9, 9, 2), pools=POOLS), {"io_type": "io_stream"}),
     # 1x1 kernels: hls4ml's PointwiseConv2D (D3), stride 1 and stride (2, 1) with padding
     "pointwise": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE, **{**MULTIBIT, "seed": 5}), {}),
     "pointwise_bnn_stream": (lambda: conv_net(input_shape=(5, 4, 2), convs=POINTWISE), {"io_type": "io_stream"}),
@@ -134,11 +135,14 @@ def test_project_has_the_graph_layers(compiled):
     n_pointwise = sum(node.params["weight"].shape[:2] == (1, 1) for node in convs)
     assert classes.count("Conv2D") == len(convs) - n_pointwise
     assert classes.count("PointwiseConv2D") == n_pointwise  # hls4ml's class for 1x1 kernels
-    assert classes.count("Pooling2D") == sum(node.op == "maxpool2d" for node in graph.nodes)
+    pools = [node for node in graph.nodes if node.op == "maxpool2d"]
+    strided = [node for node in pools if node.attrs["pool"] != node.attrs["strides"]]  # overlapping windows
+    assert (classes.count("Pooling2D"), classes.count("EdgebnnPool2D")) == (len(pools) - len(strided), len(strided))
     with open(os.path.join(project.path, "firmware", "myproject.cpp")) as fh:
         code = fh.read()
     assert code.count("nnet::conv_2d_cl") == len(convs) - n_pointwise
     assert code.count("nnet::pointwise_conv_2d_cl") == n_pointwise
+    assert code.count("nnet::edgebnn_pool2d") == len(strided)
 
 
 def test_nonzero_padding_value_is_refused(tmp_path):
@@ -176,12 +180,6 @@ def test_first_thresholds_hit_exactly(compiled):
     on = (acc[..., None] == first.params["thresholds"][None, None]).any(axis=(1, 2, 3))
     assert on.sum() >= 20
     assert_csim_equals_emulator(project, graph, x[on][:100])
-
-
-def test_overlapping_pool_is_refused_in_io_stream(tmp_path):
-    graph = conv_net(input_shape=(9, 9, 2), pools=POOLS)
-    with pytest.raises(EdgebnnError, match=r"'pool1_act0' \(maxpool2d\) pools \[2, 1\] windows with strides \[1, 1\]"):
-        hls.export(graph, tmp_path / "prj", board=PYNQ, io_type="io_stream")
 
 
 @pytest.mark.parametrize("compiled", ["pointwise_resource", "pointwise_resource_stream"], indirect=True)

@@ -10,6 +10,7 @@ The modules, in the order an export runs them:
                      check of hls4ml's model after its flows against the graph
 ``threshold_layer``  edgebnn's ``EdgebnnThreshold`` hls4ml layer, its templates and registration
 ``pad_layer``        edgebnn's ``EdgebnnPad2D`` / ``EdgebnnPad1D`` hls4ml layers (constant padding), the same way
+``pool_layer``       edgebnn's ``EdgebnnPool2D`` hls4ml layer (2-D pools of any strides, io_stream too), the same way
 ``project``          ``HLSProject``: compile, ``predict`` (C-simulation), ``trace``
 ``cost/<op>.py``     each op's resources and latency as hls4ml builds it, for ``edgebnn.estimate``
 

@@ -31,7 +31,7 @@ from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
-from . import pad_layer, reuse, threshold_layer
+from . import pad_layer, pool_layer, reuse, threshold_layer
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering, source
 from .project import HLSExportWarning, HLSProject
@@ -107,6 +107,7 @@ def export(
 
     threshold_layer.register(BACKENDS)
     pad_layer.register(BACKENDS)
+    pool_layer.register(BACKENDS)
     chain = hls_chain(graph, target.io_type)
     names = hls_names(graph, chain)
     layers = layer_list(chain, names)

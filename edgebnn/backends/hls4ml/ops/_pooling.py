@@ -1,29 +1,35 @@
 """What the pooling ops' hls4ml lowerings share: the ``Pooling2D`` and ``Pooling1D`` layer entries (valid padding,
-no pad amounts), io_stream's refusal of strides other than the pool size, and the post-flow check."""
+no pad amounts) and the post-flow check.
+
+Strides other than the pool size (overlapping or gapped windows): a 2-D pool is edgebnn's
+``EdgebnnPool2D`` (``pool_layer``: hls4ml's own io_stream ``Pooling2D`` asserts strides equal to
+the pool, although its line-buffer window handles any); a 1-D pool stays hls4ml's ``Pooling1D``,
+whose line-buffer implementation (the one configured; the post-flow check sees it) takes any
+stride."""
 
 from __future__ import annotations
 
-from ....errors import EdgebnnError
 from ....graph import Node
 from .common import expect_precision
 
-
-def check_stream_windows(node: Node, io_type: str, where: str) -> None:
-    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    if io_type == "io_stream" and node.attrs["pool"] != node.attrs["strides"]:
-        raise EdgebnnError(
-            f"{where} pools {node.attrs['pool']} windows with strides {node.attrs['strides']}, but hls4ml's "
-            "io_stream pooling needs strides equal to the pool size; use io_parallel or strides=pool_size"
-        )
+POOL_CLASS = "EdgebnnPool2D"
 
 
-def pooling_layer(node: Node, src: Node, class_name: str) -> dict:
-    """The layer-list fields (besides name and inputs) of a ``Pooling2D`` of class ``class_name``
-    (its Keras converters' name, from which hls4ml takes the pool op): shapes, pool size and
-    strides, valid padding."""
+def pool2d_class(node: Node) -> str:
+    """hls4ml's class of a 2-D pool node's layer: ``Pooling2D``, or ``EdgebnnPool2D`` for strides other than the pool."""
+    return POOL_CLASS if node.attrs["pool"] != node.attrs["strides"] else "Pooling2D"
+
+
+def pooling_layer(node: Node, src: Node, pool_op: str) -> dict:
+    """The layer-list fields (besides name and inputs) of a 2-D pool node pooling with ``pool_op``
+    (Max, Average): a ``Pooling2D`` of class MaxPooling2D / AveragePooling2D (its Keras converters'
+    names, from which hls4ml takes the pool op), or an ``EdgebnnPool2D`` given the op (strides other
+    than the pool); shapes, pool size and strides, valid padding."""
     (ph, pw), (sh, sw) = node.attrs["pool"], node.attrs["strides"]
+    own = pool2d_class(node) == POOL_CLASS
     return dict(
-        class_name=class_name,
+        class_name=POOL_CLASS if own else f"{pool_op}Pooling2D",
+        **({"pool_op": pool_op} if own else {}),
         data_format="channels_last",
         in_height=int(src.shape[0]),
         in_width=int(src.shape[1]),
@@ -45,12 +51,18 @@ def pooling_layer(node: Node, src: Node, class_name: str) -> dict:
 
 
 def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
-    """Post-flow check of a ``Pooling2D``: its accumulator type is ``accum`` and it still pools
-    with ``pool_op`` (Max or Average)."""
+    """Post-flow check of a pooling layer: its accumulator type is ``accum``, it still pools with
+    ``pool_op`` (Max or Average), and with the line buffer (the implementation whose io_stream
+    windows take any stride)."""
     expect_precision(backend, layer, "accumulator", layer.get_attr("accum_t").precision, accum)
     if layer.get_attr("pool_op") != pool_op:
         raise RuntimeError(
             f"hls4ml made layer {layer.name!r} pool with {layer.get_attr('pool_op')}; please report this to edgebnn"
+        )
+    if str(layer.get_attr("implementation", "linebuffer")).lower() != "linebuffer":
+        raise RuntimeError(
+            f"hls4ml configured layer {layer.name!r} with the {layer.get_attr('implementation')} implementation, not the "
+            "line buffer; please report this to edgebnn"
         )
     return []
 

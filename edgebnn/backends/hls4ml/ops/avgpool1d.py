@@ -1,8 +1,8 @@
 """``avgpool1d`` in hls4ml: a ``Pooling1D`` layer (class ``AveragePooling1D``, as its Keras
 converters emit; valid padding) that sums each window in its accumulator type and divides by the
 window size ``p = 2**k``, configured as avgpool2d configures its 2-D twin (``avgpool2d.accumulator``:
-the node's grid with ``k`` more integer bits, so nothing rounds). io_stream hls4ml pools only
-non-overlapping windows (stride = pool size); other strides are refused there. A global average
+the node's grid with ``k`` more integer bits, so nothing rounds). Any stride, in both io types
+(``_pooling``: the line-buffer implementation). A global average
 is a pool over the whole length followed by a flatten node."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from ....graph import Node
 from ....graph.ops._oned import as_2d
 from . import avgpool2d
-from ._pooling import check_stream_windows, pooling1d_layer, verify_pooling
+from ._pooling import pooling1d_layer, verify_pooling
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -26,8 +26,7 @@ def hls_class(node: Node) -> str:
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
-    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    check_stream_windows(node, io_type, where)
+    """Nothing to refuse: any window and strides, in both io types."""
 
 
 def layer(node: Node, src: Node) -> dict:

@@ -6,14 +6,14 @@ io_stream).
 The graph's type holds the exact means (the input grid ``2**k`` times finer), so the accumulator
 gets that grid and ``k`` more integer bits, wide enough for any window sum: hls4ml's ap_fixed
 division by an integer keeps the dividend's fraction bits, and ``sum / N`` lies on that grid, so
-nothing rounds; the result type is the node's. io_stream hls4ml pools only non-overlapping
-windows (stride = pool size); other strides are refused there."""
+nothing rounds; the result type is the node's. Strides other than the pool size make it
+edgebnn's ``EdgebnnPool2D`` (``_pooling``: the same sum and division), in both io types."""
 
 from __future__ import annotations
 
 from ....fixed import FixedType
 from ....graph import Node
-from ._pooling import check_stream_windows, pooling_layer, verify_pooling
+from ._pooling import pool2d_class, pooling_layer, verify_pooling
 from .common import own_config_names as config_names
 from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
@@ -35,8 +35,8 @@ ELEMENTWISE = False
 
 
 def hls_class(node: Node) -> str:
-    """hls4ml's class of the layer after its flows."""
-    return "Pooling2D"
+    """hls4ml's class of the layer after its flows (``EdgebnnPool2D`` for strides other than the pool)."""
+    return pool2d_class(node)
 
 
 def accumulator(node: Node) -> FixedType:
@@ -48,13 +48,12 @@ def accumulator(node: Node) -> FixedType:
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
-    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    check_stream_windows(node, io_type, where)
+    """Nothing to refuse: any window and strides, in both io types."""
 
 
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): a ``Pooling2D`` of class AveragePooling2D."""
-    return pooling_layer(node, src, "AveragePooling2D")
+    return pooling_layer(node, src, "Average")
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:

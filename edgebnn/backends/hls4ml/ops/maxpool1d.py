@@ -1,14 +1,14 @@
 """``maxpool1d`` in hls4ml: a ``Pooling1D`` layer (class ``MaxPooling1D``, as its Keras converters
 emit; valid padding) configured as maxpool2d configures its 2-D twin: the node's type (the
-input's) as accumulator and result. io_stream hls4ml pools only non-overlapping windows (stride
-= pool size); other strides are refused there. A global max pool is a pool over the whole length
+input's) as accumulator and result. Any stride, in both io types (``_pooling``: the
+line-buffer implementation). A global max pool is a pool over the whole length
 followed by a flatten node."""
 
 from __future__ import annotations
 
 from ....graph import Node
 from . import maxpool2d
-from ._pooling import check_stream_windows, pooling1d_layer, verify_pooling
+from ._pooling import pooling1d_layer, verify_pooling
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -24,8 +24,7 @@ def hls_class(node: Node) -> str:
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
-    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    check_stream_windows(node, io_type, where)
+    """Nothing to refuse: any window and strides, in both io types."""
 
 
 def layer(node: Node, src: Node) -> dict:

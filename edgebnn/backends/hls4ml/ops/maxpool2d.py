@@ -1,12 +1,12 @@
 """``maxpool2d`` in hls4ml: a ``Pooling2D`` layer (class ``MaxPooling2D``, as its Keras converters
 emit; valid padding, no pad amounts) whose accumulator and result types are the node's type (the
-input's): a maximum of values on one grid needs no rounding. io_stream hls4ml pools only
-non-overlapping windows (stride = pool size); other strides are refused there."""
+input's): a maximum of values on one grid needs no rounding. Strides other than the pool size
+make it edgebnn's ``EdgebnnPool2D`` (``_pooling``), in both io types."""
 
 from __future__ import annotations
 
 from ....graph import Node
-from ._pooling import check_stream_windows, pooling_layer, verify_pooling
+from ._pooling import pool2d_class, pooling_layer, verify_pooling
 from .common import own_config_names as config_names
 from .common import own_hls_layer, precision
 from .common import same_reuse_factor as reuse_factor
@@ -17,18 +17,17 @@ ELEMENTWISE = False
 
 
 def hls_class(node: Node) -> str:
-    """hls4ml's class of the layer after its flows."""
-    return "Pooling2D"
+    """hls4ml's class of the layer after its flows (``EdgebnnPool2D`` for strides other than the pool)."""
+    return pool2d_class(node)
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
-    """Refuse overlapping or gapped windows (strides other than the pool size) in io_stream."""
-    check_stream_windows(node, io_type, where)
+    """Nothing to refuse: any window and strides, in both io types."""
 
 
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): a ``Pooling2D`` of class MaxPooling2D."""
-    return pooling_layer(node, src, "MaxPooling2D")
+    return pooling_layer(node, src, "Max")
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:
