@@ -24,7 +24,7 @@ from .errors import EdgebnnError
 SCHEMA: dict[str, Any] = {
     "name": str,
     "board": str,
-    "data": {"dataset": str, "test_fraction": float, "seed": int},
+    "data": {"dataset": str, "test_fraction": float, "seed": int, "shape": list},
     "model": list,
     "freeze": {"input_type": str},  # the data's fixed-point type, for a float first layer
     "train": {
@@ -51,7 +51,7 @@ SCHEMA: dict[str, Any] = {
 DEFAULTS: dict[str, Any] = {
     "name": "model",
     "board": "pynq-z2",
-    "data": {"dataset": "digits", "test_fraction": 0.2, "seed": 0},
+    "data": {"dataset": "digits", "test_fraction": 0.2, "seed": 0, "shape": None},  # shape: each sample's (flat)
     "freeze": {"input_type": None},  # the first layer's input_quantizer (or a leading QuantActivation) gives it
     "train": {
         "epochs": 50,
@@ -261,7 +261,7 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
 
 
 # keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
-_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part", "freeze.input_type"}
+_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part", "freeze.input_type", "data.shape"}
 
 _TYPE_NAMES = {
     str: "a string",
@@ -290,17 +290,44 @@ _LAYER_BASE_KWARGS = {"name", "dtype", "trainable"}
 def _layer_classes() -> dict[str, type]:
     import keras
 
-    from .layers import QActivation, QDense, QuantActivation, QuantDense
+    from . import layers as q
 
     return {
-        "QuantDense": QuantDense,
-        "QuantActivation": QuantActivation,
-        "QDense": QDense,  # QKeras's names: activation= may be a quantizer, QKeras's defaults
-        "QActivation": QActivation,
-        "BatchNormalization": keras.layers.BatchNormalization,
-        "Activation": keras.layers.Activation,
-        "Dropout": keras.layers.Dropout,
+        "QuantDense": q.QuantDense,
+        "QuantConv2D": q.QuantConv2D,
+        "QuantConv1D": q.QuantConv1D,
+        "QuantDepthwiseConv2D": q.QuantDepthwiseConv2D,
+        "QuantSeparableConv2D": q.QuantSeparableConv2D,
+        "QuantActivation": q.QuantActivation,
+        "QDense": q.QDense,  # QKeras's names: activation= may be a quantizer, QKeras's defaults
+        "QConv2D": q.QConv2D,
+        "QActivation": q.QActivation,
+        **{
+            name: getattr(keras.layers, name)
+            for name in (
+                "BatchNormalization",
+                "Activation",
+                "Dropout",
+                "Flatten",
+                "Reshape",
+                "MaxPooling2D",
+                "AveragePooling2D",
+                "GlobalMaxPooling2D",
+                "GlobalAveragePooling2D",
+                "MaxPooling1D",
+                "AveragePooling1D",
+                "GlobalMaxPooling1D",
+                "GlobalAveragePooling1D",
+                "ZeroPadding2D",
+                "ZeroPadding1D",
+            )
+        },
     }
+
+
+# a block whose output is its input plus its layers' output (a Bi-Real-style shortcut):
+# ``- Residual: [ {QuantConv2D: {...}}, {BatchNormalization: {}}, {QuantActivation: {...}} ]``
+RESIDUAL = "Residual"
 
 
 _KERAS_DENSE_KWARGS = {
@@ -321,8 +348,16 @@ def _check_layer(spec, where: str) -> None:
         raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}")
     ((cls_name, kwargs),) = spec.items()
     classes = _layer_classes()
+    if cls_name == RESIDUAL:
+        if not (isinstance(kwargs, list) and kwargs):
+            raise ConfigError(f"{where}.{RESIDUAL} must be a list of layers, whose output is added to the block's input")
+        for j, inner in enumerate(kwargs):
+            if isinstance(inner, dict) and RESIDUAL in inner:
+                raise ConfigError(f"{where}.{RESIDUAL}[{j}]: a Residual block cannot hold another; list its layers")
+            _check_layer(inner, f"{where}.{RESIDUAL}[{j}]")
+        return
     if cls_name not in classes:
-        raise ConfigError(f"{where}: unknown layer {cls_name!r}; available: {', '.join(classes)}")
+        raise ConfigError(f"{where}: unknown layer {cls_name!r}; available: {', '.join([*classes, RESIDUAL])}")
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, dict):
@@ -339,56 +374,111 @@ def _check_layer(spec, where: str) -> None:
 
 
 # the layers with a weight matrix, whose reuse factor the export section may set by name
-WEIGHTED_LAYERS = ("QuantDense", "QDense")
+WEIGHTED_LAYERS = (
+    "QuantDense",
+    "QDense",
+    "QuantConv2D",
+    "QConv2D",
+    "QuantConv1D",
+    "QuantDepthwiseConv2D",
+    "QuantSeparableConv2D",
+)
 
 
-def layer_names(model: list) -> dict[int, str]:
-    """The name of each weighted layer of a configuration's model list, by its index: its
-    ``name``, else Keras's default for its class in a fresh session (``quant_dense``,
-    ``quant_dense_1``, ...), which :func:`build_model` gives it."""
-    given = {(kwargs or {}).get("name") for spec in model for kwargs in spec.values()}
-    names, counts = {}, {}
+def _snake(cls_name: str) -> str:
+    """Keras's default layer name of a class (``QuantConv2D`` -> ``quant_conv2d``)."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", cls_name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _flat(model: list, prefix: str = "") -> list[tuple[str, str, dict]]:
+    """(path, class name, kwargs) of every layer of a configuration's model list in order, a
+    Residual block's layers at ``"i.j"``."""
+    out = []
     for i, spec in enumerate(model):
         ((cls_name, kwargs),) = spec.items()
+        if cls_name == RESIDUAL:
+            out += _flat(kwargs, f"{prefix}{i}.")
+        else:
+            out.append((f"{prefix}{i}", cls_name, kwargs or {}))
+    return out
+
+
+def layer_names(model: list) -> dict[int | str, str]:
+    """The name of each weighted layer of a configuration's model list, by its index (``"i.j"``
+    inside a Residual block): its ``name``, else Keras's default for its class in a fresh
+    session (``quant_dense``, ``quant_dense_1``, ...), which :func:`build_model` gives it."""
+    flat = _flat(model)
+    given = {kwargs.get("name") for _, _, kwargs in flat}
+    names, counts = {}, {}
+    for path, cls_name, kwargs in flat:
         if cls_name not in WEIGHTED_LAYERS:
             continue
-        name = (kwargs or {}).get("name")
-        base = re.sub(r"(?<!^)(?=[A-Z])", "_", cls_name).lower()
-        while name is None or (name in given and name != (kwargs or {}).get("name")):
+        name = kwargs.get("name")
+        base = _snake(cls_name)
+        while name is None or (name in given and name != kwargs.get("name")):
             n = counts[base] = counts.get(base, -1) + 1
             name = base if n == 0 else f"{base}_{n}"
-        names[i] = name
+        names[int(path) if path.isdigit() else path] = name
     return names
 
 
 def build_model(config: dict[str, Any], input_shape):
     """The Keras model the configuration describes (each weighted layer named as
-    :func:`layer_names` says, whatever Keras built before in this process)."""
+    :func:`layer_names` says, whatever Keras built before in this process): a Sequential model,
+    or a functional one when it holds Residual blocks."""
     import keras
 
-    from . import constraints
-
-    classes = _layer_classes()
-    layers = [keras.Input(shape=tuple(input_shape), dtype="float32")]
     names = layer_names(config["model"])
+    if not any(RESIDUAL in spec for spec in config["model"]):
+        layers = [keras.Input(shape=tuple(input_shape), dtype="float32")]
+        layers += [_layer(cls_name, kwargs, path, names) for path, cls_name, kwargs in _flat(config["model"])]
+        return keras.Sequential(layers, name=config["name"])
+    inputs = keras.Input(shape=tuple(input_shape), dtype="float32")
+    h = inputs
     for i, spec in enumerate(config["model"]):
         ((cls_name, kwargs),) = spec.items()
-        kwargs = dict(kwargs or {})
-        if i in names:
-            kwargs["name"] = names[i]
-        for key in ("input_quantizer", "kernel_quantizer", "quantizer"):
-            if key in kwargs:
-                kwargs[key] = _quantizer(kwargs[key], f"model[{i}].{cls_name}.{key}")
-        if isinstance(kwargs.get("kernel_constraint"), str):
-            try:
-                kwargs["kernel_constraint"] = constraints.get(kwargs["kernel_constraint"])
-            except ValueError as err:
-                raise ConfigError(f"model[{i}].{cls_name}.kernel_constraint: {err}") from None
+        if cls_name != RESIDUAL:
+            h = _layer(cls_name, kwargs or {}, str(i), names)(h)
+            continue
+        block = h
+        for path, inner, inner_kwargs in _flat(kwargs, f"{i}."):
+            block = _layer(inner, inner_kwargs, path, names)(block)
         try:
-            layers.append(classes[cls_name](**kwargs))
-        except (TypeError, ValueError) as err:
-            raise ConfigError(f"model[{i}].{cls_name}: {err}") from None
-    return keras.Sequential(layers, name=config["name"])
+            h = keras.layers.Add()([h, block])
+        except ValueError:
+            raise ConfigError(
+                f"model[{i}].{RESIDUAL}: its layers turn a tensor of shape {tuple(h.shape[1:])} into "
+                f"{tuple(block.shape[1:])}, which cannot be added to it; keep the shape (e.g. padding='same', stride 1)"
+            ) from None
+    return keras.Model(inputs, h, name=config["name"])
+
+
+def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
+    """The Keras layer of one layer spec at ``path`` (quantizers and constraints from their strings)."""
+    from . import constraints
+
+    where = f"model[{path.replace('.', f'].{RESIDUAL}[')}].{cls_name}"
+    kwargs = dict(kwargs)
+    key = int(path) if path.isdigit() else path
+    if key in names:
+        kwargs["name"] = names[key]
+    for q in ("input_quantizer", "kernel_quantizer", "depthwise_quantizer", "pointwise_quantizer", "bias_quantizer", "quantizer"):
+        if q in kwargs:
+            kwargs[q] = _quantizer(kwargs[q], f"{where}.{q}")
+    for c in ("kernel_constraint", "depthwise_constraint", "pointwise_constraint"):
+        if isinstance(kwargs.get(c), str):
+            try:
+                kwargs[c] = constraints.get(kwargs[c])
+            except ValueError as err:
+                raise ConfigError(f"{where}.{c}: {err}") from None
+    for k in ("kernel_size", "pool_size", "strides", "target_shape", "padding", "dilation_rate"):
+        if isinstance(kwargs.get(k), list):
+            kwargs[k] = tuple(tuple(v) if isinstance(v, list) else v for v in kwargs[k])
+    try:
+        return _layer_classes()[cls_name](**kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _quantizer(value, where):
@@ -428,7 +518,7 @@ def check_export(export: dict[str, Any], where: str = "config", layers: dict[int
             known = ", ".join(layers.values()) or "none"
             raise ConfigError(
                 f"{where}: key 'export.reuse_factor' names {', '.join(map(repr, unknown))}, which is not a "
-                f"QuantDense layer of the model; its QuantDense layers are {known} (give a layer a name: to choose it)"
+                f"weighted layer of the model; its weighted layers are {known} (give a layer a name: to choose it)"
             )
     try:
         Target(**export)

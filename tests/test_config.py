@@ -115,7 +115,7 @@ def test_reuse_factor_per_layer_names_the_models_weighted_layers(tmp_path):
         assert [layer.name for layer in build_model(config, (6,)).layers][::2] == ["quant_dense", "head"]
     with pytest.raises(
         ConfigError,
-        match=r"names 'quant_dense_1', which is not a QuantDense layer of the model; its QuantDense layers are "
+        match=r"names 'quant_dense_1', which is not a weighted layer of the model; its weighted layers are "
         r"quant_dense, head \(",
     ):
         load_config(write(tmp_path, text.replace("quant_dense: 4", "quant_dense_1: 4")))

@@ -212,8 +212,8 @@ def test_force_replaces_only_what_edgebnn_wrote(tmp_path):
             "export",
             "reuse_factor",
             {"quant_dense_1": 4, "dense9": 2},
-            "c.yaml: key 'export.reuse_factor' names 'dense9', which is not a QuantDense layer of the model; its "
-            "QuantDense layers are quant_dense, quant_dense_1, quant_dense_2 (give a layer a name: to choose it)",
+            "c.yaml: key 'export.reuse_factor' names 'dense9', which is not a weighted layer of the model; its "
+            "weighted layers are quant_dense, quant_dense_1, quant_dense_2 (give a layer a name: to choose it)",
         ),
         ("export", "reuse_factor", {"quant_dense": 0}, "'export.reuse_factor' must be an integer >= 1, or a mapping"),
         ("export", "reuse_factor", [4], "'export.reuse_factor' must be an integer or a mapping of layer names to integers"),
