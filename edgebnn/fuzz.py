@@ -212,8 +212,15 @@ def _scaled_kernel(rng) -> str:
 
 def _catalogue_activation(rng) -> str:
     """An activation form beyond plain fixed point: DoReFa k-bit (a scale 1/(2**k - 1) after its
-    codes), QKeras quantized_relu with a negative slope or an upper bound, power-of-two ones."""
+    codes), QKeras quantized_relu with a negative slope or an upper bound, power-of-two ones,
+    QKeras's binary_tanh (-1 at 0) and quantized_sigmoid."""
     kind = int(rng.integers(6))
+    side = _SIDE[2].random()  # QKeras's binary_tanh and quantized_sigmoid (issue 12), from the side stream
+    if side < 0.15:
+        return "binary_tanh"
+    if side < 0.3:
+        bits = int(_SIDE[2].integers(1, 5))
+        return f"quantized_sigmoid({bits}, symmetric={bool(_SIDE[2].random() < 0.3)})"
     if kind in (0, 1):
         return f"dorefa({int(rng.integers(2, 5))})"
     if kind == 2:
@@ -1287,6 +1294,8 @@ def quantizer_forms(model) -> list[str]:
                 kind += " (not along the last axis)"
             if kind == "fixed" and getattr(q, "alpha", None) is not None:  # QKeras's alpha=1: the plain grid
                 kind += " (alpha=1)"
+            if type(q).__name__ in ("BinaryTanh", "QuantizedSigmoid"):  # forms of their own rounding (issue 12)
+                kind += f" ({type(q).__name__})"
             found.add(f"{attr}: {kind}")
     return sorted(found)
 

@@ -1220,11 +1220,119 @@ class QuantizedTanh(_Stochastic, Quantizer):
         }
 
 
+def _hard_sigmoid(x):
+    """QKeras's ``hard_sigmoid`` (its default internal sigmoid), as it computes it in float32:
+    ``clip(0.5 * x + 0.5, 0, 1)`` (the sum rounds: it is 0.5 for ``0 <= x <= 2**-24``)."""
+    return ops.clip(0.5 * x + 0.5, 0.0, 1.0)
+
+
+def _hard_sigmoid_window(x, dtype):
+    """The gradient of :func:`_hard_sigmoid` over 0.5: 1 where its clip passes (inclusive, as
+    ``tf.clip_by_value``'s gradient)."""
+    h = 0.5 * x + 0.5
+    return ops.cast((h >= 0.0) & (h <= 1.0), dtype)
+
+
+@_register("binary_tanh")
+class BinaryTanh(Quantizer):
+    r"""QKeras ``binary_tanh``: :math:`q(x) = 2\,\mathrm{round}(\mathrm{hard\_sigmoid}(x)) - 1`,
+    :math:`\mathrm{hard\_sigmoid}(x) = \mathrm{clip}(x/2 + 1/2, 0, 1)` in float32, ``round`` half to
+    even: -1 or +1, and **-1 at 0** (0.5 rounds to 0), where ``ste_sign`` and QKeras's
+    ``binary`` give +1; also -1 for the positive ``x <= 2**-24``, where ``x/2 + 1/2`` rounds to
+    0.5 in float32. Gradient (QKeras's round-through STE of ``2 hard_sigmoid - 1``):
+
+    .. math::
+        \frac{\partial q}{\partial x} = [\,-1 \le x \le 1\,]
+
+    Hardware: ``binary`` (freeze places its threshold from the Keras function itself).
+    """
+
+    def __call__(self, x, training=None):
+        forward = lambda v: 2.0 * ops.round(_hard_sigmoid(v)) - 1.0
+        return _custom(forward, lambda v, dy: dy * _hard_sigmoid_window(v, dy.dtype))(_tensor(x))
+
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Binary()
+
+    def get_config(self):
+        return {}
+
+
+@_register("quantized_sigmoid")
+class QuantizedSigmoid(_Stochastic, Quantizer):
+    r"""QKeras ``quantized_sigmoid``: :math:`m = 2^{bits}`, :math:`l = [\texttt{symmetric}]/m`,
+
+    .. math::
+        p = \begin{cases} \sigma(x) & \texttt{use\_real\_sigmoid} \\
+        \mathrm{clip}(x/2 + 1/2, 0, 1) & \text{else (QKeras's hard sigmoid, in float32)} \end{cases},
+        \qquad q(x) = \mathrm{clip}\Big(\frac{\mathrm{round}(p m)}{m}, l, 1 - \frac1m\Big)
+
+    .. math::
+        \frac{\partial q}{\partial x} = [\,l \le \mathrm{round}(pm)/m \le 1 - 1/m\,] \cdot
+        \begin{cases} \sigma(x)(1 - \sigma(x)) & \texttt{use\_real\_sigmoid} \\
+        \tfrac12 [\,0 \le x/2 + 1/2 \le 1\,] & \text{else} \end{cases}
+
+    (``round`` half to even, or stochastic with ``training=True``.) Hardware: ``grid`` of
+    ``ufixed<bits, 0, RND_CONV, SAT>`` (the values :math:`k/m`; the sigmoid is not a conversion,
+    so freeze derives its thresholds from the Keras function).
+    """
+
+    def __init__(
+        self,
+        bits: int = 8,
+        symmetric: bool = False,
+        use_real_sigmoid: bool = False,
+        use_stochastic_rounding: bool = False,
+        seed: int | None = None,
+    ):
+        if int(bits) < 1:
+            raise ValueError(f"quantized_sigmoid(bits={bits}) needs at least 1 bit")
+        self.bits = int(bits)
+        self.symmetric = bool(symmetric)
+        self.use_real_sigmoid = bool(use_real_sigmoid)
+        self._init_random(use_stochastic_rounding, seed)
+
+    def __call__(self, x, training=None):
+        x = _tensor(x)
+        u = self._draws(x, training)
+        m = 2.0**self.bits
+        low, lim = float(self.symmetric) / m, 1.0 - 1.0 / m
+
+        def p_of(v):
+            return ops.sigmoid(v) if self.use_real_sigmoid else _hard_sigmoid(v)
+
+        def forward(v):
+            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)
+
+        def backward(v, dy):
+            if self.use_real_sigmoid:
+                y = ops.sigmoid(v)
+                dp = y * (1.0 - y)
+            else:
+                dp = 0.5 * _hard_sigmoid_window(v, dy.dtype)
+            r = _round_or_draw(p_of(v) * m, u) / m
+            return dy * dp * ops.cast((r >= low) & (r <= lim), dy.dtype)
+
+        return _custom(forward, backward)(x)
+
+    def hardware(self, x=None) -> forms.Form:
+        return forms.Grid(FixedType(self.bits, 0, False, "RND_CONV", "SAT"))
+
+    def get_config(self):
+        return {
+            "bits": self.bits,
+            "symmetric": self.symmetric,
+            "use_real_sigmoid": self.use_real_sigmoid,
+            "use_stochastic_rounding": self.use_stochastic_rounding,
+            "seed": self.seed,
+        }
+
+
 def _no_stochastic(name, use):
     if use:
         raise ValueError(
             f"{name}(use_stochastic_rounding=True) is not supported; edgebnn rounds stochastically "
-            "only in quantized_bits, quantized_relu, quantized_tanh, quantized_po2 and quantized_relu_po2"
+            "only in quantized_bits, quantized_relu, quantized_tanh, quantized_sigmoid, quantized_po2 and quantized_relu_po2"
         )
 
 

@@ -193,6 +193,46 @@ def test_quantized_tanh(fwd_grad):
     np.testing.assert_allclose(g[1], 1 - np.tanh(0.5) ** 2, rtol=1e-6)
 
 
+def _qkeras_hard_sigmoid(x):
+    """QKeras's hard_sigmoid as it computes it: float32 ``0.5 * x + 0.5``, clipped."""
+    x = np.asarray(x, np.float32)
+    return np.clip(f32(0.5) * x + f32(0.5), f32(0), f32(1)).astype(np.float32)
+
+
+def test_binary_tanh(fwd_grad):
+    """QKeras's ``2 * round(hard_sigmoid(x)) - 1``: -1 at 0 (0.5 rounds to even) and for the
+    positive x whose float32 x/2 + 1/2 is 0.5 (x <= 2**-24), +1 beyond; gradient 1 on [-1, 1]."""
+    tiny = [2.0**-26, 2.0**-25, 2.0**-24, np.nextafter(f32(2.0**-24), f32(1)), 2.0**-23]
+    x = np.array([-3.0, -1.0, -0.5, -1e-30, -0.0, 0.0, *tiny, 0.5, 1.0, 1.5], np.float32)
+    y, g = fwd_grad(qz.get("binary_tanh"), x)
+    np.testing.assert_array_equal(y, 2 * np.round(_qkeras_hard_sigmoid(x)) - 1)
+    np.testing.assert_array_equal(y, [-1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(g, [0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0])
+    assert qz.get("binary_tanh").hardware() == forms.Binary()
+
+
+@pytest.mark.parametrize("bits,symmetric", [(1, False), (3, False), (4, True)])
+def test_quantized_sigmoid(fwd_grad, bits, symmetric):
+    """QKeras's clip(round(hard_sigmoid(x) * m) / m, symmetric / m, 1 - 1/m), m = 2**bits, on a
+    dense sweep (ties of the grid and one float32 ulp around them included)."""
+    m = 2.0**bits
+    ties = (np.arange(-1, 2 * m + 2) + 0.5) / m * 2 - 1  # x where hard_sigmoid(x) * m is k + 1/2
+    x = np.concatenate([np.linspace(-3, 3, 2001), ties, np.nextafter(ties, 9), np.nextafter(ties, -9)]).astype(np.float32)
+    q = qz.QuantizedSigmoid(bits, symmetric=symmetric)
+    y, g = fwd_grad(q, x)
+    r = np.round(_qkeras_hard_sigmoid(x) * f32(m)) / f32(m)
+    np.testing.assert_array_equal(y, np.clip(r, f32(symmetric / m), f32(1 - 1 / m)))
+    h = f32(0.5) * x + f32(0.5)
+    inside = (h >= 0) & (h <= 1) & (r >= symmetric / m) & (r <= 1 - 1 / m)  # where neither clip holds
+    np.testing.assert_array_equal(g, np.where(inside, 0.5, 0.0))
+    assert q.hardware() == forms.Grid(FixedType(bits, 0, False, "RND_CONV", "SAT"))
+    assert q.hardware().type.contains(y.astype(np.float64))
+    real = qz.QuantizedSigmoid(bits, use_real_sigmoid=True)
+    y, _ = fwd_grad(real, [0.0, 10.0, -10.0])
+    np.testing.assert_array_equal(y, [0.5, 1 - 1 / m, 0.0])
+    assert qz.get(f"quantized_sigmoid({bits}, symmetric={symmetric})") == q
+
+
 def test_binary(fwd_grad):
     x = [-2.0, -1e-30, -0.0, 0.0, 10.0]
     y, g = fwd_grad(qz.Binary(), x)

@@ -56,6 +56,9 @@ ACTIVATIONS = [
     "quantized_relu(4, 2, negative_slope=0.25)",
     "quantized_relu(3, 1, relu_upper_bound=1.5)",
     "quantized_tanh(3)",
+    "binary_tanh",  # QKeras: -1 at 0
+    "quantized_sigmoid(3)",
+    "quantized_sigmoid(2, symmetric=True)",
     "quantized_po2(3)",
     "quantized_relu_po2(3)",
     "dorefa(1)",
