@@ -232,7 +232,7 @@ def ops_2d_graph() -> Graph:
 
     nodes.append(pad2d_node("pad", nodes[-1], ((1, 1), (0, 1)), pad_code=-5))
     nodes.append(sumpool2d_node("sum", nodes[-1], (3, 3), (2, 2)))
-    add_threshold("q0", FixedType.from_string("fixed<3,1>"))
+    add_threshold("q0", FixedType.from_string("fixed<3,1>"), k=7)  # 7 thresholds: the binary search
     nodes.append(reshape_node("view", nodes[-1], (3, 6, 1)))
     wt = FixedType.from_string("fixed<3,3>")
     nodes.append(conv2d_node("conv", nodes[-1], rng.integers(-3, 4, (2, 2, 1, 3)), wt))

@@ -94,6 +94,23 @@ def test_exact_threshold_costs_only_live_distinct_comparators():
     assert (r.ff, r.dsp, r.bram18, r.latency, r.ii) == (2 * 3, 0, 0, 1, 1)
 
 
+def test_many_level_thresholds_cost_a_binary_search():
+    """63 thresholds per channel (a 6-bit output): 6 compares against selected thresholds per
+    element, not 63 comparators; 6 compare steps in sequence."""
+    inp = input_node("input", (4,), FixedType.from_string("fixed<12,6>"))
+    t = np.sort(np.random.default_rng(0).choice(np.arange(-2000, 2000), (4, 63), replace=False), axis=1)
+    levels = np.tile(np.arange(-32, 32), (4, 1))
+    g = Graph("thr", [inp, threshold_node("thr", inp, t, levels, FixedType(6, 6))])
+    r = row(estimate(g, "pynq-z2"), "thr")
+    assert (r.detail["search_steps"], r.detail["live_comparators"]) == (6, 4 * 6)
+    # compares: 12 bits each; selects: 12-bit ROMs of 2, 4, 8, 16, 32 entries (one LUT6 per bit);
+    # the level: 6 output bits of the 6 found bits (one LUT each)
+    assert r.lut == 4 * (6 * 12 + 5 * 12 + 6)
+    counted = 4 * (63 * 12 + 6 * 11)  # what one comparator per threshold would cost
+    assert r.lut < counted / 4
+    assert r.latency >= 2
+
+
 def test_binary_mlp_rows_match_the_formulas():
     g = binary_mlp()
     est = estimate(g, "pynq-z2")

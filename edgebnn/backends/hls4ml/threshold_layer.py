@@ -25,6 +25,7 @@ class EdgebnnThreshold(Layer):
         Attribute("n_in"),
         Attribute("n_chan"),
         Attribute("n_thresholds"),
+        Attribute("search_steps"),
         WeightAttribute("thresholds"),
         WeightAttribute("levels"),
         TypeAttribute("thresholds"),
@@ -45,6 +46,7 @@ class EdgebnnThresholdConfigTemplate(LayerConfigTemplate):
     static const unsigned n_in = {n_in};
     static const unsigned n_chan = {n_chan};
     static const unsigned n_thresholds = {n_thresholds};
+    static const unsigned search_steps = {search_steps};
     static const unsigned io_type = nnet::{iotype};
     static const unsigned reuse_factor = {reuse};
     typedef {thresholds_t.name} threshold_t;

@@ -9,6 +9,14 @@ with ``K >= 2`` live ones in a channel, every output bit (``Wo`` of them) is a f
 Latency: the compare (plus one adder level's time for that level logic when some channel has
 ``K >= 2``) in cycles, at least 1; II 1. The reuse factor does not apply.
 
+From ``SEARCH_FROM`` thresholds per channel on (``ops.threshold``), the layer searches instead:
+``S = bit_length(K)`` compares per element in sequence, step ``j`` against one of ``2**j``
+thresholds the bits found so far select (a ROM of ``Wi``-bit constants:
+``Wi * ceil(2**j / 2**level_mux_inputs_per_lut)`` LUTs, none for step 0), each compare
+``lut_per_compare_bit * Wi`` LUTs against that variable; the level is a function of the ``S``
+found bits, ``Wo * ceil(2**S / 2**level_mux_inputs_per_lut)`` LUTs. Latency: ``S`` compares
+and selects in sequence.
+
 After a convolution it works per element: hls4ml's io_parallel activations are fully unrolled
 over ``H*W*C``, so every figure above is times the ``H*W`` positions. io_stream activations
 process one pixel per cycle: the units are built for ``C`` elements once, take ``H*W - 1``
@@ -24,6 +32,7 @@ import numpy as np
 from edgebnn.graph import Node
 from edgebnn.graph.ops.threshold import compare_shift
 
+from ..ops.threshold import search_steps
 from .blocks import _positions
 from .context import _Context
 from .row import LayerEstimate
@@ -44,16 +53,26 @@ def cost(
     pixels = _positions(node)
     stream = ctx.io_type == "io_stream" and pixels > 1  # one pixel per cycle through C units
     p = 1 if stream else pixels
-    comparators = p * sum(live)
-    lut_cmp = math.ceil(c.lut_per_compare_bit * comparators * wi)
-    lut_mux = p * sum(wo * math.ceil(k / c.level_mux_inputs_per_lut) for k in live if k >= 2)
+    steps = search_steps(int(t.shape[1]))
     ff = p * t.shape[0] * wo
-    ns = ctx.ns("compare") + (ctx.ns("add") if any(k >= 2 for k in live) else 0.0)
+    if steps:  # the binary search: S compares per element against selected thresholds
+        rom = 2**c.level_mux_inputs_per_lut  # entries of one LUT's function
+        comparators = p * t.shape[0] * steps
+        lut_cmp = math.ceil(c.lut_per_compare_bit * comparators * wi)
+        select = sum(wi * math.ceil(2**j / rom) for j in range(1, steps)) + wo * math.ceil(2**steps / rom)
+        lut_mux = p * t.shape[0] * select
+        ns = steps * (ctx.ns("compare") + ctx.ns("add"))
+    else:
+        comparators = p * sum(live)
+        lut_cmp = math.ceil(c.lut_per_compare_bit * comparators * wi)
+        lut_mux = p * sum(wo * math.ceil(k / c.level_mux_inputs_per_lut) for k in live if k >= 2)
+        ns = ctx.ns("compare") + (ctx.ns("add") if any(k >= 2 for k in live) else 0.0)
     latency = max(1, ctx.cycles(ns)) + (pixels - 1 if stream else 0)
     detail = {
         "channels": t.shape[0],
         "thresholds_per_channel": t.shape[1],
         "live_comparators": comparators,
+        "search_steps": steps,
         "input_bits": wi,
         "output_bits": wo,
     }

@@ -6,7 +6,11 @@ The compare runs in :func:`compare_type`: the input's type without the ``s`` low
 reachable input shares with its channel's thresholds (the node's lattice,
 ``graph.ops.threshold.compare_shift``; ``s = 0`` without one). The input is converted to it by
 truncation (floor) and the thresholds are held as ``floor(t / 2**s)``: for inputs and thresholds
-on one lattice of step ``2**s * m`` that keeps every comparison's result, in fewer bits."""
+on one lattice of step ``2**s * m`` that keeps every comparison's result, in fewer bits.
+
+From :data:`SEARCH_FROM` thresholds per channel on, the layer finds the count by a binary search
+over the ascending thresholds (:func:`search_steps` compares) instead of one comparator each, so
+a k-bit output costs about k compares rather than ``2**k - 1``."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from .common import same_reuse_factor as reuse_factor
 
 __all__ = [
     "ELEMENTWISE",
+    "SEARCH_FROM",
     "THRESHOLD_CLASS",
     "check",
     "config_names",
@@ -29,6 +34,7 @@ __all__ = [
     "layer",
     "precisions",
     "reuse_factor",
+    "search_steps",
     "tables",
     "verify",
 ]
@@ -65,6 +71,15 @@ def tables(node: Node) -> tuple[np.ndarray, np.ndarray]:
     return t, lv
 
 
+SEARCH_FROM = 7  # thresholds per channel (a 3-bit output) from which the layer searches instead of counting
+
+
+def search_steps(n_thresholds: int) -> int:
+    """The binary search's compares for ``n_thresholds`` thresholds per channel (the bits of the
+    count), or 0 below :data:`SEARCH_FROM`, where the layer counts every comparator."""
+    return int(n_thresholds).bit_length() if n_thresholds >= SEARCH_FROM else 0
+
+
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): sizes and the tables as values."""
     t, lv = tables(node)
@@ -75,6 +90,7 @@ def layer(node: Node, src: Node) -> dict:
         n_in=int(np.prod(node.shape)),
         n_chan=int(t.shape[0]),
         n_thresholds=int(t.shape[1]),
+        search_steps=search_steps(int(t.shape[1])),
         thresholds_data=compare_type(node, src).from_codes(t >> compare_shift(node, src.type.width)).reshape(-1),
         levels_data=node.type.from_codes(lv).reshape(-1),
     )
