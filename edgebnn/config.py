@@ -301,6 +301,8 @@ def _layer_classes() -> dict[str, type]:
         "QuantActivation": q.QuantActivation,
         "QDense": q.QDense,  # QKeras's names: activation= may be a quantizer, QKeras's defaults
         "QConv2D": q.QConv2D,
+        "QDenseBatchnorm": q.QDenseBatchnorm,  # a BatchNorm folded into the kernel before it is quantized
+        "QConv2DBatchnorm": q.QConv2DBatchnorm,
         "QActivation": q.QActivation,
         **{
             name: getattr(keras.layers, name)
@@ -368,6 +370,7 @@ def _check_layer(spec, where: str) -> None:
             allowed |= {p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "kwargs")}
     if cls_name in WEIGHTED_LAYERS:
         allowed |= _KERAS_DENSE_KWARGS
+    allowed |= set(getattr(classes[cls_name], "BATCHNORM_KEYS", ()))
     for key in kwargs:
         if key not in allowed:
             raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}")
@@ -379,6 +382,8 @@ WEIGHTED_LAYERS = (
     "QDense",
     "QuantConv2D",
     "QConv2D",
+    "QDenseBatchnorm",
+    "QConv2DBatchnorm",
     "QuantConv1D",
     "QuantDepthwiseConv2D",
     "QuantSeparableConv2D",

@@ -216,9 +216,9 @@ def _catalogue_activation(rng) -> str:
     QKeras's binary_tanh (-1 at 0) and quantized_sigmoid."""
     kind = int(rng.integers(6))
     side = _SIDE[2].random()  # QKeras's binary_tanh and quantized_sigmoid (issue 12), from the side stream
-    if side < 0.15:
+    if side < QKERAS_ACTIVATIONS / 2:
         return "binary_tanh"
-    if side < 0.3:
+    if side < QKERAS_ACTIVATIONS:
         bits = int(_SIDE[2].integers(1, 5))
         return f"quantized_sigmoid({bits}, symmetric={bool(_SIDE[2].random() < 0.3)})"
     if kind in (0, 1):
@@ -270,6 +270,24 @@ def _kernel_quantizer(rng) -> str:
 _SIDE = [np.random.default_rng(0), np.random.default_rng(0), np.random.default_rng(0)]
 SAME_POOLS = 0.25  # how often a max pool (2-D or 1-D) has padding="same"
 ZERO_BIASES = 0.1  # how often a layer's bias is all zeros (a float one: an affine node that changes nothing)
+FUSED_BATCHNORMS = 0.3  # how often a QuantDense/QuantConv2D + BatchNormalization becomes QKeras's fused layer
+QKERAS_ACTIVATIONS = 0.3  # how often a catalogue activation is binary_tanh or quantized_sigmoid (half each)
+# the forms drawn from the side stream [seed, 8]; off, a seed builds the model it built before them
+SIDE_FORMS = ("SAME_POOLS", "ZERO_BIASES", "FUSED_BATCHNORMS", "QKERAS_ACTIVATIONS")
+
+
+@contextlib.contextmanager
+def without_side_forms():
+    """Build models without the side-stream forms (:data:`SIDE_FORMS`): the models of seeds an
+    earlier long run found, as it found them."""
+    saved = {name: globals()[name] for name in SIDE_FORMS}
+    globals().update(dict.fromkeys(SIDE_FORMS, 0.0))
+    try:
+        yield
+    finally:
+        globals().update(saved)
+
+
 SUMMED_SCALE = 0.12  # how often a kernel becomes one scaled along an axis its layer sums over
 ALPHA_ONE = 0.08  # how often a fixed-point quantizer is written with alpha=1, as hls4ml's tutorials write it
 TINY_WEIGHTS = 0.05  # how often a layer's latent kernel is tiny (all its codes zero under a fixed-point quantizer)
@@ -278,7 +296,7 @@ TINY_WEIGHTS = 0.05  # how often a layer's latent kernel is tiny (all its codes 
 def _side_stream(seed: int) -> None:
     _SIDE[0] = np.random.default_rng([seed, 4])
     _SIDE[1] = np.random.default_rng([seed, 6])
-    _SIDE[2] = np.random.default_rng([seed, 7])
+    _SIDE[2] = np.random.default_rng([seed, 8])
 
 
 def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
@@ -487,8 +505,10 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
 
 def _qkeras_names(seed: int, layers: list, text: list) -> None:
     """Sometimes QKeras's names (the stream ``[seed, 7]``): a ``QuantDense`` directly followed by
-    a ``QuantActivation`` becomes one ``QDense(..., activation=<quantizer>)``, and a
-    ``QuantActivation`` a ``QActivation(activation=...)``. Edits ``layers`` and ``text``."""
+    a ``QuantActivation`` becomes one ``QDense(..., activation=<quantizer>)``, a
+    ``QuantActivation`` a ``QActivation(activation=...)``, and (the side stream) a plain
+    ``QuantDense`` / ``QuantConv2D`` and the BatchNormalization after it QKeras's fused
+    ``QDenseBatchnorm`` / ``QConv2DBatchnorm``. Edits ``layers`` and ``text``."""
     import keras
 
     from .layers import QActivation, QDense, QuantActivation, QuantDense
@@ -511,10 +531,48 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
                 )
             ]
             text[i : i + 2] = [f"Q{text[i][len('Quant') : -1]}, activation={q!r})  # QKeras's name"]
+        elif _foldable(layer, after) and _SIDE[2].random() < FUSED_BATCHNORMS:
+            layers[i : i + 2] = [_fused(layer, after)]
+            text[i : i + 2] = [f"{type(layers[i]).__name__}({text[i][text[i].index('(') + 1 : -1]})  # a folded BatchNorm"]
         elif type(layer) is QuantActivation and rng.random() < 0.1:
             layers[i] = QActivation(activation=layer.quantizer)
             text[i] = f"QActivation(activation={layer.quantizer!r})"
         i += 1
+
+
+def _foldable(layer, after) -> bool:
+    """A plain ``QuantDense`` / ``QuantConv2D`` (no activation) followed by a BatchNormalization
+    of QKeras's defaults (last axis, scale and center): QKeras's fused layer can stand for both."""
+    import keras
+
+    from .layers import QuantConv2D, QuantDense
+
+    return (
+        type(layer) in (QuantDense, QuantConv2D)
+        and layer.activation in (None, keras.activations.linear)
+        and isinstance(after, keras.layers.BatchNormalization)
+        and after.scale
+        and after.center
+        and after.axis in (-1, [-1])
+    )
+
+
+def _fused(layer, bn):
+    """QKeras's ``QDenseBatchnorm`` / ``QConv2DBatchnorm`` of a weighted layer and the BatchNorm after it."""
+    from .layers import QConv2DBatchnorm, QDenseBatchnorm, QuantDense
+
+    common = dict(
+        input_quantizer=layer.input_quantizer,
+        kernel_quantizer=layer.kernel_quantizer,
+        bias_quantizer=layer.bias_quantizer,
+        use_bias=layer.use_bias,
+        epsilon=bn.epsilon,
+        folding_mode=str(_SIDE[2].choice(["ema_stats_folding", "batch_stats_folding"])),
+    )
+    if type(layer) is QuantDense:
+        return QDenseBatchnorm(layer.units, **common)
+    conv = dict(strides=layer.strides, padding=layer.padding, dilation_rate=layer.dilation_rate, pad_values=layer.pad_values)
+    return QConv2DBatchnorm(layer.filters, layer.kernel_size, **conv, **common)
 
 
 def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
@@ -1156,11 +1214,25 @@ def _set_weights(model, rng, x) -> None:
             tiny = _SIDE[1].random() < TINY_WEIGHTS  # a kernel whose codes all round to zero (but a sign's)
             zero_bias = _SIDE[2].random() < ZERO_BIASES  # a bias as Keras initializes it
             for var, w in zip(layer.weights, layer.get_weights()):
+                if var.name in FOLDED_STATS:  # a folded BatchNorm (QKeras's fused layers)
+                    new.append(FOLDED_STATS[var.name](_SIDE[2], w.shape).astype(w.dtype))
+                    continue
                 scale = (1e-4 if tiny else 1.0) if w.ndim > 1 else 2.0
                 if zero_bias and var.name == "bias":
                     scale = 0.0
                 new.append((rng.uniform(-1.5, 1.5, size=w.shape) * scale).astype(np.float32))
             layer.set_weights(new)
+
+
+# a folded BatchNorm's statistics (the side stream): gamma of both signs, zero and powers of two
+# (a folded kernel then lands on its quantizer's grid points and ties), variances of 1 - epsilon too
+FOLDED_STATS = {
+    "gamma": lambda r, shape: r.choice([1.0, -1.0, 0.0, 0.5, 2.0, 0.37, -1.7], shape),
+    "beta": lambda r, shape: r.choice([0.0, 0.25, -0.5, 1.3], shape) * r.integers(0, 2, shape) + r.normal(size=shape) * 0.3,
+    "moving_mean": lambda r, shape: r.normal(size=shape),
+    "moving_variance": lambda r, shape: r.choice([1.0 - 1e-3, 0.25 - 1e-3, 0.3, 2.0, 4.0 - 1e-3], shape),
+    "iteration": lambda r, shape: np.zeros(shape),
+}
 
 
 def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[np.ndarray]:
@@ -1317,7 +1389,13 @@ def front_forms(case: Case) -> list[str]:
         if isinstance(layer, QuantActivation):
             found.append("input: QuantActivation")
         break
-    qkeras = {type(layer).__name__ for layer in case.model.layers} & {"QDense", "QConv2D", "QActivation"}
+    qkeras = {type(layer).__name__ for layer in case.model.layers} & {
+        "QDense",
+        "QConv2D",
+        "QActivation",
+        "QDenseBatchnorm",
+        "QConv2DBatchnorm",
+    }
     pools = (keras.layers.MaxPooling1D, keras.layers.MaxPooling2D)
     same = {type(layer).__name__ for layer in case.model.layers if isinstance(layer, pools) and layer.padding == "same"}
     windows = (*pools, keras.layers.AveragePooling1D, keras.layers.AveragePooling2D)

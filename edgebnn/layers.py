@@ -273,8 +273,9 @@ class _Quantized:
         """(quantized input or its unscaled codes, the input scale or None)."""
         return _split(self.input_quantizer, inputs, training, splits_input(self))
 
-    def _weight(self, which: str):
-        """The latent kernel variable that the quantizer attribute ``which`` reads."""
+    def _weight(self, which: str, latent: bool = False):
+        """The latent kernel variable that the quantizer attribute ``which`` reads (a layer with a
+        folded BatchNorm: the kernel it quantizes, unless ``latent``)."""
         return getattr(self, next(w for w, q in self._tagged_kernels if q == which))
 
     def quantized_weight(self, which: str, training=None):
@@ -365,10 +366,17 @@ class QuantDense(_Quantized, keras.layers.Dense):
         return v, self._channels("kernel_quantizer", s)
 
     def call(self, inputs, training=None):
+        return _bias_and_activation(self, self._accumulate(inputs, training), training)
+
+    def _accumulate(self, inputs, training):
+        """The product of the quantized input and kernel, scales applied (before the bias)."""
         x, s_in = self._input(inputs, training)
         kernel, s_k = self.split_weight("kernel_quantizer", training)
-        x = self._rescaled(ops.matmul(x, kernel), s_in, (("kernel_quantizer", s_k),))
-        return _bias_and_activation(self, x, training)
+        return self._rescaled(ops.matmul(x, kernel), s_in, (("kernel_quantizer", s_k),))
+
+    def _latent_product(self, x):
+        """The quantized input times the latent (float) kernel: what a folded BatchNorm sees."""
+        return ops.matmul(x, self._kernel)
 
 
 # ------------------------------------------------------------------------- convolutions
@@ -379,10 +387,19 @@ class _QuantConv(_Quantized):
     convolution itself (its kernels and Keras op) in each layer's ``_convolve``."""
 
     def call(self, inputs, training=None):
+        return _bias_and_activation(self, self._accumulate(inputs, training), training)
+
+    def _accumulate(self, inputs, training):
+        """The convolution of the quantized input with the quantized kernel, scales applied."""
         x, s_in = self._input(inputs, training)
         x, padding, strides = _conv_input(self, x)
         x, scales = self._convolve_split(x, strides, padding, training)
-        return _bias_and_activation(self, _static_shape(self, inputs, self._rescaled(x, s_in, scales)), training)
+        return _static_shape(self, inputs, self._rescaled(x, s_in, scales))
+
+    def _latent_product(self, x):
+        """The quantized input convolved with the latent (float) kernel: what a folded BatchNorm sees."""
+        x, padding, strides = _conv_input(self, x)
+        return self._convolve_with(x, self._weight(self._tagged_kernels[0][1], latent=True), strides, padding)
 
     def _convolve_split(self, x, strides, padding, training):
         """(the convolution with the kernel's unscaled values, its kernel scales after the sum)."""
@@ -645,6 +662,197 @@ class QConv2D(_QKerasActivation, QuantConv2D):
         quantizers = {"kernel_quantizer": kernel_quantizer, "bias_quantizer": bias_quantizer}
         super().__init__(filters, kernel_size, activation=activation, **quantizers, **kwargs)
         self._set_activation_quantizer(quantizer)
+
+
+class _FoldedBatchnorm:
+    """QKeras's ``QDenseBatchnorm`` / ``QConv2DBatchnorm``: a BatchNormalization folded into the
+    layer's kernel and bias before they are quantized, so the hardware holds only the quantized
+    folded weights (QKeras's ``folding_mode`` "ema_stats_folding", the default, or
+    "batch_stats_folding"; ``ema_freeze_delay`` training steps after which the statistics stop
+    moving). With ``inv = gamma / sqrt(moving_variance + epsilon)``, at inference
+
+    .. math::
+        y = q_k(\\mathrm{inv} \\cdot W) \\cdot x + q_b(\\mathrm{inv} \\cdot (b - \\mathrm{moving\\_mean}) + \beta)
+
+    (``b`` = 0 without ``use_bias``), then the activation. In training, as QKeras: the batch's
+    mean and variance of ``x W + b`` (latent kernel) update the moving statistics; "ema" folds the
+    kernel with the moving statistics and corrects the product by
+    ``sqrt(moving_variance + eps) / sqrt(variance + eps)`` and the bias with the batch's, until the
+    freeze; "batch" folds both with the batch's. freeze reads the folded quantized kernel and the
+    folded bias (:meth:`folded_bias`), so the layer deploys as a plain quantized layer."""
+
+    # the folded BatchNorm's keyword arguments (besides the layer's own)
+    BATCHNORM_KEYS = (
+        "momentum",
+        "epsilon",
+        "center",
+        "scale",
+        "ema_freeze_delay",
+        "folding_mode",
+        "gamma_initializer",
+        "beta_initializer",
+        "moving_mean_initializer",
+        "moving_variance_initializer",
+    )
+
+    def _init_batchnorm(self, use_bias, momentum, epsilon, center, scale, ema_freeze_delay, folding_mode, initializers):
+        if folding_mode not in ("ema_stats_folding", "batch_stats_folding"):
+            raise ValueError(
+                f"{type(self).__name__}: folding_mode must be 'ema_stats_folding' or 'batch_stats_folding', got {folding_mode!r}"
+            )
+        self.latent_use_bias = bool(use_bias)
+        self.momentum, self.epsilon = float(momentum), float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.ema_freeze_delay = None if ema_freeze_delay is None else int(ema_freeze_delay)
+        self.folding_mode = folding_mode
+        self.bn_initializers = {k: keras.initializers.get(v) for k, v in initializers.items()}
+        self._fold = None  # (inv, folded bias) of the batch while a training call runs
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        c = int(self.bias.shape[0])
+        init = self.bn_initializers
+        self.gamma = self.add_weight(shape=(c,), name="gamma", initializer=init["gamma"]) if self.scale else None
+        self.beta = self.add_weight(shape=(c,), name="beta", initializer=init["beta"]) if self.center else None
+        self.moving_mean = self.add_weight(shape=(c,), name="moving_mean", initializer=init["moving_mean"], trainable=False)
+        self.moving_variance = self.add_weight(
+            shape=(c,), name="moving_variance", initializer=init["moving_variance"], trainable=False
+        )
+        self.iteration = self.add_weight(shape=(), name="iteration", initializer="zeros", dtype="int64", trainable=False)
+        if not self.latent_use_bias:
+            self.bias.trainable = False  # b = 0, as QKeras folds without a bias
+
+    def _inv(self, variance):
+        inv = ops.rsqrt(variance + self.epsilon)
+        return inv if self.gamma is None else inv * self.gamma
+
+    def _shifted(self, inv, mean):
+        b = inv * (self.bias - mean)
+        return b if self.beta is None else b + self.beta
+
+    def folded_bias(self):
+        """The float bias the layer adds at inference (before ``bias_quantizer``)."""
+        if self._fold is not None:
+            return self._fold[1]
+        return self._shifted(self._inv(self.moving_variance), self.moving_mean)
+
+    def quantized_bias(self, training=None):
+        return _apply(self.bias_quantizer, self.folded_bias(), training)
+
+    def _weight(self, which: str, latent: bool = False):
+        kernel = super()._weight(which)
+        if latent:
+            return kernel
+        inv = self._fold[0] if self._fold is not None else self._inv(self.moving_variance)
+        return kernel * inv  # the output channel is the kernel's last axis
+
+    def call(self, inputs, training=None):
+        if not training:
+            return self._finish(_bias_and_activation(self, self._accumulate(inputs, training), training), training)
+        x = _apply(self.input_quantizer, inputs, training)
+        raw = self._latent_product(x) + self.bias
+        axes = list(range(len(raw.shape) - 1))
+        mean, variance = ops.moments(raw, axes=axes)
+        moving = self.ema_freeze_delay is None or self.ema_freeze_delay < 0
+        bn_training = ops.convert_to_tensor(True) if moving else ops.less_equal(self.iteration, self.ema_freeze_delay)
+        m = self.momentum
+        self.moving_mean.assign(ops.where(bn_training, self.moving_mean * m + mean * (1.0 - m), self.moving_mean))
+        self.moving_variance.assign(ops.where(bn_training, self.moving_variance * m + variance * (1.0 - m), self.moving_variance))
+        self.iteration.assign_add(ops.convert_to_tensor(1, dtype="int64"))
+        if self.folding_mode == "batch_stats_folding":
+            use_mean = ops.where(bn_training, mean, self.moving_mean)
+            use_var = ops.where(bn_training, variance, self.moving_variance)
+            inv = self._inv(use_var)
+            self._fold = (inv, self._shifted(inv, use_mean))
+            correction = None
+        else:
+            mv_inv = self._inv(self.moving_variance)
+            bias = ops.where(bn_training, self._shifted(self._inv(variance), mean), self._shifted(mv_inv, self.moving_mean))
+            self._fold = (mv_inv, bias)
+            correction = ops.where(
+                bn_training, ops.sqrt(self.moving_variance + self.epsilon) * ops.rsqrt(variance + self.epsilon), 1.0
+            )
+        try:
+            y = self._accumulate(inputs, training)
+            if correction is not None:
+                y = y * correction
+            y = y + self.quantized_bias(training)
+        finally:
+            self._fold = None
+        if self.activation is not None:
+            y = self.activation(y)
+        return self._finish(y, training)
+
+    # every variable (kernel, bias, the BatchNorm's four, the step count), as a plain Keras layer
+    # saves its own (Keras's Dense and Conv save their kernel and bias only)
+    def save_own_variables(self, store):
+        keras.layers.Layer.save_own_variables(self, store)
+
+    def load_own_variables(self, store):
+        keras.layers.Layer.load_own_variables(self, store)
+
+    def _finish(self, y, training):
+        quantizer = getattr(self, "activation_quantizer", None)
+        return y if quantizer is None else quantizer(y, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            use_bias=self.latent_use_bias,
+            momentum=self.momentum,
+            epsilon=self.epsilon,
+            center=self.center,
+            scale=self.scale,
+            ema_freeze_delay=self.ema_freeze_delay,
+            folding_mode=self.folding_mode,
+            **{f"{k}_initializer": keras.initializers.serialize(v) for k, v in self.bn_initializers.items()},
+        )
+        return config
+
+
+_BN_DEFAULTS = {"gamma": "ones", "beta": "zeros", "moving_mean": "zeros", "moving_variance": "ones"}
+
+
+def _batchnorm_args(kwargs) -> tuple[dict, dict]:
+    """(the folded BatchNorm's arguments, the rest) of a fused layer's keyword arguments."""
+    bn = {k: kwargs.pop(k) for k in ("momentum", "epsilon", "center", "scale", "ema_freeze_delay", "folding_mode") if k in kwargs}
+    bn.setdefault("momentum", 0.99)
+    bn.setdefault("epsilon", 1e-3)
+    bn.setdefault("center", True)
+    bn.setdefault("scale", True)
+    bn.setdefault("ema_freeze_delay", None)
+    bn.setdefault("folding_mode", "ema_stats_folding")
+    bn["initializers"] = {k: kwargs.pop(f"{k}_initializer", v) for k, v in _BN_DEFAULTS.items()}
+    for k in ("axis", "renorm", "virtual_batch_size", "adjustment", "fused"):
+        value = kwargs.pop(k, None)
+        if value not in (None, False, -1, [-1]):
+            raise ValueError(f"the folded BatchNorm takes {k}={value!r} only as QKeras's default (axis=-1, no renorm)")
+    return bn, kwargs
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QDenseBatchnorm(_FoldedBatchnorm, QDense):
+    """QKeras's ``QDenseBatchnorm``: a :class:`QDense` with a BatchNormalization folded into its
+    kernel and bias before they are quantized (see :class:`_FoldedBatchnorm`)."""
+
+    def __init__(self, units, activation=None, kernel_quantizer=None, bias_quantizer=None, use_bias=True, **kwargs):
+        bn, kwargs = _batchnorm_args(kwargs)
+        super().__init__(units, activation=activation, kernel_quantizer=kernel_quantizer, bias_quantizer=bias_quantizer, **kwargs)
+        self._init_batchnorm(use_bias, **bn)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QConv2DBatchnorm(_FoldedBatchnorm, QConv2D):
+    """QKeras's ``QConv2DBatchnorm``: a :class:`QConv2D` with a BatchNormalization folded into its
+    kernel and bias before they are quantized (see :class:`_FoldedBatchnorm`)."""
+
+    def __init__(
+        self, filters, kernel_size, activation=None, kernel_quantizer=None, bias_quantizer=None, use_bias=True, **kwargs
+    ):
+        bn, kwargs = _batchnorm_args(kwargs)
+        quantizers = {"kernel_quantizer": kernel_quantizer, "bias_quantizer": bias_quantizer}
+        super().__init__(filters, kernel_size, activation=activation, **quantizers, **kwargs)
+        self._init_batchnorm(use_bias, **bn)
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")

@@ -32,12 +32,19 @@ def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -
                 f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.quantized_bias()), bias=True, layer=layer, per_channel=True
             )
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
-        yield FloatOp(f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.bias), bias=True, layer=layer, per_channel=True)
+        add = lambda x, l=layer: ops.add(x, float_bias(l))
+        yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
     quantizer = getattr(layer, "activation_quantizer", None)  # QKeras's activation="quantized_relu(4)"
     if quantizer is not None:
         yield Quantize(layer, quantizer, "activation_quantizer", f"{layer.name}_activation")
+
+
+def float_bias(layer):
+    """The float bias the layer adds at inference: its ``bias``, or a folded BatchNorm's
+    (QKeras's ``QDenseBatchnorm``, ``QConv2DBatchnorm``: ``layers._FoldedBatchnorm.folded_bias``)."""
+    return layer.folded_bias() if hasattr(layer, "folded_bias") else layer.bias
 
 
 def _bias_in_accumulator(layer) -> bool:
