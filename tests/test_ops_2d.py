@@ -266,7 +266,7 @@ def test_cost_rows(io_type):
 
     rows = {r.name: r for r in estimate(ops_2d_graph(), "pynq-z2", io_type=io_type).rows}
     assert rows["sum"].op == "sumpool2d" and rows["sum"].dsp == 0 and rows["sum"].detail["adder_levels"] == 4
-    assert rows["gsum"].detail["adders"] == 3 * 9  # three channels of ten values: 9 adders each
+    assert rows["gsum"].detail["adders"] == 3 * 3  # three channels of the (1, 4) window after the pool: 3 adders each
     assert rows["pad"].op == "pad2d" and rows["view"].op == "reshape"
     assert (rows["pad"].lut > 0) == (io_type == "io_stream")
 
