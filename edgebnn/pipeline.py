@@ -33,6 +33,29 @@ def _check_input_type(input_type: str | None, data, config_path) -> None:
         )
 
 
+def _check_export_untrained(model, input_type, target, config_path) -> None:
+    """Refuse, before training, a model whose structure the export cannot build in the configured
+    io type (e.g. a BatchNormalization head after a Flatten in io_stream): the untrained model is
+    frozen (its weights as initialized) and the graph checked for the refusals its weights cannot
+    change (``check_graph(structure_only=True)``). A freeze that fails on the untrained weights
+    says nothing about the trained ones, so it refuses nothing."""
+    from .backends.hls4ml.exporter import check_graph
+    from .freeze import freeze
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = freeze(model, input_type=input_type)
+    except EdgebnnError:
+        return
+    try:
+        check_graph(graph, target.io_type, structure_only=True)
+    except EdgebnnError as err:
+        raise ConfigError(
+            f"{os.fspath(config_path)}: the model cannot be exported in {target.io_type} (checked before training): {err}"
+        ) from None
+
+
 def run(
     config_path: str | os.PathLike, output_dir: str | os.PathLike, force: bool = False, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -68,6 +91,7 @@ def run(
     seed_everything(config["train"]["seed"])
     model = build_model(config, x_tr.shape[1:])
     plan(model, input_type=input_type)  # the structure freezes and exports: refuse it now, not after training
+    _check_export_untrained(model, input_type, target, config_path)
     try:  # and hls4ml builds every reuse factor as given
         reuse.check(target, reuse.matrices_of_model(model), model.name)
     except EdgebnnError as err:

@@ -593,6 +593,29 @@ def test_undeployable_structure_is_refused_before_training(tmp_path, capsys, no_
     assert listing(tmp_path) == ["c.yaml"]
 
 
+def test_a_structure_the_io_type_cannot_export_is_refused_before_training(tmp_path, capsys, no_training):
+    """A Reshape of a flattened tensor in io_stream (hls4ml holds it as pixel packets) is found
+    on the untrained model, before an epoch is spent."""
+    conv = {"filters": 2, "kernel_size": 3, "padding": "same", "kernel_quantizer": "ste_sign", "use_bias": False}
+    config = base_config()
+    config["data"]["shape"] = [8, 8, 1]
+    config["model"] = [
+        {"QuantConv2D": {**conv, "input_quantizer": "quantized_bits(5, 0, keep_negative=False)"}},
+        {"QuantActivation": {"quantizer": "ste_sign"}},
+        {"Flatten": {}},
+        {"Reshape": {"target_shape": [16, 8, 1], "name": "view"}},
+        {"Flatten": {}},
+        {"QuantDense": {"units": 10, "input_quantizer": "ste_sign", "kernel_quantizer": "ste_sign", "use_bias": False}},
+    ]
+    config["export"] = {"io_type": "io_stream"}
+    cfg = write_config(tmp_path, config)
+    assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == EXIT_USER_ERROR
+    line = one_line(capsys)
+    assert "the model cannot be exported in io_stream (checked before training)" in line, line
+    assert "graph node 'view' (reshape) reshapes the flattened tensor of" in line, line
+    assert listing(tmp_path) == ["c.yaml"]
+
+
 def test_bad_layer_argument_is_refused_before_training(tmp_path, capsys, no_training):
     config = base_config()
     config["model"][0]["QuantDense"]["units"] = -4

@@ -180,15 +180,22 @@ def check_output_path(output_dir) -> pathlib.Path:
     return final
 
 
-def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
+# the ops whose refusals depend on the graph's structure and the io type only, not on types the
+# weights decide (an accumulator's width): what a run checks on the untrained model
+STRUCTURAL = ("affine", "reshape", "add", "concatenate")
+
+
+def check_graph(graph: Graph, io_type: str = "io_parallel", structure_only: bool = False) -> None:
     """Refuse anything this exporter cannot reproduce bit for bit, with one sentence each: an op
     without a lowering, each op's own refusals (its lowering's ``check``), a stream read by more
     than seven nodes in io_stream (hls4ml's Clone) and codes too wide for the decimal literals
-    hls4ml writes."""
+    hls4ml writes. ``structure_only``: only the refusals that the trained weights cannot change
+    (:data:`STRUCTURAL` ops and the stream readers), for a graph of an untrained model."""
     for node in graph.nodes:
         where = f"graph node {node.name!r} ({node.op})"
         op = lowering(node)
-        op.check(node, source(op, graph, node), io_type, where)
+        if not structure_only or node.op in STRUCTURAL:
+            op.check(node, source(op, graph, node), io_type, where)
         # a node read twice by a merge of three or more inputs is read by two of its two-input merges
         readers = sum(n.inputs.count(node.name) for n in graph.nodes)
         if io_type == "io_stream" and readers > 7:
@@ -196,7 +203,7 @@ def check_graph(graph: Graph, io_type: str = "io_parallel") -> None:
                 f"{where} is read by {readers} nodes, but hls4ml's io_stream copies a stream to at most 7 readers; "
                 "use io_parallel or fewer branches from one tensor"
             )
-        for key in ("weight", "bias", "thresholds", "levels"):
+        for key in ("weight", "bias", "thresholds", "levels") if not structure_only else ():
             if key in node.params and np.abs(node.params[key]).max(initial=0) >= _MAX_EXACT_CODE:
                 raise EdgebnnError(
                     f"{where}: its {key} codes need more than 53 bits, which hls4ml cannot write exactly; use narrower types"
