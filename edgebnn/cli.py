@@ -282,17 +282,57 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# the signal that is unwinding the command and, on the command line, the stderr it set aside
+_SIGNALLED: dict = {}
+
+
 def _on_signal(signum, frame):
     """Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Terminated`, so that an output being
     written is removed on the way out. While none is, there is nothing to clean up: the command
-    line leaves at once, as at start-up (edgebnn/__init__)."""
+    line leaves at once, as at start-up (edgebnn/__init__).
+
+    The exception can surface inside a library's C code (TensorFlow turns it into a SystemError
+    and prints a traceback of its own); so the signal is recorded, :func:`main` ends with the
+    signal's line and exit code whatever exception arrives, and on the command line stderr is
+    muted until then (the one line goes to the stderr set aside)."""
     import edgebnn
 
     outputs = sys.modules.get("edgebnn.outputs")
     if not edgebnn._running_the_cli() or (outputs is not None and outputs.writing()):  # main() called from Python: unwind
+        if "signum" not in _SIGNALLED:
+            _SIGNALLED["signum"] = signum
+            if edgebnn._running_the_cli():
+                _SIGNALLED["stderr"] = _mute_stderr()
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
     sys.stdout.flush()
     edgebnn._leave_at_start_up(signum, frame)
+
+
+def _mute_stderr() -> int | None:
+    """Point file descriptor 2 at /dev/null and return a copy of the original (None if that fails)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        return saved
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _signal_exit() -> int:
+    """The line and exit code of the signal recorded by :func:`_on_signal`."""
+    if _SIGNALLED.get("signum") == signal.SIGINT:
+        line, code = "edgebnn: interrupted; nothing was left half-written", EXIT_INTERRUPTED
+    else:
+        line, code = "edgebnn: terminated (SIGTERM); nothing was left half-written", EXIT_TERMINATED
+    saved = _SIGNALLED.get("stderr")
+    if saved is not None:
+        os.write(saved, (line + "\n").encode())
+    else:
+        print(line, file=sys.stderr)
+    return code
 
 
 def _one_line(text: str) -> str:
@@ -327,12 +367,14 @@ def main(argv=None) -> int:
         )
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print("edgebnn: interrupted; nothing was left half-written", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        _SIGNALLED.setdefault("signum", signal.SIGINT)
+        return _signal_exit()
     except Terminated:
-        print("edgebnn: terminated (SIGTERM); nothing was left half-written", file=sys.stderr)
-        return EXIT_TERMINATED
+        _SIGNALLED.setdefault("signum", signal.SIGTERM)
+        return _signal_exit()
     except Exception as err:  # noqa: BLE001 - the boundary: any other failure is a bug, said in one line
+        if "signum" in _SIGNALLED:  # the signal's exception, changed on its way through C code
+            return _signal_exit()
         _debug_traceback()
         print(
             f"edgebnn: internal error: {type(err).__name__}: {_one_line(err)} "
@@ -343,6 +385,7 @@ def main(argv=None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        _SIGNALLED.clear()
 
 
 def _silence_stdout() -> None:

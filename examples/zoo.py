@@ -6,6 +6,7 @@ config's board).
 
     python examples/zoo.py                     # all ten, into runs/zoo/<name>
     python examples/zoo.py binary_mlp xnor_cnn --out /tmp/zoo
+    python examples/zoo.py bireal_cnn --epochs 1 # a quick check (the config copy in --out)
 
 Each run folder is replaced (``--force``). About 10 minutes on 2 cores for all of them.
 """
@@ -47,11 +48,26 @@ def other_io(config_path: pathlib.Path, run_dir: pathlib.Path, io_type: str) -> 
     return report.samples, report.keras_vs_emulator, report.emulator_vs_csim
 
 
+def _with_epochs(path: pathlib.Path, epochs: int, out: pathlib.Path) -> pathlib.Path:
+    """A copy of the config ``path`` in ``out`` that trains ``epochs`` epochs."""
+    import yaml
+
+    config = yaml.safe_load(path.read_text())
+    config.setdefault("train", {})["epochs"] = epochs
+    out.mkdir(parents=True, exist_ok=True)
+    copy = out / f"{path.stem}.yaml"
+    copy.write_text(yaml.safe_dump(config, sort_keys=False))
+    return copy
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="examples to run (default: all of examples/zoo)")
     parser.add_argument("--out", default="runs/zoo", help="folder for the run folders (default runs/zoo)")
+    parser.add_argument("--epochs", type=int, help="train each this many epochs instead (its config copied into --out)")
     args = parser.parse_args(argv)
+    if args.epochs is not None and args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
     from edgebnn.config import load_config
     from edgebnn.pipeline import run
 
@@ -67,6 +83,8 @@ def main(argv=None) -> int:
     for path in paths:
         out = pathlib.Path(args.out) / path.stem
         print(f"== {path.stem}", flush=True)
+        if args.epochs is not None:
+            path = _with_epochs(path, args.epochs, pathlib.Path(args.out))
         summary = run(path, out, force=True, log=lambda line: None)
         io = load_config(path)["export"]["io_type"]
         checks = {io: (summary["samples"], *summary["mismatches"].values())}

@@ -670,6 +670,24 @@ def test_interrupt_before_the_command_runs(monkeypatch, capsys):
     assert one_line(capsys) == "edgebnn: interrupted; nothing was left half-written"
 
 
+def test_a_signal_changed_on_its_way_through_c_code_still_ends_as_the_signal(monkeypatch, capsys):
+    """TensorFlow's C code can turn the exception a SIGTERM raises into another (a SystemError
+    "returned a result with an exception set", seen once in a parallel run): the command still
+    ends as terminated, in one line, not as an internal error."""
+
+    def boards(args):
+        try:
+            cli._on_signal(signal.SIGTERM, None)
+        except cli.Terminated:
+            raise SystemError("<built-in function __import__> returned a result with an exception set") from None
+
+    monkeypatch.setattr(cli, "cmd_boards", boards)
+    assert cli.main(["boards"]) == EXIT_TERMINATED
+    assert one_line(capsys) == "edgebnn: terminated (SIGTERM); nothing was left half-written"
+    assert cli.main(["boards", "--help"]) == 0  # the next command starts afresh
+    capsys.readouterr()
+
+
 def test_sigterm_in_process_unwinds_like_ctrl_c(tmp_path, monkeypatch, capsys):
     train_module = importlib.import_module("edgebnn.train")
 
