@@ -181,7 +181,8 @@ def check_output_path(output_dir) -> pathlib.Path:
 
 
 # the ops whose refusals depend on the graph's structure and the io type only, not on types the
-# weights decide (an accumulator's width): what a run checks on the untrained model
+# weights decide (an accumulator's width): what a run checks on the untrained model (all of
+# them io_stream's)
 STRUCTURAL = ("affine", "reshape", "add", "concatenate")
 
 
