@@ -796,13 +796,37 @@ def _relu_slope_grad(x, slope: float, upper):
 
 
 def _hard_sigmoid(x):
-    """QKeras' default internal sigmoid: clip(0.5 x + 0.5, 0, 1)."""
+    """QKeras' default internal sigmoid: clip(0.5 x + 0.5, 0, 1), in float32 as QKeras computes it
+    (the sum rounds: it is 0.5 for ``0 <= x <= 2**-24``)."""
     return ops.clip(0.5 * x + 0.5, 0.0, 1.0)
 
 
 def _round_or_draw(v, u):
     """tf.round (half to even), or stochastic rounding with draws ``u``."""
     return ops.round(v) if u is None else _stochastic_codes(v, u)
+
+
+def _hard_sigmoid_window(x, dtype):
+    """The gradient of :func:`_hard_sigmoid` over 0.5: 1 where its clip passes (inclusive, as
+    ``tf.clip_by_value``'s gradient)."""
+    h = 0.5 * x + 0.5
+    return ops.cast((h >= 0.0) & (h <= 1.0), dtype)
+
+
+def _rounded_curve(x, u, m, low, lim, p_of, dp_of):
+    """QKeras's quantized curves (``quantized_tanh``, ``quantized_sigmoid``):
+    ``clip(round(p(x) m) / m, low, lim)`` (``round`` half to even, or stochastic with the draws
+    ``u``), with the gradient ``dp(x)`` where the rounded value lies inside the clip (inclusive,
+    as ``tf.clip_by_value``'s gradient) and 0 outside."""
+
+    def forward(v):
+        return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)
+
+    def backward(v, dy):
+        r = _round_or_draw(p_of(v) * m, u) / m
+        return dy * dp_of(v, dy.dtype) * ops.cast((r >= low) & (r <= lim), dy.dtype)
+
+    return _custom(forward, backward)(x)
 
 
 @_register("quantized_bits")
@@ -1191,21 +1215,10 @@ class QuantizedTanh(_Stochastic, Quantizer):
             # v/2 + 1/2 rounds in float32 and can land on a tie of round(p m)
             return ops.tanh(v) if self.use_real_tanh else ops.clip(v, -1.0, 1.0)
 
-        def forward(v):
-            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)
+        def dp_of(v, dtype):
+            return 1.0 - ops.tanh(v) * ops.tanh(v) if self.use_real_tanh else _hard_sigmoid_window(v, dtype)
 
-        def backward(v, dy):
-            if self.use_real_tanh:
-                y = ops.tanh(v)
-                dp = 1.0 - y * y
-            else:
-                h = 0.5 * v + 0.5
-                dp = ops.cast((h >= 0.0) & (h <= 1.0), dy.dtype)
-            r = _round_or_draw(p_of(v) * m, u) / m
-            inside = (r >= low) & (r <= lim)
-            return dy * dp * ops.cast(inside, dy.dtype)
-
-        return _custom(forward, backward)(x)
+        return _rounded_curve(x, u, m, low, lim, p_of, dp_of)
 
     def hardware(self, x=None) -> forms.Form:
         return forms.Grid(FixedType(self.bits, 1, True, "RND_CONV", "SAT_SYM" if self.symmetric else "SAT"))
@@ -1218,19 +1231,6 @@ class QuantizedTanh(_Stochastic, Quantizer):
             "use_real_tanh": self.use_real_tanh,
             "seed": self.seed,
         }
-
-
-def _hard_sigmoid(x):
-    """QKeras's ``hard_sigmoid`` (its default internal sigmoid), as it computes it in float32:
-    ``clip(0.5 * x + 0.5, 0, 1)`` (the sum rounds: it is 0.5 for ``0 <= x <= 2**-24``)."""
-    return ops.clip(0.5 * x + 0.5, 0.0, 1.0)
-
-
-def _hard_sigmoid_window(x, dtype):
-    """The gradient of :func:`_hard_sigmoid` over 0.5: 1 where its clip passes (inclusive, as
-    ``tf.clip_by_value``'s gradient)."""
-    h = 0.5 * x + 0.5
-    return ops.cast((h >= 0.0) & (h <= 1.0), dtype)
 
 
 @_register("binary_tanh")
@@ -1301,19 +1301,12 @@ class QuantizedSigmoid(_Stochastic, Quantizer):
         def p_of(v):
             return ops.sigmoid(v) if self.use_real_sigmoid else _hard_sigmoid(v)
 
-        def forward(v):
-            return ops.clip(_round_or_draw(p_of(v) * m, u) / m, low, lim)
-
-        def backward(v, dy):
+        def dp_of(v, dtype):
             if self.use_real_sigmoid:
-                y = ops.sigmoid(v)
-                dp = y * (1.0 - y)
-            else:
-                dp = 0.5 * _hard_sigmoid_window(v, dy.dtype)
-            r = _round_or_draw(p_of(v) * m, u) / m
-            return dy * dp * ops.cast((r >= low) & (r <= lim), dy.dtype)
+                return ops.sigmoid(v) * (1.0 - ops.sigmoid(v))
+            return 0.5 * _hard_sigmoid_window(v, dtype)
 
-        return _custom(forward, backward)(x)
+        return _rounded_curve(x, u, m, low, lim, p_of, dp_of)
 
     def hardware(self, x=None) -> forms.Form:
         return forms.Grid(FixedType(self.bits, 0, False, "RND_CONV", "SAT"))
