@@ -44,6 +44,22 @@ def fwd_grad():
 
 
 # ------------------------------------------------- hls4ml projects exported and compiled once per graph
+@pytest.fixture(scope="session", autouse=True)
+def csim_build_cache(tmp_path_factory):
+    """The session's shared C-simulation build cache (``EDGEBNN_CSIM_CACHE``, unless it is set
+    already): a project exported identically by more than one test is compiled once. Tests of
+    the cache itself point the variable elsewhere."""
+    if os.environ.get("EDGEBNN_CSIM_CACHE"):
+        yield os.environ["EDGEBNN_CSIM_CACHE"]
+        return
+    folder = str(tmp_path_factory.mktemp("csim-cache"))
+    os.environ["EDGEBNN_CSIM_CACHE"] = folder
+    try:
+        yield folder
+    finally:
+        os.environ.pop("EDGEBNN_CSIM_CACHE", None)
+
+
 def pytest_generate_tests(metafunc):
     """A test module with ``CASES = {name: (build, export kwargs)}`` runs each test that takes
     ``compiled`` once per case, unless the test chooses its cases with its own parametrize."""

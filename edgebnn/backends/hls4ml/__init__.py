@@ -11,7 +11,10 @@ The modules, in the order an export runs them:
 ``threshold_layer``  edgebnn's ``EdgebnnThreshold`` hls4ml layer, its templates and registration
 ``pad_layer``        edgebnn's ``EdgebnnPad2D`` / ``EdgebnnPad1D`` hls4ml layers (constant padding), the same way
 ``pool_layer``       edgebnn's ``EdgebnnPool2D`` hls4ml layer (2-D pools of any strides, io_stream too), the same way
-``project``          ``HLSProject``: compile, ``predict`` (C-simulation), ``trace``
+``project``          ``HLSProject``: compile, ``predict`` (C-simulation, large batches across the cores), ``trace``
+``csim_cache``       compile once: the C-simulation library's content key, its cache in the project folder and
+                     the shared one ``EDGEBNN_CSIM_CACHE`` names; the g++ flags
+``csim_worker``      a chunk of a large ``predict`` in a process of its own (imports only NumPy and ctypes)
 ``cost/<op>.py``     each op's resources and latency as hls4ml builds it, for ``edgebnn.estimate``
 
 Every precision is set explicitly, and after hls4ml's flows have run the model is checked

@@ -32,6 +32,7 @@ from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
 from . import pad_layer, pool_layer, reuse, threshold_layer
+from .csim_cache import CSIM_CFLAGS
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering, source
 from .project import HLSExportWarning, HLSProject
@@ -140,14 +141,8 @@ def export(
     return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name))
 
 
-# g++ flags of the C-simulation library: -O1 compiles ~40% faster than hls4ml's -O3 (24 s vs 41 s
-# for the digits BNN on 2 cores) and the simulation runs as fast; neither flag changes a result
-# (ap_fixed is integer arithmetic, and no flag here allows float contraction or reassociation)
-CSIM_CFLAGS = "-O1 -fPIC"
-
-
 def _build_at_o1(script: pathlib.Path) -> None:
-    """Give hls4ml's ``build_lib.sh`` the flags :data:`CSIM_CFLAGS`."""
+    """Give hls4ml's ``build_lib.sh`` the flags :data:`~.csim_cache.CSIM_CFLAGS`."""
     text = script.read_text()
     line = re.search(r'^CFLAGS="[^"]*"$', text, flags=re.M)
     if line is None:

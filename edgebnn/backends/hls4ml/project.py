@@ -1,23 +1,30 @@
 """An exported hls4ml project: compile its C-simulation with g++, ``predict``, ``trace``.
 
+``compile()`` runs g++ only when no library of the same content exists (:mod:`.csim_cache`);
+``predict()`` splits a large batch across the cores (:mod:`.csim_worker`), with the same result.
 Imports no hls4ml itself (the project's ``ModelGraph`` arrives from ``export``), nor
 TensorFlow or Keras.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import io
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 import warnings
 
 import numpy as np
 
 from ...errors import EdgebnnError
 from ...graph import Graph
+from . import csim_cache
 
 
 class HLSExportWarning(UserWarning):
@@ -43,6 +50,7 @@ class HLSProject:
         self._export_kwargs = dict(export_kwargs or {})  # target and project_name, for trace's twin
         self.target = self._export_kwargs.get("target")
         self._compiled = False
+        self._library: tuple[str, str] | None = None  # (path, SHA-256) of the loaded C-simulation library
         # hls::stream warnings the C-simulation printed (a stream destroyed with data left in
         # it: the RTL would stall there), one per stream, from every predict so far
         self.stream_warnings: list[str] = []
@@ -56,6 +64,10 @@ class HLSProject:
         The project on disk is compiled as exported, in its folder ``path`` (never where it was
         staged); it is not rewritten. The weights are compiled into the library, so the loaded
         library needs nothing from the folder afterwards.
+
+        g++ runs only when no library of the same content exists: a library this folder already
+        holds, recorded with its content key, is loaded again, and with ``EDGEBNN_CSIM_CACHE``
+        set one built for an identical project elsewhere is copied in (:mod:`.csim_cache`).
         """
         check_compiler()
         if not os.path.isdir(self.path):
@@ -73,12 +85,38 @@ class HLSProject:
             )
         # hls4ml builds in, and loads the library from, the configured output folder
         self.model.config.config["OutputDir"] = self.path
-        out = io.StringIO()
+        project_name = self.model.config.get_project_name()
+        lib = csim_cache.library_path(self.path, project_name, stamp)
         try:
-            with contextlib.redirect_stdout(out):
-                self.model._compile()  # ModelGraph.compile() would first rewrite the whole project
-        except Exception as err:
-            raise RuntimeError(f"could not build or load the C-simulation of {self.path!r} ({err}):\n{out.getvalue()}") from err
+            key = csim_cache.content_key(self.path, project_name)
+        except OSError as err:
+            raise EdgebnnError(
+                f"HLS project folder {self.path!r} is incomplete ({err.strerror}: {err.filename!r}); export the graph again"
+            ) from None
+        shared = csim_cache.shared_dir()
+        sha = csim_cache.local_hit(lib, key)
+        if sha is None and shared is not None:
+            sha = csim_cache.fetch_shared(shared, key, lib)
+            if sha is not None:
+                csim_cache.record_local(lib, key, sha)
+        if sha is not None:
+            _load_library(self.model, lib)
+        else:
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out):
+                    self.model._compile()  # ModelGraph.compile() would first rewrite the whole project
+            except Exception as err:
+                raise RuntimeError(
+                    f"could not build or load the C-simulation of {self.path!r} ({err}):\n{out.getvalue()}"
+                ) from err
+            sha = csim_cache.library_sha256(lib)
+            if sha is None:
+                raise RuntimeError(f"hls4ml built the C-simulation of {self.path!r} but {str(lib)!r} cannot be read")
+            csim_cache.record_local(lib, key, sha)
+            if shared is not None:
+                csim_cache.store_shared(shared, key, lib, sha)
+        self._library = (str(lib), sha)
         self._compiled = True
         return self
 
@@ -118,25 +156,122 @@ class HLSProject:
             if names[node.name] in traces and node.name not in moved
         }
 
-    def predict(self, x) -> np.ndarray:
+    def predict(self, x, processes: int | None = None) -> np.ndarray:
         """C-simulation of a batch: ``x`` has shape (N, *input_shape), float; returns float64
         of shape (N, *output_shape). Inputs are passed to C++ as float64, so the input
-        quantization happens in ``ap_fixed`` exactly as on the FPGA."""
+        quantization happens in ``ap_fixed`` exactly as on the FPGA.
+
+        A large batch is split into contiguous chunks simulated in parallel, one per core: this
+        process runs one and fresh Python processes (:mod:`.csim_worker`, no fork) the others,
+        each calling the same C function on the same float64 values, so the result is the same
+        as one process's, in order. ``processes`` sets how many (1: all here); by default the
+        first :data:`PROBE_SAMPLES` samples are timed here and the rest is split when it would
+        take at least :data:`PARALLEL_MIN_SECONDS` in this process alone.
+        """
+        if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
+            raise EdgebnnError(f"processes must be a positive whole number, got {processes!r}")
         outp = self.graph.output
         x = self._inputs(x)
         n = x.shape[0]
-        out_size = int(np.prod(outp.shape))
         if n == 0:
             return np.zeros((0, *outp.shape), dtype=np.float64)
         if not self._compiled:
             self.compile()
         flat = np.ascontiguousarray(x.reshape(n, -1))
+        parts: list[tuple[np.ndarray, str]] = []
+        if processes is None:
+            start = time.perf_counter()
+            parts.append(self._simulate_here(flat[:PROBE_SAMPLES]))
+            per_sample = (time.perf_counter() - start) / min(n, PROBE_SAMPLES)
+            flat = flat[PROBE_SAMPLES:]
+            processes = _usable_cores() if per_sample * len(flat) >= PARALLEL_MIN_SECONDS else 1
+        processes = min(processes, len(flat))
+        if processes > 1 and self._library_unchanged():
+            parts += self._simulate_in_processes(flat, processes)
+        elif len(flat):  # one process, or the library file is gone or changed since it was loaded
+            parts.append(self._simulate_here(flat))
+        for _, printed in parts:
+            self._take_printed(printed)
+        y = np.concatenate([part for part, _ in parts])
+        return y.reshape((n, *outp.shape))
+
+    def _library_unchanged(self) -> bool:
+        """Whether the library file loaded by compile() is still there as it was (workers load it)."""
+        return self._library is not None and csim_cache.library_sha256(pathlib.Path(self._library[0])) == self._library[1]
+
+    def _simulate_here(self, flat: np.ndarray) -> tuple[np.ndarray, str]:
+        """hls4ml's own predict on the rows of ``flat`` in this process: (outputs, what the C++
+        code printed)."""
         with _c_output() as printed:
             y = self.model.predict(flat)
-        for line in printed.getvalue().splitlines():
-            if "leftover data" in line and line.strip() not in self.stream_warnings:
-                self.stream_warnings.append(line.strip())
-        return np.asarray(y, dtype=np.float64).reshape(n, out_size).reshape((n, *outp.shape))
+        return np.asarray(y, dtype=np.float64).reshape(len(flat), -1), printed.getvalue()
+
+    def _simulate_in_processes(self, flat: np.ndarray, processes: int) -> list[tuple[np.ndarray, str]]:
+        """The rows of ``flat`` in ``processes`` contiguous chunks, the first here and the others
+        in worker processes at the same time; (outputs, printed) per chunk, in order."""
+        chunks = np.array_split(flat, processes)
+        out_size = int(np.prod(self.graph.output.shape))
+        function = f"{self.model.config.get_project_name()}_double"  # float64 inputs, as _simulate_here passes them
+        with concurrent.futures.ThreadPoolExecutor(max_workers=processes - 1) as pool:
+            others = [pool.submit(_simulate_in_a_process, self._library[0], function, chunk, out_size) for chunk in chunks[1:]]
+            first = self._simulate_here(chunks[0])
+            return [first] + [job.result() for job in others]
+
+    def _take_printed(self, printed: str) -> None:
+        """Record the hls::stream leftover warnings in what the C++ code printed; pass the rest on
+        to stdout."""
+        rest = []
+        for line in printed.splitlines():
+            if "leftover data" in line:
+                if line.strip() not in self.stream_warnings:
+                    self.stream_warnings.append(line.strip())
+            elif line.strip():
+                rest.append(line)
+        if rest:
+            sys.stdout.write("\n".join(rest) + "\n")
+
+
+# the default split of HLSProject.predict: the first PROBE_SAMPLES samples are timed in the
+# calling process, and the rest is split across the cores when it would take at least
+# PARALLEL_MIN_SECONDS there (a worker process starts in about 0.2 s)
+PROBE_SAMPLES = 64
+PARALLEL_MIN_SECONDS = 1.0
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _simulate_in_a_process(library: str, function: str, chunk: np.ndarray, out_size: int) -> tuple[np.ndarray, str]:
+    """One chunk in a fresh Python process (:mod:`.csim_worker`): (outputs, printed)."""
+    code = f"import sys; sys.path[:] = {sys.path!r}; from edgebnn.backends.hls4ml.csim_worker import main; main()"
+    argv = [sys.executable, "-c", code, library, function, str(chunk.shape[1]), str(out_size)]
+    done = subprocess.run(argv, input=np.ascontiguousarray(chunk, dtype=np.float64).tobytes(), capture_output=True, check=False)
+    size = len(chunk) * out_size * 8
+    if done.returncode != 0 or len(done.stdout) < size:
+        raise RuntimeError(
+            f"a C-simulation worker process for {len(chunk)} samples failed (exit code {done.returncode}):\n"
+            + done.stderr.decode(errors="replace")
+        )
+    if done.stderr:
+        sys.stderr.write(done.stderr.decode(errors="replace"))
+    y = np.frombuffer(done.stdout[:size], dtype=np.float64).reshape(len(chunk), out_size)
+    return y, done.stdout[size:].decode(errors="replace")
+
+
+def _load_library(model, lib) -> None:
+    """Load ``lib`` as the model's C-simulation, as hls4ml's ``ModelGraph._compile`` does after
+    its build (the library loaded before is closed first)."""
+    import _ctypes
+    import ctypes
+
+    if model._top_function_lib is not None:
+        _ctypes.dlclose(model._top_function_lib._handle)
+        model._top_function_lib = None
+    model._top_function_lib = ctypes.cdll.LoadLibrary(str(lib))
 
 
 def check_compiler() -> None:
@@ -161,10 +296,7 @@ def _flush_c_stdio() -> None:
 @contextlib.contextmanager
 def _c_output():
     """What C++ code prints to stdout in the block (the C-simulation library writes to file
-    descriptor 1, below Python's sys.stdout), as a StringIO; passed on to stdout unless it is
-    only hls::stream leftover warnings, which the caller records."""
-    import sys
-
+    descriptor 1, below Python's sys.stdout), as a StringIO filled when the block ends."""
     text = io.StringIO()
     fd = 1  # C's stdout, whatever Python's sys.stdout is now
     with contextlib.suppress(AttributeError, OSError, ValueError):
@@ -180,6 +312,3 @@ def _c_output():
             os.close(saved)
             tmp.seek(0)
             text.write(tmp.read().decode(errors="replace"))
-    rest = [ln for ln in text.getvalue().splitlines() if ln.strip() and "leftover data" not in ln]
-    if rest:
-        sys.stdout.write("\n".join(rest) + "\n")
