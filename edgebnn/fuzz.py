@@ -107,6 +107,7 @@ class Case:
     jit: bool
     strip_softmax: bool = False  # the model ends with a softmax that freeze strips
     input_type: str | None = None  # given to freeze: the first layer reads floats (the inputs are on its grid)
+    output_quantizer: str | None = None  # given to freeze: the logits of a float head rounded onto a grid
 
 
 @dataclasses.dataclass
@@ -487,6 +488,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         add(softmax, f"{type(softmax).__name__}()")
         strip = True
     strip = _softmax_after_head(head_rng, text, add) or strip
+    output_quantizer = _output_quantizer(seed, text)
     _qkeras_names(seed, layers, text)
     model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
     if rng.random() < 0.2:  # the same chain as a functional model
@@ -500,7 +502,24 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.3))
-    return Case(seed, model, x, text, bool(model.jit_compile), strip, input_type)  # Keras may have declined XLA
+    if output_quantizer is not None:
+        text[-1] += f"  # freeze(output_quantizer={output_quantizer!r})"
+    # Keras may have declined XLA
+    return Case(
+        seed, model, x, text, bool(model.jit_compile), strip or output_quantizer is not None, input_type, output_quantizer
+    )
+
+
+def _output_quantizer(seed: int, text: list) -> str | None:
+    """Sometimes (the stream ``[seed, 8]``), for a model that ends with a BatchNormalization (and
+    a softmax), the ``output_quantizer`` freeze is given: larq's float head rounded onto a grid."""
+    rng = np.random.default_rng([seed, 8])
+    ends = [line for line in text if not line.startswith(("Activation('softmax')", "Softmax("))]
+    if not ends or not ends[-1].startswith("BatchNormalization") or rng.random() >= 0.4:
+        return None
+    integer = int(rng.integers(0, 6))
+    bits = integer + 1 + int(rng.integers(1, 9))
+    return f"quantized_bits({bits}, {integer})"
 
 
 def _qkeras_names(seed: int, layers: list, text: list) -> None:
@@ -575,12 +594,20 @@ def _fused(layer, bn):
     return QConv2DBatchnorm(layer.filters, layer.kernel_size, **conv, **common)
 
 
+# leading QuantActivations that are no plain conversion to a fixed-point type (QKeras's
+# QActivation("quantized_relu_po2(4, 4)") on the input): with freeze(input_type=) they
+# requantize the converted input
+LEADING_REQUANTIZERS = ("quantized_relu_po2(4, 4)", "quantized_po2(4, 2)", "ste_sign", "ste_heaviside", "dorefa(2)")
+
+
 def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
     """Sometimes the input's type given as users of QKeras and larq give it (the stream
     ``[seed, 5]``: other seeds keep their models): a leading ``QuantActivation`` instead of the
     first layer's ``input_quantizer``, or no input quantizer at all and ``freeze(input_type=)``
-    (the inputs put on its grid); and sometimes the model's input in another shape of the same
-    size with a ``Flatten`` or ``Reshape`` (and a ``Dropout``) before the first layer. Edits
+    (the inputs put on its grid), or a leading ``QuantActivation`` that is no plain conversion
+    (:data:`LEADING_REQUANTIZERS`) on the type ``freeze(input_type=)`` gives; and sometimes the
+    model's input in another shape of the same size with a ``Flatten`` or ``Reshape`` (and a
+    ``Dropout``) before the first layer. Edits
     ``layers`` and ``text``; returns (the model's input shape, the input type or None, the
     function making the model's inputs from inputs of ``shape``)."""
     import keras
@@ -603,6 +630,13 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
         else:
             input_type = str(hw.type)
             text[0] += f"  # no input_quantizer: freeze(input_type={input_type!r})"
+    elif getattr(first, "input_quantizer", None) is not None and r < 0.26:
+        hw = quantizers.get(in_q).hardware()
+        if isinstance(hw, forms.Fixed):  # a leading quantizer that is no plain conversion, on the given type
+            lead = str(rng.choice(LEADING_REQUANTIZERS))
+            input_type = str(hw.type)
+            layers.insert(0, QuantActivation(lead))
+            text.insert(0, f"QuantActivation({lead!r})  # no plain conversion: freeze(input_type={input_type!r})")
     model_shape = shape
     if rng.random() < 0.15:
         size = int(np.prod(shape))
@@ -1294,16 +1328,19 @@ def _runtime_error_text(err: BaseException) -> str:
 
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     from .emulate import emulate
-    from .freeze import freeze, keras_logits
+    from .freeze import freeze, keras_logits, keras_reference
     from .graph import Graph
     from .verify import verify
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graph = freeze(case.model, strip_softmax=case.strip_softmax, input_type=case.input_type)
+        graph = freeze(
+            case.model, strip_softmax=case.strip_softmax, input_type=case.input_type, output_quantizer=case.output_quantizer
+        )
     out.ops = sorted({node.op for node in graph.nodes})
     out.forms = quantizer_forms(case.model) + front_forms(case)
-    keras_model = keras_logits(case.model) if graph.meta.get("stripped_softmax") else case.model
+    keras_model, stripped = keras_reference(case.model, graph.meta)
+    keras_model = keras_logits(keras_model) if stripped else keras_model
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = pathlib.Path(tmp) / "graph.npz"
         graph.save(path)
@@ -1382,12 +1419,13 @@ def front_forms(case: Case) -> list[str]:
     from .layers import QuantActivation
 
     found = ["input: input_type"] if case.input_type else []
+    found += ["output: output_quantizer"] if case.output_quantizer else []
     for layer in case.model.layers:
         if isinstance(layer, keras.layers.Flatten | keras.layers.Reshape | keras.layers.Dropout):
             found.append(f"input: {type(layer).__name__} first")
             continue
         if isinstance(layer, QuantActivation):
-            found.append("input: QuantActivation")
+            found.append("input: QuantActivation requantizing input_type" if case.input_type else "input: QuantActivation")
         break
     qkeras = {type(layer).__name__ for layer in case.model.layers} & {
         "QDense",
@@ -1611,7 +1649,12 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
     folder.mkdir(parents=True, exist_ok=True)
     case.model.save(folder / "model.keras")
     np.savez(folder / "inputs.npz", x=case.x)
-    info = dataclasses.asdict(outcome) | {"jit": case.jit, "strip_softmax": case.strip_softmax, "input_type": case.input_type}
+    info = dataclasses.asdict(outcome) | {
+        "jit": case.jit,
+        "strip_softmax": case.strip_softmax,
+        "input_type": case.input_type,
+        "output_quantizer": case.output_quantizer,
+    }
     (folder / "outcome.json").write_text(json.dumps(info, indent=2) + "\n")
     return folder
 
@@ -1626,7 +1669,16 @@ def load_failure(folder) -> Case:
     model.compile(jit_compile=info["jit"])
     with np.load(folder / "inputs.npz", allow_pickle=False) as data:
         x = data["x"]
-    return Case(info["seed"], model, x, info["layers"], info["jit"], info.get("strip_softmax", False), info.get("input_type"))
+    return Case(
+        info["seed"],
+        model,
+        x,
+        info["layers"],
+        info["jit"],
+        info.get("strip_softmax", False),
+        info.get("input_type"),
+        info.get("output_quantizer"),
+    )
 
 
 if __name__ == "__main__":

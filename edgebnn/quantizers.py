@@ -32,6 +32,7 @@ owns.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import json
 import math
@@ -1513,6 +1514,15 @@ def _po2_exponents(x_abs, min_exp, max_exp, max_value, quadratic, log2_rounding,
     return ops.where(small, ops.full_like(e, float(min_exp)), e)
 
 
+def _eagerly():
+    """A context in which Keras ops run eagerly, also inside a function TensorFlow traces."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.init_scope()
+    return contextlib.nullcontext()
+
+
 def _need_exponent_sign(max_value) -> int:
     if max_value is not None and max_value < 0:
         raise ValueError(f"po2 max_value={max_value} must be non-negative")
@@ -1534,12 +1544,15 @@ class _Po2Base(_Stochastic, Quantizer):
         )
 
     def exponent_range(self) -> tuple[int, int]:
-        """The smallest and largest exponent an output can have."""
+        """The smallest and largest exponent an output can have. Computed eagerly (the largest
+        from ``max_value`` by the quantizer's own float32 arithmetic), also when first asked
+        inside a traced training step (a layer reads its kernel quantizer's form there)."""
         f = 2 if self.quadratic_approximation else 1
         lo, hi = min(f * self._min_exp, self._min_exp), f * self._max_exp
         if self.max_value is not None:
-            top = self._exponents(ops.convert_to_tensor(np.float32([self.max_value])))
-            hi = min(hi, int(ops.convert_to_numpy(top)[0]))
+            with _eagerly():
+                top = self._exponents(ops.convert_to_tensor(np.float32([self.max_value])))
+                hi = min(hi, int(ops.convert_to_numpy(top)[0]))
         return lo, hi
 
     def _hardware(self, signed: bool) -> forms.Form:

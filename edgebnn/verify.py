@@ -81,11 +81,16 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
     ``x`` is cast to float32 once (the precision Keras computes in) and then given to all three,
     so every path sees the same numbers. ``keras_output`` skips a second ``predict`` when the
     caller already has it for these inputs. For a graph frozen with ``strip_softmax=True`` the
-    model's logits are compared (see :func:`edgebnn.freeze.keras_logits`).
+    model's logits are compared (see :func:`edgebnn.freeze.keras_logits`), and for one frozen with
+    ``output_quantizer=`` those logits through that quantizer (``keras_reference``).
     """
     x = np.asarray(x, dtype=np.float32)
     _check_input_grid(graph, x, model)
     stripped = bool(graph.meta.get("stripped_softmax"))
+    if model is not None and graph.meta.get("output_quantizer") is not None:
+        from .freeze import keras_reference
+
+        model, stripped = keras_reference(model, graph.meta)
     outputs: dict[str, np.ndarray] = {}
     mismatches: list[Mismatch] = []
     emu = emulate(graph, x)

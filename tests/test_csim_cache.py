@@ -110,6 +110,20 @@ def test_the_key_follows_the_content_not_the_folder(mlp, monkeypatch):
     assert csim_cache.content_key(same.path, "myproject") != key
 
 
+def test_a_project_reading_weight_files_is_keyed_by_its_folder(mlp):
+    """hls4ml's WriteWeightsTxt makes the library read its weights from the folder compiled in."""
+    graph, project, folder, _, _ = mlp
+    keys = []
+    for name in ("txt1", "txt2"):
+        other = export_quietly(graph, folder / name, board=PYNQ)
+        cpp = pathlib.Path(other.path, "firmware", "myproject.cpp")
+        text, marker = cpp.read_text(), "// hls-fpga-machine-learning insert load weights"
+        assert marker in text
+        cpp.write_text(text.replace(marker, 'nnet::load_weights_from_txt<int, 1>(w, "w2.txt");'))
+        keys.append(csim_cache.content_key(other.path, "myproject"))
+    assert keys[0] != keys[1]
+
+
 def test_a_changed_weight_is_built_again(mlp):
     graph, project, folder, x, y = mlp
     edited = export_quietly(graph, folder / "edited", board=PYNQ)

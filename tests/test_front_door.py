@@ -3,6 +3,7 @@ leading Flatten / Reshape (and no-ops), a float first layer with ``freeze(input_
 the helper that proposes the type from the data."""
 
 import functools
+import re
 import warnings
 
 import keras
@@ -88,8 +89,9 @@ def test_a_leading_binary_quant_activation_is_refused_with_the_fix():
         freeze(model)
     assert str(err.value) == (
         "layer 'a' (QuantActivation) is the first layer, but its quantizer ste_sign gives binary values, not the plain "
-        "ap_fixed conversion the hardware input makes; use quantized_bits or quantized_relu there (e.g. "
-        "quantized_bits(8, 0, keep_negative=False)) and binarize after it"
+        "ap_fixed conversion the hardware input makes; freeze with the data's type (input_type='ufixed<8,0>'; "
+        "edgebnn.propose_input_type(x) finds it) so that the hardware applies it to the converted input, or use "
+        "quantized_bits or quantized_relu there (e.g. quantized_bits(8, 0, keep_negative=False))"
     )
 
 
@@ -284,3 +286,82 @@ def test_a_refusal_naming_many_channels_stays_short():
         freeze(model)
     message = str(err.value)
     assert "[0, 2, 4, 6, ..., 56, 58] (30 values)" in message and len(message) < 600, message  # 1,150 in full
+
+
+def _larq_head():
+    """larq's usual classifier head: QuantDense -> BatchNormalization(scale=False) -> softmax,
+    with trained-looking statistics (no exact fixed-point affine form of the accumulator)."""
+    model = keras.Sequential(
+        [
+            keras.Input((16,)),
+            QuantDense(12, input_quantizer=Q8, kernel_quantizer="ste_sign", use_bias=False),
+            keras.layers.BatchNormalization(scale=False),
+            QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="head"),
+            keras.layers.BatchNormalization(scale=False, name="head_bn"),
+            keras.layers.Activation("softmax"),
+        ]
+    )
+    rng = np.random.default_rng(0)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            c = layer.beta.shape
+            layer.set_weights([rng.normal(size=c), rng.normal(size=c), rng.uniform(0.5, 2, c)])
+    return model
+
+
+def test_a_float_head_is_refused_with_an_output_quantizer_that_then_verifies_exactly(tmp_path):
+    from edgebnn.graph import Graph
+
+    model = _larq_head()
+    with pytest.raises(FreezeError) as err:
+        _frozen(model)
+    proposal = re.search(r"output_quantizer='([^']+)'", str(err.value))
+    assert str(err.value).startswith("layer 'head_bn' (BatchNormalization): the model ends with the real-valued outputs")
+    assert proposal, str(err.value)
+    graph = _frozen(model, output_quantizer=proposal.group(1))
+    assert graph.meta["output_quantizer"] == proposal.group(1) and graph.meta["stripped_softmax"]["layer"] == "activation"
+    graph.save(tmp_path / "g.npz")
+    graph = Graph.load(tmp_path / "g.npz")
+    x = _on_grid((16,))
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    # what is verified is the model's own logits rounded by that quantizer, nothing else
+    from edgebnn import quantizers
+    from edgebnn.freeze import keras_logits
+
+    logits = keras_logits(model).predict(x, verbose=0)
+    rounded = np.asarray(keras.ops.convert_to_numpy(quantizers.get(proposal.group(1))(logits)), dtype=np.float64)
+    assert np.array_equal(rounded, edgebnn_emulate(graph, x))
+    # the proposed range holds every logit: nothing saturates
+    t = FixedType.from_string(str(graph.output.type))
+    assert np.all(np.abs(logits) < 2 ** (t.integer - 1)), (t, np.abs(logits).max())
+
+
+def edgebnn_emulate(graph, x):
+    from edgebnn import emulate
+
+    return emulate(graph, x)
+
+
+def test_an_output_quantizer_is_checked():
+    with pytest.raises(FreezeError, match=r"^output_quantizer: unknown quantizer 'quantized_bitz\(8, 3\)'"):
+        freeze(_larq_head(), output_quantizer="quantized_bitz(8, 3)")
+    with pytest.raises(FreezeError, match="output_quantizer rounds the logits, so it needs strip_softmax=True"):
+        freeze(_larq_head(), output_quantizer="quantized_bits(8, 3)", strip_softmax=False)
+
+
+@pytest.mark.parametrize("lead", ["quantized_relu_po2(4, 4)", "ste_sign", "ste_heaviside"])
+def test_a_leading_quantizer_that_is_no_conversion_requantizes_the_given_input_type(lead):
+    """QKeras's QActivation("quantized_relu_po2(4,4)") on the float input: refused alone with
+    the advice to give the input's type; with it, the hardware applies it to the converted input."""
+    model = _model((16,), QuantActivation(lead, name="lead"), QuantDense(4, kernel_quantizer="quantized_bits(4, 0, alpha=1)"))
+    with pytest.raises(
+        FreezeError, match=r"^layer 'lead' \(QuantActivation\) is the first layer, but .*freeze with the data's type"
+    ):
+        _frozen(model)
+    graph = _frozen(model, input_type="ufixed<5,1>")
+    assert [n.op for n in graph.nodes][:2] == ["input", "threshold"]
+    x = _on_grid((16,), t="ufixed<5,1>")
+    x = FixedType.from_string("ufixed<5,1>").quantize(x).astype(np.float32)
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()

@@ -118,15 +118,36 @@ from keras import ops
 
 from ..graph import Graph
 from . import kinds
-from .chain import branches, inbound, layer_chain, model_jit
+from .chain import branches, inbound, layer_chain, model_jit, trailing_softmax
 from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
-from .logits import keras_logits
+from .logits import OUTPUT_QUANTIZER, keras_logits, keras_reference, with_output_quantizer
 from .passes import NODE_PASSES, PASSES
 from .passes.float32_exactness import inexact as _inexact
 
 MERGES = ("add", "concatenate")  # the step kinds whose Keras evaluation reads a list of tensors
 
-__all__ = ["MAX_ENUMERATION", "FreezeError", "FreezeWarning", "Step", "freeze", "keras_logits", "plan", "trace"]
+__all__ = [
+    "MAX_ENUMERATION",
+    "FreezeError",
+    "FreezeWarning",
+    "Step",
+    "freeze",
+    "keras_logits",
+    "keras_reference",
+    "plan",
+    "trace",
+    "with_output_quantizer",
+]
+
+
+def _output_quantizer(output_quantizer):
+    """``output_quantizer`` as a quantizer; a bad one is a FreezeError."""
+    from .. import quantizers
+
+    try:
+        return quantizers.get(output_quantizer)
+    except ValueError as err:
+        raise FreezeError(f"output_quantizer: {err}") from None
 
 
 def _input_type(input_type):
@@ -170,6 +191,7 @@ def freeze(
     progress: Callable[[str], None] | None = None,
     strip_softmax: bool = True,
     input_type=None,
+    output_quantizer=None,
 ) -> Graph:
     """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
 
@@ -183,7 +205,20 @@ def freeze(
     ``input_quantizer``, larq's usual stem): the hardware input has that type, and Keras computes
     the same as the deployed model on data on its grid (``graph.meta["input_type"]``; verify
     refuses other data; :func:`edgebnn.propose_input_type` finds the type of a data set).
+
+    ``output_quantizer`` (a quantizer or its string, e.g. ``"quantized_bits(12, 3)"``) rounds the
+    model's logits (the softmax stripped) onto a grid, for a model that ends with float outputs
+    no exact fixed-point form reproduces (larq's usual ``QuantDense -> BatchNormalization``
+    head): the graph computes ``with_output_quantizer(model, output_quantizer)``, a Keras model
+    of the same layers plus that quantizer (``graph.meta["output_quantizer"]``), which
+    :func:`edgebnn.verify` compares with. No training is needed; argmax changes only where two
+    logits round to one value.
     """
+    original = model
+    if output_quantizer is not None:
+        model = with_output_quantizer(model, _output_quantizer(output_quantizer)) if strip_softmax else model
+        if not strip_softmax:
+            raise FreezeError("output_quantizer rounds the logits, so it needs strip_softmax=True; drop one of them")
     steps, planning = _plan(model, strip_softmax, input_type)
     input_shape = tuple(int(d) for d in model.inputs[0].shape[1:]) if model.inputs else None
     freezing = Freezing(model, model_jit(model), input_shape)
@@ -207,6 +242,11 @@ def freeze(
         )
     if planning.input_type is not None:
         meta["input_type"] = str(planning.input_type)
+    if output_quantizer is not None:
+        meta["output_quantizer"] = repr(model.get_layer(OUTPUT_QUANTIZER).quantizer)
+        softmax = trailing_softmax(layer_chain(original))
+        if softmax is not None:
+            planning.stripped = layer_chain(original)[softmax]
     if planning.stripped is not None:
         layer = planning.stripped
         meta["stripped_softmax"] = {"n": int(nodes[-1].shape[-1]), "layer": layer.name}
@@ -216,7 +256,7 @@ def freeze(
             FreezeWarning,
             stacklevel=2,
         )
-    return Graph(name or model.name, nodes, meta)
+    return Graph(name or original.name, nodes, meta)
 
 
 def trace(model, x, strip_softmax: bool = True, input_type=None) -> dict[str, np.ndarray]:

@@ -298,8 +298,9 @@ def input_type(item):
     if not isinstance(hw, forms.Fixed):
         raise FreezeError(
             f"{where(layer)} is the first layer, but its {which} {quantizer!r} gives {hw.kind} values, not the plain "
-            "ap_fixed conversion the hardware input makes; use quantized_bits or quantized_relu there (e.g. "
-            "quantized_bits(8, 0, keep_negative=False)) and binarize after it"
+            "ap_fixed conversion the hardware input makes; freeze with the data's type (input_type='ufixed<8,0>'; "
+            "edgebnn.propose_input_type(x) finds it) so that the hardware applies it to the converted input, or use "
+            "quantized_bits or quantized_relu there (e.g. quantized_bits(8, 0, keep_negative=False))"
         )
     return hw.type
 

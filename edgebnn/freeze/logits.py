@@ -1,12 +1,17 @@
 """``keras_logits``: a Keras model without its trailing softmax, what a graph frozen with
-``strip_softmax=True`` computes."""
+``strip_softmax=True`` computes; ``with_output_quantizer``: those logits through a quantizer,
+what a graph frozen with ``output_quantizer=`` computes; ``keras_reference``: the Keras model a
+graph computes, from the user's model and the graph's record of how it was frozen."""
 
 from __future__ import annotations
 
 import keras
 
-from ..layers import QuantDense
+from ..layers import QuantActivation, QuantDense
 from .chain import layer_chain, model_jit, trailing_softmax
+
+# the name of the QuantActivation that ``output_quantizer=`` appends to the model's logits
+OUTPUT_QUANTIZER = "output_quantizer"
 
 
 def keras_logits(model):
@@ -38,3 +43,24 @@ class _WithoutActivation(keras.layers.Layer):
             return self.inner(x, training=False)
         finally:
             self.inner.activation = activation
+
+
+def with_output_quantizer(model, quantizer):
+    """``model``'s logits (:func:`keras_logits`) through a ``QuantActivation(quantizer)`` named
+    :data:`OUTPUT_QUANTIZER`: a Keras model sharing ``model``'s layers, compiled the same way."""
+    logits = keras_logits(model)
+    out = QuantActivation(quantizer, name=OUTPUT_QUANTIZER)(logits.outputs[0])
+    quantized = keras.Model(model.inputs, out, name=model.name)
+    quantized.compile(jit_compile=model_jit(model))
+    return quantized
+
+
+def keras_reference(model, meta: dict) -> tuple:
+    """(the Keras model a graph of ``meta`` computes, whether a softmax is still to strip from
+    it): ``model`` itself, or with an ``output_quantizer`` recorded its logits through that
+    quantizer."""
+    stripped = bool(meta.get("stripped_softmax"))
+    quantizer = meta.get("output_quantizer")
+    if quantizer is None:
+        return model, stripped
+    return with_output_quantizer(model, quantizer), False

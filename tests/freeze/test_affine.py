@@ -9,7 +9,7 @@ import pytest
 from freeze_models import frozen_until
 
 from edgebnn.emulate import emulate
-from edgebnn.freeze import FreezeError, freeze, keras_logits
+from edgebnn.freeze import FreezeError, freeze, keras_logits, keras_reference
 from edgebnn.freeze.passes import affine, thresholds
 from edgebnn.layers import QuantDense
 
@@ -74,10 +74,18 @@ def test_float32_rounded_batchnorm_is_refused_with_the_fix():
         freeze(model)
     assert str(err.value) == (
         "layer 'bn' (BatchNormalization): the model ends with the real-valued outputs of bn, which Keras's float32 "
-        "arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator 'd' (a and b "
-        "of a few bits); end the model with a QuantActivation (e.g. quantized_bits(8, 3)) after it, or keep gamma / "
-        "sqrt(variance + epsilon) a power of two and the mean and beta on a coarse binary grid"
+        "arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator 'd'; freeze "
+        "with output_quantizer='quantized_bits(11, 2)' (their range on a grid of 1/256: Keras's logits rounded the same "
+        "way are what is verified, no training needed) or end the model with such a QuantActivation"
     )
+    # the advice works: the rounded logits are exact for every batch size Keras runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(model, output_quantizer="quantized_bits(11, 2)")
+    x = inputs()
+    reference = keras_reference(model, graph.meta)[0]
+    for batch in (1, 32):
+        assert np.array_equal(emulate(graph, x), reference.predict(x, batch_size=batch, verbose=0))
 
 
 def test_a_scale_of_too_many_bits_is_refused(monkeypatch):

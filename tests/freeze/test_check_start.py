@@ -10,14 +10,23 @@ from edgebnn.freeze.passes import check_start
 
 
 def test_a_layer_before_the_first_weighted_one_is_refused():
-    items = [Layer(keras.layers.Dense(2, name="x"))] + layers_of(dense_model())  # not even looked up
+    items = [Layer(keras.layers.BatchNormalization(name="x"))] + layers_of(dense_model())  # not even looked up
     with pytest.raises(FreezeError) as err:
         run(check_start.run, items)
     assert str(err.value) == (
-        "layer 'x' (Dense) comes before any layer that sets the input's fixed-point type; start the model with a "
+        "layer 'x' (BatchNormalization) comes before any layer that sets the input's fixed-point type; start the model with a "
         "QuantDense, QuantConv2D, QuantActivation, QuantDepthwiseConv2D, QuantSeparableConv2D or QuantConv1D that does "
         "(a QuantActivation('quantized_bits(8, 0, keep_negative=False)') or a layer's input_quantizer), or freeze with "
         "input_type='ufixed<8,0>'"
+    )
+
+
+def test_a_float_first_layer_is_refused_for_its_float_weights_not_for_the_input_type():
+    items = [Layer(keras.layers.Conv2D(2, 3, name="stem"))] + layers_of(dense_model())
+    with pytest.raises(FreezeError) as err:
+        run(check_start.run, items)
+    assert str(err.value).startswith(
+        "layer 'stem' (Conv2D) has float weights, which cannot be deployed bit for bit; use edgebnn.layers.QuantConv2D"
     )
 
 

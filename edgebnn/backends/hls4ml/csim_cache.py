@@ -8,7 +8,8 @@ The library's content key is a SHA-256 over everything the build reads: the file
 folder at run time, and the ``WEIGHTS_DIR`` path it defines is read only by hls4ml's
 ``load_weights_from_txt``, which a project exported with ``WriteWeightsTxt`` off never calls),
 :data:`CSIM_CFLAGS` and the output of ``g++ --version``. Neither the stamp nor the folder enters
-the key, so the same export in another folder has the same key.
+the key, so the same export in another folder has the same key (unless a source calls one of
+those loaders: then the folder is part of the key).
 
 Two caches, both checked by the SHA-256 of the library file itself, so a partial or corrupt
 library is never loaded (it is built again instead):
@@ -101,8 +102,16 @@ def content_key(folder, project_name: str) -> str:
             if not _is_product(rel):
                 files.append(rel)
     for rel in sorted(files):
-        add(f"firmware/{rel}", (firmware / rel).read_bytes())
+        data = (firmware / rel).read_bytes()
+        add(f"firmware/{rel}", data)
+        if rel != "nnet_utils/nnet_helpers.h" and _READS_WEIGHT_FILES.search(data):
+            # weights read at run time from the WEIGHTS_DIR path compiled in: the folder is content too
+            add("folder", str(folder.absolute()).encode())
     return digest.hexdigest()
+
+
+# hls4ml's loaders of weights text files (WriteWeightsTxt), defined in nnet_helpers.h
+_READS_WEIGHT_FILES = re.compile(rb"\bload_\w*weights_from_txt\b|\bWEIGHTS_DIR\b")
 
 
 def _sha256(data: bytes) -> str:

@@ -3,7 +3,8 @@
 Keras on every reachable accumulator value (``replay``), per channel Keras's float32 outputs
 must lie exactly on ``y = a * x + b`` with ``a`` and ``b`` of a few significant bits (powers of
 two, or dyadic numbers of at most :data:`MAX_SCALE_BITS` bits); then the graph ends with an
-exact ``affine`` node, else the model is refused with the fix."""
+exact ``affine`` node, else the model is refused with the fix: an ``output_quantizer`` for
+freeze that holds the outputs' range (``output_quantizer_for``)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,30 @@ def node(step: Step, freezing):
             if out.type.width <= MAX_OUTPUT_BITS and np.array_equal(form[0] * x + form[1], y):
                 return out
     names = ", ".join(op.layer.name for op in step.float_ops)
+    proposal = output_quantizer_for(y_all)
     raise FreezeError(
         f"{where(step.layer)}: the model ends with the real-valued outputs of {names}, which Keras's float32 "
-        f"arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator {src.name!r} "
-        "(a and b of a few bits); end the model with a QuantActivation (e.g. quantized_bits(8, 3)) after it, or "
-        "keep gamma / sqrt(variance + epsilon) a power of two and the mean and beta on a coarse binary grid"
+        f"arithmetic does not compute as an exact fixed-point affine form a * x + b of the accumulator {src.name!r}; "
+        f"freeze with output_quantizer={proposal!r} (their range on a grid of 1/{2**OUTPUT_FRACTION_BITS}: Keras's "
+        "logits rounded the same way are what is verified, no training needed) or end the model with such a "
+        "QuantActivation"
     )
+
+
+# the fractional bits of the output quantizer a refusal proposes: fine enough that rounding the
+# logits rarely ties two of them
+OUTPUT_FRACTION_BITS = 8
+
+
+def output_quantizer_for(y: np.ndarray) -> str:
+    """A ``quantized_bits`` holding every value of ``y`` (Keras's outputs) in range, with
+    :data:`OUTPUT_FRACTION_BITS` fractional bits."""
+    y = y[np.isfinite(y)]
+    top = float(np.max(np.abs(y))) if y.size else 1.0
+    integer = max(0, int(np.floor(np.log2(top))) + 1) if top > 0 else 0  # 2**integer > top
+    signed = not y.size or float(np.min(y)) < 0
+    bits = integer + OUTPUT_FRACTION_BITS + signed
+    return f"quantized_bits({bits}, {integer})" if signed else f"quantized_bits({bits}, {integer}, keep_negative=False)"
 
 
 def _affine(codes: np.ndarray, lsb_exp: int, y: np.ndarray, y_probe: np.ndarray):

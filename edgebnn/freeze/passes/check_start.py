@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ..items import FreezeError, Layer, Planning, where
-from ..lower import handler_for, noop, reshape, starting_layers, starts
+from ..lower import handler_for, noop, reshape, starting_layers, starts, unsupported
 
 
 def run(items: Iterable[Layer], planning: Planning) -> Iterator[Layer]:
@@ -23,6 +23,8 @@ def run(items: Iterable[Layer], planning: Planning) -> Iterator[Layer]:
             if handler_for(item.layer) in (reshape, noop):
                 yield item
                 continue
+            if handler_for(item.layer) is None:  # the real reason (e.g. a float Conv2D stem): no input type helps
+                raise unsupported(item.layer)
             if not starts(item.layer):
                 raise FreezeError(
                     f"{where(item.layer)} comes before any layer that sets the input's fixed-point type; start the "
