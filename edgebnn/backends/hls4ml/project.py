@@ -186,7 +186,7 @@ class HLSProject:
             flat = flat[PROBE_SAMPLES:]
             processes = _usable_cores() if per_sample * len(flat) >= PARALLEL_MIN_SECONDS else 1
         processes = min(processes, len(flat))
-        if processes > 1 and self._library_unchanged():
+        if processes > 1 and self._workers_possible():
             parts += self._simulate_in_processes(flat, processes)
         elif len(flat):  # one process, or the library file is gone or changed since it was loaded
             parts.append(self._simulate_here(flat))
@@ -195,9 +195,12 @@ class HLSProject:
         y = np.concatenate([part for part, _ in parts])
         return y.reshape((n, *outp.shape))
 
-    def _library_unchanged(self) -> bool:
-        """Whether the library file loaded by compile() is still there as it was (workers load it)."""
-        return self._library is not None and csim_cache.library_sha256(pathlib.Path(self._library[0])) == self._library[1]
+    def _workers_possible(self) -> bool:
+        """Whether the library file loaded by compile() is still there as it was (workers load it)
+        and this Python can start workers."""
+        if self._library is None or not sys.executable:
+            return False
+        return csim_cache.library_sha256(pathlib.Path(self._library[0])) == self._library[1]
 
     def _simulate_here(self, flat: np.ndarray) -> tuple[np.ndarray, str]:
         """hls4ml's own predict on the rows of ``flat`` in this process: (outputs, what the C++
