@@ -298,7 +298,7 @@ def _larq_head():
             keras.layers.BatchNormalization(scale=False),
             QuantDense(4, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="head"),
             keras.layers.BatchNormalization(scale=False, name="head_bn"),
-            keras.layers.Activation("softmax"),
+            keras.layers.Activation("softmax", name="probabilities"),
         ]
     )
     rng = np.random.default_rng(0)
@@ -319,7 +319,7 @@ def test_a_float_head_is_refused_with_an_output_quantizer_that_then_verifies_exa
     assert str(err.value).startswith("layer 'head_bn' (BatchNormalization): the model ends with the real-valued outputs")
     assert proposal, str(err.value)
     graph = _frozen(model, output_quantizer=proposal.group(1))
-    assert graph.meta["output_quantizer"] == proposal.group(1) and graph.meta["stripped_softmax"]["layer"] == "activation"
+    assert graph.meta["output_quantizer"] == proposal.group(1) and graph.meta["stripped_softmax"]["layer"] == "probabilities"
     graph.save(tmp_path / "g.npz")
     graph = Graph.load(tmp_path / "g.npz")
     x = _on_grid((16,))
