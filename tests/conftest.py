@@ -47,12 +47,17 @@ def fwd_grad():
 @pytest.fixture(scope="session", autouse=True)
 def csim_build_cache(tmp_path_factory):
     """The session's shared C-simulation build cache (``EDGEBNN_CSIM_CACHE``, unless it is set
-    already): a project exported identically by more than one test is compiled once. Tests of
-    the cache itself point the variable elsewhere."""
+    already): a project exported identically by more than one test is compiled once, also
+    across pytest-xdist workers (their sessions share the run's temporary folder; the cache's
+    writes are atomic). Tests of the cache itself point the variable elsewhere."""
     if os.environ.get("EDGEBNN_CSIM_CACHE"):
         yield os.environ["EDGEBNN_CSIM_CACHE"]
         return
-    folder = str(tmp_path_factory.mktemp("csim-cache"))
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # .../pytest-N/popen-gw0 -> .../pytest-N
+    folder = os.path.join(base, "csim-cache")
+    os.makedirs(folder, exist_ok=True)
     os.environ["EDGEBNN_CSIM_CACHE"] = folder
     try:
         yield folder
