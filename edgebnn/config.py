@@ -304,6 +304,7 @@ def _layer_classes() -> dict[str, type]:
         "QDenseBatchnorm": q.QDenseBatchnorm,  # a BatchNorm folded into the kernel before it is quantized
         "QConv2DBatchnorm": q.QConv2DBatchnorm,
         "QActivation": q.QActivation,
+        "QBatchNormalization": q.QBatchNormalization,  # gamma, beta, mean, variance quantized (QKeras's po2 defaults)
         **{
             name: getattr(keras.layers, name)
             for name in (

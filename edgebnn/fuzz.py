@@ -273,8 +273,10 @@ SAME_POOLS = 0.25  # how often a max pool (2-D or 1-D) has padding="same"
 ZERO_BIASES = 0.1  # how often a layer's bias is all zeros (a float one: an affine node that changes nothing)
 FUSED_BATCHNORMS = 0.3  # how often a QuantDense/QuantConv2D + BatchNormalization becomes QKeras's fused layer
 QKERAS_ACTIVATIONS = 0.3  # how often a catalogue activation is binary_tanh or quantized_sigmoid (half each)
-# the forms drawn from the side stream [seed, 8]; off, a seed builds the model it built before them
-SIDE_FORMS = ("SAME_POOLS", "ZERO_BIASES", "FUSED_BATCHNORMS", "QKERAS_ACTIVATIONS")
+QBATCHNORMS = 0.15  # how often a plain BatchNormalization becomes QKeras's QBatchNormalization
+OUTPUT_QUANTIZERS = 0.4  # how often a model ending with a BatchNormalization is frozen with an output_quantizer
+# the forms drawn from the side stream [seed, 8] (and [seed, 9]); off, a seed builds the model it built before them
+SIDE_FORMS = ("SAME_POOLS", "ZERO_BIASES", "FUSED_BATCHNORMS", "QKERAS_ACTIVATIONS", "QBATCHNORMS", "OUTPUT_QUANTIZERS")
 
 
 @contextlib.contextmanager
@@ -511,11 +513,11 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
 
 
 def _output_quantizer(seed: int, text: list) -> str | None:
-    """Sometimes (the stream ``[seed, 8]``), for a model that ends with a BatchNormalization (and
+    """Sometimes (the stream ``[seed, 9]``), for a model that ends with a BatchNormalization (and
     a softmax), the ``output_quantizer`` freeze is given: larq's float head rounded onto a grid."""
-    rng = np.random.default_rng([seed, 8])
+    rng = np.random.default_rng([seed, 9])
     ends = [line for line in text if not line.startswith(("Activation('softmax')", "Softmax("))]
-    if not ends or not ends[-1].startswith("BatchNormalization") or rng.random() >= 0.4:
+    if not ends or not ends[-1].startswith("BatchNormalization") or rng.random() >= OUTPUT_QUANTIZERS:
         return None
     integer = int(rng.integers(0, 6))
     bits = integer + 1 + int(rng.integers(1, 9))
@@ -527,7 +529,8 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
     a ``QuantActivation`` becomes one ``QDense(..., activation=<quantizer>)``, a
     ``QuantActivation`` a ``QActivation(activation=...)``, and (the side stream) a plain
     ``QuantDense`` / ``QuantConv2D`` and the BatchNormalization after it QKeras's fused
-    ``QDenseBatchnorm`` / ``QConv2DBatchnorm``. Edits ``layers`` and ``text``."""
+    ``QDenseBatchnorm`` / ``QConv2DBatchnorm``, or a plain BatchNormalization QKeras's
+    ``QBatchNormalization``. Edits ``layers`` and ``text``."""
     import keras
 
     from .layers import QActivation, QDense, QuantActivation, QuantDense
@@ -556,7 +559,17 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
         elif type(layer) is QuantActivation and rng.random() < 0.1:
             layers[i] = QActivation(activation=layer.quantizer)
             text[i] = f"QActivation(activation={layer.quantizer!r})"
+        elif type(layer) is keras.layers.BatchNormalization and _SIDE[2].random() < QBATCHNORMS:
+            layers[i] = _qbatchnorm(layer)
+            text[i] = f"QBatchNormalization({text[i][text[i].index('(') + 1 : -1]})  # QKeras's po2 parameter quantizers"
         i += 1
+
+
+def _qbatchnorm(bn):
+    """A ``QBatchNormalization`` (QKeras's default parameter quantizers) of ``bn``'s arguments."""
+    from .layers import QBatchNormalization
+
+    return QBatchNormalization(axis=bn.axis, momentum=bn.momentum, epsilon=bn.epsilon, center=bn.center, scale=bn.scale)
 
 
 def _foldable(layer, after) -> bool:
@@ -1433,6 +1446,7 @@ def front_forms(case: Case) -> list[str]:
         "QActivation",
         "QDenseBatchnorm",
         "QConv2DBatchnorm",
+        "QBatchNormalization",
     }
     pools = (keras.layers.MaxPooling1D, keras.layers.MaxPooling2D)
     same = {type(layer).__name__ for layer in case.model.layers if isinstance(layer, pools) and layer.padding == "same"}

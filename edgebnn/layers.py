@@ -867,6 +867,79 @@ class QActivation(QuantActivation):
     _config_key = "activation"
 
 
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QBatchNormalization(keras.layers.BatchNormalization):
+    """QKeras's ``QBatchNormalization``: a BatchNormalization whose gamma, beta, mean and
+    variance pass through quantizers, with QKeras's defaults (``gamma_quantizer=
+    "quantized_relu_po2(6, 2048)"``, ``beta_quantizer="quantized_po2(5)"``, ``mean_quantizer=
+    "quantized_po2(5)"``, ``variance_quantizer="quantized_relu_po2(6,
+    quadratic_approximation=True)"``; None leaves one as it is). As QKeras computes it: in
+    training the batch's mean and variance are quantized for the output and the moving
+    statistics follow the unquantized ones; at inference the quantized moving statistics are
+    used, ``(x - q(mean)) / sqrt(q(var) + epsilon) * q(gamma) + q(beta)`` (Keras's
+    ``batch_normalization``). Freeze folds it like a BatchNormalization, from its own inference
+    arithmetic. (QKeras also clips gamma and beta to their quantizers' ranges while training;
+    that is not reproduced: the trained values differ, not the frozen model's arithmetic.)"""
+
+    QUANTIZED = ("gamma", "beta", "mean", "variance")
+
+    def __init__(
+        self,
+        axis=-1,
+        momentum=0.99,
+        epsilon=1e-3,
+        center=True,
+        scale=True,
+        beta_quantizer="quantized_po2(5)",
+        gamma_quantizer="quantized_relu_po2(6, 2048)",
+        mean_quantizer="quantized_po2(5)",
+        variance_quantizer="quantized_relu_po2(6, quadratic_approximation=True)",
+        **kwargs,
+    ):
+        super().__init__(axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale, **kwargs)
+        if self.renorm:
+            raise ValueError("QBatchNormalization does not support renorm (nor does QKeras's)")
+        given = dict(gamma=gamma_quantizer, beta=beta_quantizer, mean=mean_quantizer, variance=variance_quantizer)
+        for which, quantizer in given.items():
+            setattr(self, f"{which}_quantizer", _quantizer_arg(quantizer))
+
+    def _q(self, which: str, value, training=None):
+        quantizer = getattr(self, f"{which}_quantizer")
+        return value if quantizer is None or value is None else quantizer(value, training=training)
+
+    def inference_parameters(self):
+        """(gamma, beta, mean, variance) as inference uses them (quantized; None for an absent
+        gamma or beta), float32 tensors."""
+        gamma = ops.cast(self.gamma, "float32") if self.scale else None
+        beta = ops.cast(self.beta, "float32") if self.center else None
+        mean, variance = ops.cast(self.moving_mean, "float32"), ops.cast(self.moving_variance, "float32")
+        return (self._q("gamma", gamma), self._q("beta", beta), self._q("mean", mean), self._q("variance", variance))
+
+    def call(self, inputs, training=None, mask=None):
+        inputs = ops.cast(inputs, "float32")  # as BatchNormalization computes (float16 upcast too)
+        if training and self.trainable:
+            gamma = self._q("gamma", ops.cast(self.gamma, inputs.dtype) if self.scale else None, training)
+            beta = self._q("beta", ops.cast(self.beta, inputs.dtype) if self.center else None, training)
+            mean, variance = self._moments(inputs, mask)
+            moving_mean = ops.cast(self.moving_mean, inputs.dtype)
+            moving_variance = ops.cast(self.moving_variance, inputs.dtype)
+            self.moving_mean.assign(moving_mean * self.momentum + mean * (1.0 - self.momentum))
+            self.moving_variance.assign(moving_variance * self.momentum + variance * (1.0 - self.momentum))
+            mean, variance = self._q("mean", mean, training), self._q("variance", variance, training)
+        else:
+            gamma, beta, mean, variance = self.inference_parameters()
+        outputs = ops.batch_normalization(
+            x=inputs, mean=mean, variance=variance, axis=self.axis, offset=beta, scale=gamma, epsilon=self.epsilon
+        )
+        return ops.cast(outputs, self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        for which in self.QUANTIZED:
+            config[f"{which}_quantizer"] = q.serialize(getattr(self, f"{which}_quantizer"))
+        return config
+
+
 # ------------------------------------------------------------------------------- loading
 def load_model(path, compile: bool = True):
     """A saved ``.keras`` model with edgebnn's layers, loaded with Keras ``safe_mode`` (no code

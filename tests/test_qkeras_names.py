@@ -107,3 +107,61 @@ def test_the_config_accepts_qkeras_names(tmp_path):
     model = build_model(load_config(path), (64,))
     assert [l.name for l in model.layers][1:] == ["q_dense", "q_dense_1"]  # the names the reuse factors use
     assert repr(model.layers[1].activation_quantizer) == "quantized_relu(3)"
+
+
+def _qbn_model():
+    from edgebnn.layers import QBatchNormalization
+
+    model = keras.Sequential(
+        [
+            keras.Input((16,)),
+            QDense(8, kernel_quantizer="binary", use_bias=False),
+            QBatchNormalization(name="qbn"),
+            QActivation("binary"),
+            QDense(4, kernel_quantizer="binary", use_bias=False),
+        ]
+    )
+    rng = np.random.default_rng(3)
+    c = (8,)
+    model.get_layer("qbn").set_weights([rng.uniform(0.3, 3, c), rng.normal(size=c), rng.normal(scale=2, size=c), rng.uniform(0.2, 5, c)])
+    return model
+
+
+def test_qbatchnormalization_quantizes_its_parameters_as_qkeras_and_freezes_exactly(tmp_path):
+    from edgebnn import quantizers
+
+    model = _qbn_model()
+    bn = model.get_layer("qbn")
+    gamma, beta, mean, var = (np.asarray(keras.ops.convert_to_numpy(t)) for t in bn.inference_parameters())
+    po2 = quantizers.get("quantized_po2(5)")
+    # QKeras's defaults: powers of two (variance with even exponents)
+    assert np.array_equal(gamma, keras.ops.convert_to_numpy(quantizers.get("quantized_relu_po2(6, 2048)")(bn.gamma)))
+    assert np.array_equal(beta, keras.ops.convert_to_numpy(po2(bn.beta)))
+    assert np.array_equal(mean, keras.ops.convert_to_numpy(po2(bn.moving_mean)))
+    assert np.all(np.log2(var) % 2 == 0) and not np.array_equal(var, keras.ops.convert_to_numpy(bn.moving_variance))
+    # inference is Keras's batch normalization of the quantized parameters
+    x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+    expected = keras.ops.batch_normalization(x, mean, var, axis=-1, offset=beta, scale=gamma, epsilon=bn.epsilon)
+    assert np.array_equal(keras.ops.convert_to_numpy(bn(x, training=False)), keras.ops.convert_to_numpy(expected))
+    # it saves, loads and freezes bit for bit
+    model.save(tmp_path / "m.keras")
+    loaded = load_model(tmp_path / "m.keras")
+    assert loaded.get_layer("qbn").gamma_quantizer is not None
+    data = (np.random.default_rng(1).integers(0, 17, size=(300, 16)) / 16).astype(np.float32)
+    assert np.array_equal(model.predict(data, verbose=0), loaded.predict(data, verbose=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = freeze(loaded, input_type="ufixed<5,1>")
+    report = verify(loaded, graph, data)
+    assert report.keras_vs_emulator == 0, report.describe()
+
+
+def test_qbatchnormalization_trains_with_quantized_batch_statistics():
+    from edgebnn.layers import QBatchNormalization
+
+    bn = QBatchNormalization(momentum=0.5, mean_quantizer=None, variance_quantizer=None, gamma_quantizer=None)
+    x = np.random.default_rng(0).normal(loc=3.0, size=(256, 4)).astype(np.float32)
+    y = keras.ops.convert_to_numpy(bn(x, training=True))
+    # the batch is normalized with its own statistics, beta rounded to a power of two (0 stays tiny)
+    assert abs(float(np.mean(y))) < 0.05
+    assert np.allclose(keras.ops.convert_to_numpy(bn.moving_mean), 0.5 * x.mean(axis=0), atol=1e-5)  # unquantized

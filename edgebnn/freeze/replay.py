@@ -132,12 +132,17 @@ def _bn_forms(bn, x: np.ndarray):
     """The two float32 forms of ``x * inv + (beta - mean * inv)`` (TensorFlow's batch
     normalization at inference) of the BatchNormalization ``bn``: one fused multiply-add (the
     product exact, one rounding) and a rounded product then a rounded sum."""
-    weights = {w.path.rsplit("/", 1)[-1]: w for w in bn.weights}
     c = x.shape[-1]
-    gamma = weights["gamma"] if "gamma" in weights else keras.ops.ones((c,))
-    beta = weights["beta"] if "beta" in weights else keras.ops.zeros((c,))
-    inv = keras.ops.rsqrt(weights["moving_variance"] + bn.epsilon) * gamma  # as TensorFlow's batch_normalization
-    offset = beta - weights["moving_mean"] * inv
+    if hasattr(bn, "inference_parameters"):  # QBatchNormalization: its quantized parameters
+        gamma, beta, mean, variance = bn.inference_parameters()
+    else:
+        weights = {w.path.rsplit("/", 1)[-1]: w for w in bn.weights}
+        gamma, beta = weights.get("gamma"), weights.get("beta")
+        mean, variance = weights["moving_mean"], weights["moving_variance"]
+    gamma = keras.ops.ones((c,)) if gamma is None else gamma
+    beta = keras.ops.zeros((c,)) if beta is None else beta
+    inv = keras.ops.rsqrt(variance + bn.epsilon) * gamma  # as TensorFlow's batch_normalization
+    offset = beta - mean * inv
     inv, offset = (np.asarray(keras.ops.convert_to_numpy(t), dtype=np.float32) for t in (inv, offset))
     fused = (x.astype(np.float64) * inv.astype(np.float64) + offset.astype(np.float64)).astype(np.float32)
     return fused, (x * inv) + offset
