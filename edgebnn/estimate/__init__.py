@@ -116,13 +116,31 @@ def estimate(
         softmax_implementation: hls4ml's ``"stable"`` (its default) or ``"latency"``.
         target: the whole target as one value, instead of the options above.
     """
+    graph = _load(graph)
+    target = make_target(
+        target, strategy=strategy, reuse_factor=reuse_factor, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool
+    )
+    graph, target, ctx, widths = _prepare(
+        graph, board, target, utilization_limit, constants, types, multipliers, softmax, softmax_implementation
+    )
+    return _estimate(graph, target, ctx, widths, utilization_limit, softmax, softmax_implementation)
+
+
+def _load(graph) -> Graph:
+    """``graph``, read from its file when it is a path; anything but a graph is refused."""
     if isinstance(graph, (str, os.PathLike)):
         graph = Graph.load(graph)
     if not isinstance(graph, Graph):
         raise EstimateError(f"estimate needs a deployment graph or its file path, got {type(graph).__name__}")
-    target = make_target(
-        target, strategy=strategy, reuse_factor=reuse_factor, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool
-    )
+    return graph
+
+
+def _prepare(graph, board, target: Target, utilization_limit, constants, types, multipliers, softmax, softmax_implementation):
+    """The checked options of :func:`estimate` (``target`` already made from its options): the
+    graph, the target on its board, the build (:class:`_Context`, with a fresh memo) and the
+    resolved widths. ``fit`` prepares once and estimates every candidate reuse factor with
+    :func:`_estimate` on the same build."""
+    graph = _load(graph)
     if board is None:
         board = target.board
     if board is None:
@@ -133,11 +151,9 @@ def estimate(
     board = load_board(board)
     if target.board is not board:
         target = target.replace(board=board)
-    strategy, io_type, tool = target.strategy, target.io_type, target.tool
-    clock = target.clock_ns
     if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) or not 0 < utilization_limit <= 1:
         raise EstimateError(f"utilization_limit must be a fraction in (0, 1], got {utilization_limit!r}")
-    rf_of = target.reuse_factors(graph)
+    target.reuse_factors(graph)  # a per-node reuse factor naming no weighted node is refused
     if multipliers not in MULTIPLIERS:
         raise EstimateError(f"unknown multipliers {multipliers!r}; use one of {', '.join(MULTIPLIERS)}")
     widths = _resolve_types(graph, types)
@@ -147,9 +163,19 @@ def estimate(
         )
     if softmax not in (None, True, False):
         raise EstimateError(f"softmax must be None (from the graph), True or False, got {softmax!r}")
+    ctx = _Context(board, target.strategy, target.io_type, float(target.clock_ns), constants, multipliers, target.tool)
+    return graph, target, ctx, widths
 
-    ctx = _Context(board, strategy, io_type, float(clock), constants, multipliers, tool)
-    live = _live_outputs(graph, strategy, rf_of)
+
+def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_limit, softmax, softmax_implementation):
+    """The estimate of ``graph`` built as ``target`` (its board is ``ctx.board``), on the build
+    ``ctx`` that :func:`_prepare` made for it; what does not depend on the reuse factor is
+    kept in ``ctx.memo`` for the next call on the same build (the live outputs, the rows of the
+    nodes whose reuse factor and live outputs are the same, the dense weight statistics)."""
+    board, strategy, io_type = ctx.board, ctx.strategy, ctx.io_type
+    rf_of = target.reuse_factors(graph)
+    in_memory = frozenset(name for name, rf in rf_of.items() if strategy == "Resource" and rf > 1)
+    live = ctx.memoized(("live", in_memory), lambda: _live_outputs(graph, strategy, rf_of))
     rows, warnings = [], []
     for node in graph.compute_nodes():
         if node.op in REFUSED:
@@ -159,10 +185,19 @@ def estimate(
                 f"graph node {node.name!r}: estimate does not know op {node.op!r} yet; it models "
                 f"{', '.join(KNOWN_OPS)} (update edgebnn or estimate a graph without this node)"
             )
-        srcs = graph.sources(node)
-        src = srcs if node.op in MULTI_INPUT else srcs[0]
-        row = COSTS[node.op](node, src, rf_of.get(node.name, 1), ctx, widths, warnings, live.get(node.name))
-        rows.append(_stream(row, node, ctx, widths))
+        rf, mask = rf_of.get(node.name, 1), live.get(node.name)
+        key = ("row", node.name, rf, None if mask is None else mask.tobytes())
+
+        def row_of(node=node, rf=rf, mask=mask):
+            srcs = graph.sources(node)
+            src = srcs if node.op in MULTI_INPUT else srcs[0]
+            said: list[str] = []
+            row = COSTS[node.op](node, src, rf, ctx, widths, said, mask)
+            return _stream(row, node, ctx, widths), tuple(said)
+
+        row, said = ctx.memoized(key, row_of)
+        rows.append(row)
+        warnings.extend(said)
         copies = sum(n.inputs.count(node.name) for n in graph.nodes)  # a merge of 3+ inputs may read it twice
         if io_type == "io_stream" and copies > 1:  # hls4ml's Clone copies the stream for each reader
             rows.append(_clone(node, copies, ctx, widths))
@@ -181,12 +216,12 @@ def estimate(
         strategy,
         rf_shown,
         io_type,
-        float(clock),
+        float(ctx.clock),
         float(utilization_limit),
         tuple(rows),
         tuple(warnings),
         dsp_needed,
-        tool,
+        ctx.hls_tool,
         path,
     )
     return est

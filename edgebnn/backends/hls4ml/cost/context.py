@@ -8,7 +8,8 @@ and from a look at ``shared/reference/hls4ml_synthesis_results.csv``, not fitted
 than any absolute number.
 
 :class:`_Context` is one build: board, strategy, io_type, clock, multiplier binding and HLS
-tool, with the timing rules every op uses:
+tool, with the timing rules every op uses (and a memo of the work that does not depend on the
+reuse factor, :meth:`_Context.memoized`, which ``fit`` shares across its candidates):
 
 * ``T``, the usable period (:attr:`_Context.usable_ns`), is the clock period less hls4ml's
   12.5 % clock uncertainty (``clock_uncertainty``).
@@ -128,6 +129,16 @@ class _Context:
     c: ModelConstants
     multipliers: str = "auto"
     hls_tool: str = "vitis_hls"
+    # work that does not depend on the reuse factor, done once per node and kept here (a node's
+    # weight statistics, the rows of nodes without weights, the live outputs): a fresh dict for
+    # each estimate, one for all the candidates of a fit, whose graph and options stay the same
+    memo: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def memoized(self, key, compute):
+        """``compute()``, once per ``key`` in this build (:attr:`memo`)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     @property
     def usable_ns(self) -> float:

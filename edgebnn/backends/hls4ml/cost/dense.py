@@ -76,10 +76,15 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
 * A node with more than one position (shape rank > 1) is one dense unit used once per
   position: latency ``+ (positions - 1) * II`` and II times the positions.
 * ``lut_scale`` and ``ff_scale`` multiply the LUT and FF totals (1.0: the formulas as written).
+
+What does not depend on the reuse factor (the products' kinds, widths and counts, each output's
+terms, the valid reuse factors) is computed once per node and build (:func:`_products`, kept in
+``_Context.memo``), so ``fit`` pays for the weights once, not once per reuse factor it tries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -102,69 +107,64 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(
-    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
-) -> LayerEstimate:
-    """The row of a dense node (the rules in the module docstring); ``live`` masks the outputs
-    some later node reads (None: all)."""
+@dataclasses.dataclass(frozen=True)
+class _Products:
+    """What a dense node's weights give whatever the reuse factor: the (live) shape, the
+    products by kind, each output's terms, and the unshared multipliers' DSPs and LUTs."""
+
+    n_in: int
+    n_out: int
+    n_dead: int
+    zeros_full: int  # zero weights of the whole layer (hls4ml's multiplier_limit counts them)
+    bias_terms: np.ndarray  # per output: 1 for a non-zero bias
+    terms: np.ndarray  # per output: the adder tree's inputs
+    n_real: int  # "mul" operations
+    products: dict
+    dsp_terms: np.ndarray  # per output: its DSP products (zeros with weights in memory)
+    dsp: int  # DSP slices of the unshared DSP products
+    lut_mult: float  # LUTs of the unshared LUT multipliers
+    lut_moved: float  # LUTs of the unshared DSP products rebuilt in fabric (with the DSP cap)
+    lut_shift: float  # LUTs of the shift-adds
+
+
+def _products(node: Node, wx: int, wt, ctx: _Context, live, trim: bool, weights_in_memory: bool) -> _Products:
+    """The reuse-factor-independent part of the rules in the module docstring: the weights
+    (``trim``: without the outputs ``live`` leaves out) as constants or, ``weights_in_memory``,
+    every product a general multiplier of the declared widths."""
     c = ctx.c
     w = np.asarray(node.params["weight"], dtype=np.int64)
-    wt = widths[node.name]["weight"]
     bias = node.params.get("bias")
-    weights_in_memory = ctx.strategy == "Resource" and rf > 1
     n_dead = 0
-    n_out_full = w.shape[1]
     zeros_full = int((w == 0).sum())  # hls4ml's multiplier_limit counts the whole layer
-    if live is not None and not weights_in_memory and not live.all():
+    if trim:
         # outputs no later node reads: Vivado removes their products and adders
         n_dead = int((~live).sum())
         w = w[:, live]
         bias = None if bias is None else np.asarray(bias)[live]
     n_in, n_out = w.shape
-    wx = widths[src.name]["result"].width
-    wa = widths[node.name]["accum"].width
-    wr = widths[node.name]["result"].width
     bias_terms = (np.asarray(bias) != 0).astype(np.int64) if bias is not None else np.zeros(n_out, np.int64)
-    detail: dict[str, Any] = {
-        "n_in": n_in,
-        "n_out": n_out,
-        "input_bits": wx,
-        "weight_bits": wt.width,
-        "accumulator_bits": wa,
-        "result_bits": wr,
-        "dead_outputs": n_dead,
-    }
-
-    if ctx.strategy == "Resource":
-        valid = valid_reuse_factors(n_in, n_out_full)
-        if rf not in valid:
-            used = _closest_reuse_factor(valid, rf)
-            warnings.append(
-                f"node {node.name!r}: reuse factor {rf} is not valid for a {n_in}x{n_out_full} Resource dense; hls4ml "
-                f"uses {used} instead (valid: {', '.join(map(str, valid))}) and so does this estimate"
-            )
-            detail["reuse_factor_requested"] = rf
-            rf = used
-    detail["reuse_factor"] = rf
-    weights_in_memory = ctx.strategy == "Resource" and rf > 1
     small = wt.width <= c.free_operand_bits or wx <= c.free_operand_bits
-    mag = np.abs(w)
     if weights_in_memory:
-        # every product exists and is a general multiplier of the declared widths
-        present = np.ones(w.shape, dtype=bool)
-        we = np.full(w.shape, wt.width, dtype=np.int64)
-        free = np.full(w.shape, small)
-        shift_add = np.zeros(w.shape, dtype=bool)
-        digits = np.zeros(w.shape, dtype=np.int64)
+        # every product exists and is a general multiplier of the declared widths: the same for
+        # all of them (no per-weight arrays needed)
+        n = n_in * n_out
+        real = not small  # "mul" operations
+        wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
+        dsp_prod = real if ctx.multipliers == "dsp" else False if ctx.multipliers == "lut" else real and wide
+        lut_prod = real and not dsp_prod
         terms = np.full(n_out, n_in, dtype=np.int64) + (1 if bias is not None else 0)
-    else:
-        # constant weights: HLS turns a product with few signed digits into shifts and adds
-        present = mag != 0
-        digits = _csd_digits(mag)
-        free = present & (small | (digits <= 1))
-        shift_add = present & ~free & (digits < c.mult_min_csd_digits)
-        we = _signed_bits(mag, wt.signed)
-        terms = present.sum(axis=0) + bias_terms
+        products = {"zero": 0, "free": n if small else 0, "shift_add": 0, "lut": n * lut_prod, "dsp": n * dsp_prod}
+        return _Products(
+            n_in, n_out, n_dead, zeros_full, bias_terms, terms, n * real, products, np.zeros(n_out, np.int64), 0, 0.0, 0.0, 0.0
+        )
+    # constant weights: HLS turns a product with few signed digits into shifts and adds
+    mag = np.abs(w)
+    present = mag != 0
+    digits = _csd_digits(mag)
+    free = present & (small | (digits <= 1))
+    shift_add = present & ~free & (digits < c.mult_min_csd_digits)
+    we = _signed_bits(mag, wt.signed)
+    terms = present.sum(axis=0) + bias_terms
     real = present & ~free & ~shift_add  # "mul" operations
     wide = (we > c.lut_mult_max_bits) & (wx > c.lut_mult_max_bits)
     if ctx.multipliers == "dsp":
@@ -174,27 +174,93 @@ def cost(
     else:
         dsp_prod = real & wide
     lut_prod = real & ~dsp_prod
-    n_real = int(real.sum())
-    detail["products"] = {
+    products = {
         "zero": int((~present).sum()),
         "free": int(free.sum()),
         "shift_add": int(shift_add.sum()),
         "lut": int(lut_prod.sum()),
         "dsp": int(dsp_prod.sum()),
     }
+    # unshared: one multiplier per product
+    wx_arr = np.full(int(dsp_prod.sum()), wx)
+    dsp = int(_dsp_slices(wx_arr, we[dsp_prod], ctx.board.dsp_ports).sum())
+    lut_mult = c.lut_per_adder_bit * float(((np.maximum(digits[lut_prod], 2) - 1) * (wx + we[lut_prod])).sum())
+    # the same constant products built from LUTs if Vivado runs out of DSPs: HLS bound them
+    # to a DSP "mul" core, so no strength reduction happened; Vivado's generic LUT multiplier
+    # keeps, after constant propagation, one partial product per '1' bit of the constant
+    # (binary, not recoded to signed digits): popcount - 1 adders of Wx + we bits
+    ones = _popcount(mag[dsp_prod])
+    lut_moved = c.lut_per_adder_bit * float(((np.maximum(ones, 2) - 1) * (wx + we[dsp_prod])).sum())
+    lut_shift = c.lut_per_adder_bit * float((wx + we[shift_add]).sum())  # one adder each, never shared
+    return _Products(
+        n_in,
+        n_out,
+        n_dead,
+        zeros_full,
+        bias_terms,
+        terms,
+        int(real.sum()),
+        products,
+        dsp_prod.sum(axis=0),
+        dsp,
+        lut_mult,
+        lut_moved,
+        lut_shift,
+    )
+
+
+def cost(
+    node: Node, src: Node, rf: int, ctx: _Context, widths, warnings: list[str], live: np.ndarray | None = None
+) -> LayerEstimate:
+    """The row of a dense node (the rules in the module docstring); ``live`` masks the outputs
+    some later node reads (None: all)."""
+    c = ctx.c
+    wt = widths[node.name]["weight"]
+    n_in, n_out_full = node.params["weight"].shape
+    trim = live is not None and not (ctx.strategy == "Resource" and rf > 1) and not live.all()
+    wx = widths[src.name]["result"].width
+    wa = widths[node.name]["accum"].width
+    wr = widths[node.name]["result"].width
+    requested = rf
+    if ctx.strategy == "Resource":
+        valid = ctx.memoized(("valid_reuse_factors", n_in, n_out_full), lambda: valid_reuse_factors(n_in, n_out_full))
+        if rf not in valid:
+            used = _closest_reuse_factor(valid, rf)
+            warnings.append(
+                f"node {node.name!r}: reuse factor {rf} is not valid for a {n_in}x{n_out_full} Resource dense; hls4ml "
+                f"uses {used} instead (valid: {', '.join(map(str, valid))}) and so does this estimate"
+            )
+            rf = used
+    weights_in_memory = ctx.strategy == "Resource" and rf > 1
+    key = ("dense", node.name, weights_in_memory, live.tobytes() if trim else None)
+    s = ctx.memoized(key, lambda: _products(node, wx, wt, ctx, live, trim, weights_in_memory))
+    n_out = s.n_out
+    detail: dict[str, Any] = {
+        "n_in": n_in,
+        "n_out": n_out,
+        "input_bits": wx,
+        "weight_bits": wt.width,
+        "accumulator_bits": wa,
+        "result_bits": wr,
+        "dead_outputs": s.n_dead,
+    }
+    if rf != requested:
+        detail["reuse_factor_requested"] = requested
+    detail["reuse_factor"] = rf
+    n_real, terms, bias_terms = s.n_real, s.terms, s.bias_terms
+    detail["products"] = dict(s.products)
 
     # sharing: hls4ml's multiplier_limit bounds the "mul" instances; II follows from it
     if weights_in_memory:
         limit = math.ceil(n_in * n_out / rf)
         ii = rf
     else:
-        limit = max(1, math.ceil(n_in * n_out_full / rf) - math.floor(zeros_full / rf))
+        limit = max(1, math.ceil(n_in * n_out_full / rf) - math.floor(s.zeros_full / rf))
         ii = max(1, min(rf, math.ceil(n_real / limit))) if rf > 1 else 1
     shared = rf > 1 and (weights_in_memory or n_real > limit)
     instances = min(n_real, limit) if shared else n_real
     detail.update(multiplier_limit=limit, multiplier_instances=instances)
 
-    wx_arr = np.full(int(dsp_prod.sum()), wx)
     if shared:
         # a shared multiplier sees a different weight every cycle: general multipliers of the
         # declared width, split between DSP and LUT in the proportion of the products
@@ -210,18 +276,11 @@ def cost(
         lut_mux = instances * (wx * math.ceil((ii - 1) / (c.mux_inputs_per_lut - 1)) + w_mux)
         lut_per_dsp = c.lut_per_mult_bit2 * wx * wt.width / slices_each
     else:
-        dsp = int(_dsp_slices(wx_arr, we[dsp_prod], ctx.board.dsp_ports).sum())
-        lut_mult = c.lut_per_adder_bit * float(((np.maximum(digits[lut_prod], 2) - 1) * (wx + we[lut_prod])).sum())
+        dsp = s.dsp
+        lut_mult = s.lut_mult
         lut_mux = 0
-        # the same constant products built from LUTs if Vivado runs out of DSPs: HLS bound them
-        # to a DSP "mul" core, so no strength reduction happened; Vivado's generic LUT multiplier
-        # keeps, after constant propagation, one partial product per '1' bit of the constant
-        # (binary, not recoded to signed digits): popcount - 1 adders of Wx + we bits
-        moved = dsp_prod
-        ones = _popcount(mag[moved])
-        lut_per_dsp = (c.lut_per_adder_bit * float(((np.maximum(ones, 2) - 1) * (wx + we[moved])).sum()) / dsp) if dsp else 0.0
-    lut_shift = c.lut_per_adder_bit * float((wx + we[shift_add]).sum())  # one adder each, never shared
-    lut_mult = math.ceil(lut_mult + lut_shift)
+        lut_per_dsp = (s.lut_moved / dsp) if dsp else 0.0
+    lut_mult = math.ceil(lut_mult + s.lut_shift)
 
     # adder tree over the products (truncated to the accumulator, as hls4ml casts them to accum_t)
     per_cycle = np.ceil(terms / ii).astype(np.int64)
@@ -263,8 +322,7 @@ def cost(
             ff += int(np.ceil(per_cycle / 2**level).sum()) * min(wa, term_bits + level)
     # an output that is one DSP product (plus a bias in its post-adder) is held in the DSP's
     # output register; any other output needs fabric registers
-    dsp_terms = dsp_prod.sum(axis=0) if not weights_in_memory else np.zeros(n_out, np.int64)
-    in_dsp = (terms - bias_terms <= 1) & (dsp_terms == 1) & (ii == 1)
+    in_dsp = (terms - bias_terms <= 1) & (s.dsp_terms == 1) & (ii == 1)
     ff += int((~in_dsp).sum()) * wr
     if shared or ii > 1:
         ff += accumulators * wa + instances * (wx + wt.width)

@@ -47,7 +47,7 @@ def cost(
     t = np.asarray(node.params["thresholds"], dtype=np.int64)
     lo = src.type.codes(np.broadcast_to(src.lo, (t.shape[0],)))
     hi = src.type.codes(np.broadcast_to(src.hi, (t.shape[0],)))
-    live = [int(np.unique(row[(row > l) & (row <= h)]).size) for row, l, h in zip(t, lo, hi)]
+    live = _distinct_inside(t, lo, hi)
     wi, wo = widths[src.name]["result"].width, widths[node.name]["result"].width
     wi -= compare_shift(node, wi)  # the low bits every input shares with its thresholds
     pixels = _positions(node)
@@ -77,3 +77,13 @@ def cost(
         "output_bits": wo,
     }
     return LayerEstimate(node.name, "threshold", lut_cmp + lut_mux, ff, 0, 0, 0, latency, pixels if stream else 1, detail)
+
+
+def _distinct_inside(t: np.ndarray, lo, hi) -> list[int]:
+    """Per channel (row of ``t``), the distinct thresholds ``x`` with ``lo < x <= hi``: in each
+    row sorted, the values inside that differ from the one before (all channels at once)."""
+    s = np.sort(t, axis=1)
+    inside = (s > np.asarray(lo)[:, None]) & (s <= np.asarray(hi)[:, None])
+    first = np.ones(s.shape, dtype=bool)
+    first[:, 1:] = s[:, 1:] != s[:, :-1]
+    return [int(k) for k in (inside & first).sum(axis=1)]
