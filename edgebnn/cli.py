@@ -92,7 +92,10 @@ def cmd_estimate(args) -> int:
     results = []
     for board in boards:
         if args.fit:
-            found = fit(graph, board, limit=args.limit, target=target)
+            progress = _fit_progress(board.name)
+            found = fit(graph, board, limit=args.limit, target=target, progress=progress)
+            if progress is not None:
+                print("\r\033[K", end="", file=sys.stderr, flush=True)  # the status line gives way to the answer
             print(f"{board.name}: {found}")
             est = found.estimate
             if est is None:
@@ -107,6 +110,18 @@ def cmd_estimate(args) -> int:
         _write_text(args.plot, _utilization_svg(results), "plot file")
         print(f"wrote {args.plot}")
     return EXIT_OK  # a report, also when nothing fits: its table says "fits: no"
+
+
+def _fit_progress(board: str):
+    """On a terminal, a status line on stderr for ``fit``'s progress (each reuse factor it
+    estimates, overwritten by the next); None elsewhere (nothing in logs)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def progress(rf: int, fits: bool) -> None:
+        print(f"\r\033[K{board}: reuse factor {rf} {'fits' if fits else 'does not fit'}", end="", file=sys.stderr, flush=True)
+
+    return progress
 
 
 def _run_export_options(folder: str) -> tuple[dict, str | None]:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
 from edgebnn.backends.hls4ml.cost.context import CONSTANTS, ModelConstants
 from edgebnn.backends.target import Target, make_target
-from edgebnn.graph import Graph
 
 from .report import Estimate
 
@@ -28,6 +26,7 @@ def fit(
     hls_tool: str | None = None,
     softmax=None,
     target: Target | None = None,
+    progress: Callable[[int, bool], None] | None = None,
 ) -> Fit:
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
@@ -35,42 +34,88 @@ def fit(
     factor is the one searched, or its options here), as for :func:`~edgebnn.estimate.estimate`.
     Candidates are the reuse factors hls4ml keeps as given for some dense node of the graph
     (:func:`valid_reuse_factors`; others would be snapped to one of these), under the Resource
-    strategy for every one of them (export refuses any other), tried in
-    ascending order with one model-wide reuse factor; a design fits when every resource is
-    at most ``limit`` of the board. Returns a :class:`Fit`; when nothing fits, its
+    strategy for every one of them (export refuses any other), with one model-wide reuse
+    factor; a design fits when every resource is at most ``limit`` of the board. The answer is
+    the first candidate in ascending order that fits, as trying them all in turn finds it; the
+    work that does not depend on the reuse factor is done once (``_Context.memo``), and under
+    the Resource strategy the candidates whose DSPs alone cannot fit are skipped by bisection
+    (:func:`_first_within_dsp`). ``progress``, when given, is called with each reuse factor
+    estimated and whether it fits. Returns a :class:`Fit`; when nothing fits, its
     ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
-    the largest reuse factor.
+    the largest reuse factor and what else to try (not what was given).
     """
-    from . import estimate  # the package's function; the package imports this module
+    from . import _estimate, _load, _prepare  # the package's functions; the package imports this module
 
-    if isinstance(graph, (str, os.PathLike)):
-        graph = Graph.load(graph)
-    dense = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
+    graph = _load(graph)
     target = make_target(target, strategy=strategy, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool)
+    graph, target, ctx, widths = _prepare(graph, board, target, limit, constants, types, multipliers, softmax, "stable")
+    dense = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
     valid = [set(valid_reuse_factors(*_matrix_shape(n))) for n in dense]
     if target.strategy == "Resource" and valid:
         # export refuses a reuse factor hls4ml would snap: one valid for every weighted node
         valid = [set.intersection(*valid) | {1}]
     candidates = sorted(set().union(*valid)) or [1]
-    kwargs = dict(utilization_limit=limit, types=types, multipliers=multipliers, constants=constants, softmax=softmax)
-    tried = []
-    last = None
-    for rf in candidates:
-        est = estimate(graph, board, target=target.replace(reuse_factor=rf), **kwargs)
-        tried.append((rf, est.fits))
-        if est.fits:
-            return Fit(rf, est, tuple(tried), "")
-        last = est
+    done: dict[int, Estimate] = {}
+
+    def at(i: int) -> Estimate:
+        rf = candidates[i]
+        if rf not in done:
+            done[rf] = _estimate(graph, target.replace(reuse_factor=rf), ctx, widths, limit, softmax, "stable")
+            if progress is not None:
+                progress(rf, done[rf].fits)
+        return done[rf]
+
+    start = 0
+    if target.strategy == "Resource" and len(candidates) > 2 and not at(0).fits:
+        start = _first_within_dsp(at, len(candidates), ctx.board.dsp * limit)
+    for i in range(start, len(candidates)):
+        if at(i).fits:
+            # every candidate before it does not fit: tried in turn, or skipped as proven not to
+            tried = tuple((rf, False) for rf in candidates[:i]) + ((candidates[i], True),)
+            return Fit(candidates[i], at(i), tried, "")
+    last = at(len(candidates) - 1)
     over = {k: f"{v:.0f}%" for k, v in last.utilization.items() if v > 100 * limit}
+    try_ = [] if target.strategy == "Resource" else ["the Resource strategy"]
+    if any(widths[n.name]["weight"].width > constants.free_operand_bits for n in dense):
+        try_.append("narrower weights")  # binary or ternary weights are as narrow as they go
+    try_.append("a larger board")
     reason = (
         f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
         f"reuse factor {candidates[-1]} needs "
         + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
         + " of the board; try "
-        + ("" if target.strategy == "Resource" else "the Resource strategy, ")
-        + "narrower weights or a larger board"
+        + (", ".join(try_[:-1]) + " or " if len(try_) > 1 else "")
+        + try_[-1]
     )
-    return Fit(None, None, tuple(tried), reason)
+    return Fit(None, None, tuple((rf, False) for rf in candidates), reason)
+
+
+def _first_within_dsp(at: Callable[[int], Estimate], n: int, allowed: float) -> int:
+    """Under the Resource strategy, the index of the first candidate from 1 on (reuse factors
+    above 1) whose DSPs fit (``dsp_needed <= allowed``), by bisection; ``n`` if none does.
+
+    A design fits only when its ``dsp_needed`` is within ``allowed`` (:attr:`Estimate.fits`), and
+    over the candidates above 1 ``dsp_needed`` never grows with the reuse factor ``R``, so the
+    ones before the index found cannot fit. Why it never grows: every weighted node has its
+    weights in memory (``R > 1``; ``R`` valid for every node, so none is snapped, perhaps to 1),
+    all ``N = n_in * n_out`` products are real multipliers or none are (binary/ternary operands),
+    ``multiplier_limit = ceil(N / R)`` instances are built and the DSPs are ``ceil(N / R)`` times
+    the slices of one declared-width product (or 0): non-increasing in ``R``. The nodes without
+    weights and the softmax do not depend on ``R``, nor does which outputs are live (every
+    dense reads all of its inputs from memory). Nothing else is monotone in ``R`` (LUT: the
+    ``R:1`` operand muxes, ``(N / R) * Wx * ceil((R - 1) / 3)``, grow from ``R = 4`` to 5;
+    BRAM18: a memory 640 words deep takes the 1Kx18 shape, more blocks than a 512-deep one of
+    the same bits; under the Latency strategy even ``multiplier_limit = ceil(N / R) -
+    floor(zeros / R)`` is not: 1 at ``R = 5`` and 2 at ``R = 6`` for N = 10, 5 zeros), so the
+    candidates from that index on are tried in turn."""
+    lo, hi = 1, n  # the first index in [lo, hi) whose DSPs fit is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if at(mid).dsp_needed <= allowed:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @dataclasses.dataclass(frozen=True)
