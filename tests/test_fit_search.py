@@ -80,9 +80,10 @@ def test_the_search_finds_a_lonely_fit_past_the_bisection_and_skips_candidates()
     assert found.reuse_factor == rf == 40 and found.tried == tried and found.estimate.to_dict() == est.to_dict()
     assert [t for t in tried if t[1]] == [(40, True)]
     assert not estimate(g, "zcu104", strategy="Resource", reuse_factor=60, utilization_limit=0.1).fits  # not monotone
-    # the bisection estimated fewer candidates than the 14 up to 40; progress saw each once, ending at 40
+    # the bisection estimated fewer candidates than the 14 up to 40 (some probes may lie past it, where
+    # only 40 fits); progress saw each once, ending at 40
     assert len(seen) < len(tried) and len({r for r, _ in seen}) == len(seen) and seen[-1] == (40, True)
-    assert dict(seen).items() <= dict(tried).items()
+    assert all(ok == (r == 40) for r, ok in seen)
     # a design that fits only from a non-monotone point on: 1 fits, 2 does not, 3 does
     g8 = GRAPHS["dense8"]()
     pattern = [estimate(g8, "zcu102", strategy="Resource", reuse_factor=r).fits for r in (1, 2, 3)]

@@ -38,9 +38,9 @@ def fit(
     factor; a design fits when every resource is at most ``limit`` of the board. The answer is
     the first candidate in ascending order that fits, as trying them all in turn finds it; the
     work that does not depend on the reuse factor is done once (``_Context.memo``), and under
-    the Resource strategy the candidates whose DSPs alone cannot fit are skipped by bisection
-    (:func:`_first_within_dsp`). ``progress``, when given, is called with each reuse factor
-    estimated and whether it fits. Returns a :class:`Fit`; when nothing fits, its
+    the Resource strategy the candidates whose DSPs alone cannot fit are skipped by a
+    galloping bisection (:func:`_first_within_dsp`). ``progress``, when given, is called with
+    each reuse factor estimated and whether it fits. Returns a :class:`Fit`; when nothing fits, its
     ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
     the largest reuse factor and what else to try (not what was given).
     """
@@ -92,7 +92,10 @@ def fit(
 
 def _first_within_dsp(at: Callable[[int], Estimate], n: int, allowed: float) -> int:
     """Under the Resource strategy, the index of the first candidate from 1 on (reuse factors
-    above 1) whose DSPs fit (``dsp_needed <= allowed``), by bisection; ``n`` if none does.
+    above 1) whose DSPs fit (``dsp_needed <= allowed``), ``n`` if none does: a galloping search
+    (indices 1, 2, 4, ... until one fits, then bisection between the last two), so a design
+    whose DSPs fit from the start (binary weights use none) costs one estimate, which the scan
+    that follows reuses.
 
     A design fits only when its ``dsp_needed`` is within ``allowed`` (:attr:`Estimate.fits`), and
     over the candidates above 1 ``dsp_needed`` never grows with the reuse factor ``R``, so the
@@ -108,7 +111,10 @@ def _first_within_dsp(at: Callable[[int], Estimate], n: int, allowed: float) -> 
     the same bits; under the Latency strategy even ``multiplier_limit = ceil(N / R) -
     floor(zeros / R)`` is not: 1 at ``R = 5`` and 2 at ``R = 6`` for N = 10, 5 zeros), so the
     candidates from that index on are tried in turn."""
-    lo, hi = 1, n  # the first index in [lo, hi) whose DSPs fit is in [lo, hi]
+    below, i = 0, 1  # the indices 1 .. below do not fit
+    while i < n and at(i).dsp_needed > allowed:
+        below, i = i, 2 * i
+    lo, hi = below + 1, min(i, n)  # the first index whose DSPs fit is in [lo, hi] (n: none)
     while lo < hi:
         mid = (lo + hi) // 2
         if at(mid).dsp_needed <= allowed:
