@@ -71,6 +71,10 @@ class FloatOp:
     layer: Any = None  # the Keras layer it comes from
     per_channel: bool = False  # its parameters follow the channel axis (it does not commute with a Flatten)
     scale: str | None = None  # a scale applied after integer codes: how a refusal names it (layer and scale)
+    # its float32 result is non-decreasing or non-increasing in its input, rounding included (a
+    # bias, a scale, a BatchNormalization, a piecewise-linear activation): thresholds may then be
+    # found by bisection (passes/thresholds) instead of enumeration
+    monotone: bool = True
 
 
 @dataclasses.dataclass

@@ -25,12 +25,21 @@ def test_the_threshold_node_reproduces_keras_on_every_accumulator_value():
     assert np.all(node.params["levels"][2] == node.params["levels"][2, 0])  # gamma 0: constant
 
 
-def test_an_accumulator_too_wide_to_enumerate_is_refused(monkeypatch):
+def test_an_accumulator_too_wide_to_enumerate_is_refused_unless_provably_monotone(monkeypatch):
+    curve = dense_model(keras.layers.BatchNormalization(), keras.layers.Activation("tanh"), QuantActivation("ste_sign", name="q"))
+    steps, freezing = frozen_until(curve, "q")
+    monkeypatch.setattr(thresholds, "MAX_ENUMERATION", 4)
+    with pytest.raises(FreezeError, match=r"too many to derive thresholds by enumeration \(and its float ops or quantizer"):
+        thresholds.node(steps["q"], freezing)
+    # a BatchNormalization and a sign: bisection gives the node enumeration gives
     model = dense_model(keras.layers.BatchNormalization(), QuantActivation("ste_sign", name="q"))
     steps, freezing = frozen_until(model, "q")
-    monkeypatch.setattr(thresholds, "MAX_ENUMERATION", 4)
-    with pytest.raises(FreezeError, match="too many to derive thresholds by enumeration"):
-        thresholds.node(steps["q"], freezing)
+    bisected = thresholds.node(steps["q"], freezing)
+    monkeypatch.setattr(thresholds, "MAX_ENUMERATION", 1 << 24)
+    enumerated = thresholds.node(steps["q"], freezing)
+    assert np.array_equal(bisected.params["levels"], enumerated.params["levels"])
+    moving = np.any(enumerated.params["levels"] != enumerated.params["levels"][:, :1], axis=1)
+    assert np.array_equal(bisected.params["thresholds"][moving], enumerated.params["thresholds"][moving])
 
 
 def _binary_head(quantizer, means, n_in=5):

@@ -16,6 +16,13 @@ LABEL = "elementwise Activation"
 _LAYOUT_STABLE = {"linear", "relu", "relu6", "tanh", "softsign", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu", "sign"}
 
 
+# activations whose float32 result is monotone in its input, rounding included: each is a
+# composition of correctly rounded +, *, min and max with constants (a transcendental one such
+# as tanh or sigmoid is computed by a polynomial approximation, not proven monotone ulp by ulp;
+# leaky_relu by Keras's default positive slope)
+_MONOTONE = {"linear", "relu", "relu6", "leaky_relu", "hard_sigmoid", "hard_tanh", "sign"}
+
+
 # activations TensorFlow's grappler remapper fuses into a Conv2D or MatMul (with its bias) and
 # that round differently there (relu, relu6 and leaky_relu are exact either way)
 _FUSABLE = {"elu", "tanh", "sigmoid", "gelu", "silu", "swish"}
@@ -43,6 +50,7 @@ def float_op(layer, label: str, fn, activation) -> FloatOp:
         layout_sensitive=layout_sensitive(activation),
         fusable=name if name in _FUSABLE else None,
         layer=layer,
+        monotone=name in _MONOTONE,
     )
 
 

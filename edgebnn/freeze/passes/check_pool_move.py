@@ -16,7 +16,7 @@ from ...graph import _on_grid
 from .. import replay
 from ..items import FreezeError, Step, where
 from .move_after_quantizer import MAXPOOLS
-from .thresholds import grid, levels_at
+from .thresholds import bisectable, check_enumerable, check_exact_codes, enumerable, grid, levels_at
 
 
 def run(step: Step, freezing) -> None:
@@ -48,10 +48,36 @@ def check(pool: Step, req, acc, jit: bool, source=None) -> None:
                 f"{t} overflows with {t.overflow} and is not monotone, {advice}"
             )
         return
+    if not enumerable(acc):
+        check_exact_codes(step, acc)
+        if not bisectable(step):
+            check_enumerable(step, acc)
+        _check_monotone_move(pool, req, acc, jit, advice)
+        return
     codes, values = grid(acc, source)
     before = replay.evaluate(step, values, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)
     g = levels_at(req, codes)
     bad = [c for c in range(codes.shape[1]) if np.any(np.diff(g[np.argsort(before[:, c], kind="stable"), c]) < 0)]
+    if bad:
+        ops_before = ", ".join(op.label for op in step.float_ops[: pool.ops_before])
+        raise FreezeError(
+            f"{where(pool.layer)} sits between {ops_before} and the quantizer of {step.name!r}, whose requantization "
+            f"decreases in channel(s) {bad[:8]} (e.g. a negative BatchNormalization gamma after the pool), {advice}"
+        )
+
+
+def _check_monotone_move(pool: Step, req, acc, jit: bool, advice: str) -> None:
+    """The check for an accumulator too wide to enumerate, whose step is provably monotone
+    (``thresholds.bisectable``): the float ops before the pool run one way per channel, found from
+    the two ends of its range, and the threshold levels must follow that way."""
+    step = pool.moved_from
+    ends = np.stack([np.broadcast_to(acc.lo, (acc.shape[-1],)), np.broadcast_to(acc.hi, (acc.shape[-1],))]).astype(np.float32)
+    before = replay.evaluate(step, ends, jit, rank=len(acc.shape), stop=pool.ops_before, quantize=False)
+    rising = before[1] >= before[0]
+    lv = req.params["levels"]
+    d = np.diff(lv, axis=1)
+    follows = np.where(rising, np.all(d >= 0, axis=1), np.all(d <= 0, axis=1))
+    bad = [int(c) for c in np.nonzero(~follows)[0]]
     if bad:
         ops_before = ", ".join(op.label for op in step.float_ops[: pool.ops_before])
         raise FreezeError(
