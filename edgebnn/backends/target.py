@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,7 +89,8 @@ class Target:
             ``vivado_hls``). Names such as ``"Vivado HLS 2019.2"`` are accepted.
         part: the FPGA part as given; None takes the board's (:attr:`device_part`).
         board: a board profile (:class:`edgebnn.boards.Board`, a mapping with ``part`` and
-            ``clock_period_ns``), or None.
+            ``clock_period_ns``), a board's name or ``.yaml`` path (``"pynq-z2"``, read by
+            :func:`edgebnn.boards.load_board`), or None.
     """
 
     backend: str = "Vitis"
@@ -102,6 +104,10 @@ class Target:
 
     def __post_init__(self):
         set_ = lambda key, value: object.__setattr__(self, key, value)
+        if isinstance(self.board, str | os.PathLike):  # a board's name or profile path
+            from ..boards import load_board
+
+            set_("board", load_board(self.board))
         set_("backend", choice("backend", self.backend, BACKENDS))
         set_("io_type", choice("io_type", self.io_type, IO_TYPES))
         set_("strategy", choice("strategy", self.strategy, STRATEGIES))
