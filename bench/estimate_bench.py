@@ -1,5 +1,5 @@
 """Estimation and fit time against model size: ``estimate()`` (one reuse factor) and ``fit()``
-(the search for the smallest reuse factor that fits) on pynq-z2, under the Latency and the
+(the search for the smallest reuse factor that fits) on ``--board``, under the Latency and the
 Resource strategy, for hand-built graphs (no Keras, no freeze) of about ``--sizes`` weights,
 with interleaved repetitions (every case and function once per round; min and median of each).
 
@@ -16,7 +16,7 @@ ascending order, each estimated by a fresh ``estimate()`` call, until one fits; 
 ``reference / fit`` is taken per round (interleaved pairs) and printed as its min and median.
 
     python bench/estimate_bench.py [--repeats 5] [--sizes 10000,100000,1000000,4000000]
-        [--families binary_mlp,int4_mlp,binary_cnn] [--no-reference]
+        [--families binary_mlp,int4_mlp,binary_cnn] [--board pynq-z2] [--no-reference]
 
 The times are only as good as the machine is idle; the ratios are the fairer measure.
 """
@@ -31,13 +31,13 @@ import numpy as np
 
 from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
+from edgebnn.boards import load_board
 from edgebnn.estimate import estimate, fit
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph, conv2d_node, dense_node, flatten_node, input_node, maxpool2d_node, threshold_node
 
 BINARY = FixedType(2, 2)  # codes -1, +1
 INT4 = FixedType(4, 2)
-BOARD = "pynq-z2"
 
 
 def _activation(name, src, rng, k):
@@ -127,18 +127,20 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--sizes", default="10000,100000,1000000,4000000")
     ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--board", default="pynq-z2", help="the board (default pynq-z2: nothing here fits it)")
     ap.add_argument("--no-reference", action="store_true", help="skip the straightforward search (slow at 4M)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    board = load_board(args.board)
     graphs = {(fam, s): sized(fam, s) for fam in args.families.split(",") for s in sizes}
     funcs = {
-        "estimate": lambda g: estimate(g, BOARD).fits,
-        "fit Latency": lambda g: fit(g, BOARD).reuse_factor,
-        "fit Resource": lambda g: fit(g, BOARD, strategy="Resource").reuse_factor,
+        "estimate": lambda g: estimate(g, board).fits,
+        "fit Latency": lambda g: fit(g, board).reuse_factor,
+        "fit Resource": lambda g: fit(g, board, strategy="Resource").reuse_factor,
     }
     if not args.no_reference:
-        funcs["reference Latency"] = lambda g: reference_fit(g, BOARD, "Latency")
-        funcs["reference Resource"] = lambda g: reference_fit(g, BOARD, "Resource")
+        funcs["reference Latency"] = lambda g: reference_fit(g, board, "Latency")
+        funcs["reference Resource"] = lambda g: reference_fit(g, board, "Resource")
     times = {(key, name): [] for key in graphs for name in funcs}
     answers = {}
     for _ in range(args.repeats):  # interleaved: every case and function once per round
@@ -147,7 +149,7 @@ def main(argv=None) -> None:
                 t, out = timed(lambda fn=fn, g=g: fn(g))
                 times[key, name].append(t)
                 answers[key, name] = out
-    print(f"board {BOARD}, {args.repeats} interleaved rounds; time min / median; per weight: median / weights")
+    print(f"board {board.name}, {args.repeats} interleaved rounds; time min / median; per weight: median / weights")
     print(f"{'family':<11} {'weights':>9}  {'function':<19} {'min':>9} {'median':>9} {'ns/weight':>9}  answer")
     for (fam, size), g in graphs.items():
         n = weights(g)
