@@ -273,6 +273,9 @@ SAME_POOLS = 0.25  # how often a max pool (2-D or 1-D) has padding="same"
 ZERO_BIASES = 0.1  # how often a layer's bias is all zeros (a float one: an affine node that changes nothing)
 FUSED_BATCHNORMS = 0.3  # how often a QuantDense/QuantConv2D + BatchNormalization becomes QKeras's fused layer
 QKERAS_ACTIVATIONS = 0.3  # how often a catalogue activation is binary_tanh or quantized_sigmoid (half each)
+# how often a model's thresholds are found by bisection wherever the step is provably monotone
+# (freeze bisects only accumulators too wide to enumerate; the stream [seed, 10])
+BISECTED = 0.3
 QBATCHNORMS = 0.15  # how often a plain BatchNormalization becomes QKeras's QBatchNormalization
 OUTPUT_QUANTIZERS = 0.4  # how often a model ending with a BatchNormalization is frozen with an output_quantizer
 # the forms drawn from the side stream [seed, 8] (and [seed, 9]); off, a seed builds the model it built before them
@@ -1342,16 +1345,20 @@ def _runtime_error_text(err: BaseException) -> str:
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     from .emulate import emulate
     from .freeze import freeze, keras_logits, keras_reference
+    from .freeze.passes import thresholds
     from .graph import Graph
     from .verify import verify
 
-    with warnings.catch_warnings():
+    bisected = np.random.default_rng([case.seed, 10]).random() < BISECTED  # thresholds by bisection where monotone
+    with warnings.catch_warnings(), thresholds.bisecting() if bisected else contextlib.nullcontext():
         warnings.simplefilter("ignore")
         graph = freeze(
             case.model, strip_softmax=case.strip_softmax, input_type=case.input_type, output_quantizer=case.output_quantizer
         )
     out.ops = sorted({node.op for node in graph.nodes})
     out.forms = quantizer_forms(case.model) + front_forms(case)
+    if bisected and any(node.op == "threshold" for node in graph.nodes):
+        out.forms.append("freeze: thresholds by bisection")
     keras_model, stripped = keras_reference(case.model, graph.meta)
     keras_model = keras_logits(keras_model) if stripped else keras_model
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:

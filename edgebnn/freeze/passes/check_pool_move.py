@@ -16,7 +16,7 @@ from ...graph import _on_grid
 from .. import replay
 from ..items import FreezeError, Step, where
 from .move_after_quantizer import MAXPOOLS
-from .thresholds import bisectable, check_enumerable, check_exact_codes, enumerable, grid, levels_at
+from .thresholds import bisectable, bisects, check_enumerable, check_exact_codes, enumerable, grid, levels_at
 
 
 def run(step: Step, freezing) -> None:
@@ -48,7 +48,7 @@ def check(pool: Step, req, acc, jit: bool, source=None) -> None:
                 f"{t} overflows with {t.overflow} and is not monotone, {advice}"
             )
         return
-    if not enumerable(acc):
+    if bisects(step, acc) or not enumerable(acc):
         check_exact_codes(step, acc)
         if not bisectable(step):
             check_enumerable(step, acc)

@@ -11,6 +11,8 @@ costs no threshold. The node records the lattice (``params['base']``, ``params['
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ...graph import threshold_node
@@ -81,6 +83,26 @@ def bisectable(step: Step) -> bool:
     return all(op.monotone for op in step.float_ops) and type(step.quantizer) in linear
 
 
+_FORCED = [False]
+
+
+@contextlib.contextmanager
+def bisecting():
+    """Within the block every provably monotone step is bisected, also where enumeration would
+    do: the fuzzer checks the bisection path end to end (Keras = emulator = C-simulation) so."""
+    _FORCED[0] = True
+    try:
+        yield
+    finally:
+        _FORCED[0] = False
+
+
+def bisects(step: Step, src) -> bool:
+    """The step's thresholds are found by bisection: too wide to enumerate (or within
+    :func:`bisecting`) and provably monotone."""
+    return bisectable(step) and (_FORCED[0] or not enumerable(src))
+
+
 def _output_codes(step: Step, values, freezing, out_type):
     out = replay.evaluate(step, values, freezing.jit, rank=len(freezing.source(step).shape))
     if not out_type.contains(out):
@@ -100,13 +122,12 @@ def node(step: Step, freezing):
     src = freezing.source(step)
     out_type = forms.output_type(step.quantizer)
     check_exact_codes(step, src)
-    if not enumerable(src):
-        if not bisectable(step):
-            lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
-            raise _too_wide(
-                step, src, int((hi - lo).max()) + 1, " (and its float ops or quantizer are not provably monotone for bisection)"
-            )
+    if bisects(step, src):
         return _bisect(step, src, freezing, out_type)
+    if not enumerable(src):
+        lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
+        why = " (and its float ops or quantizer are not provably monotone for bisection)"
+        raise _too_wide(step, src, int((hi - lo).max()) + 1, why)
     codes, base, lattice_step = reachable(src, freezing.node)
     values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
     out_codes = _output_codes(step, values, freezing, out_type)
