@@ -235,15 +235,23 @@ class FixedType:
             np.add(out, 0.0, out=out)  # -0.0 -> +0.0: ap_fixed has no negative zero
         return out
 
-    def codes(self, x, allow_nonfinite: bool = False) -> np.ndarray:
+    def codes(self, x, allow_nonfinite: bool = False, dtype=None) -> np.ndarray:
         """Integer codes of ``x`` (float64) after rounding and overflow, as ``ap_fixed(double)``
-        stores them; dtype ``self.code_dtype``."""
+        stores them; dtype ``self.code_dtype``, or ``dtype`` (a signed integer dtype that holds
+        every code of this type, such as int8 for a type of up to 8 bits: written directly)."""
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            info = np.iinfo(dtype) if dtype.kind == "i" else None
+            if info is None or not (info.min <= self.min_code and self.max_code <= info.max):
+                raise ValueError(f"dtype {dtype} does not hold every code of {self}")
         x = np.asarray(x, dtype=np.float64)
         if x.ndim == 0:
-            return self.codes(x.reshape(1), allow_nonfinite).reshape(())
-        out = self._fast(x, allow_nonfinite, values=False)
+            return self.codes(x.reshape(1), allow_nonfinite, dtype).reshape(())
+        out = self._fast(x, allow_nonfinite, values=False, dtype=dtype)
         if out is not None:
             return out
+        if dtype is not None:
+            return self.codes(x, allow_nonfinite).astype(dtype)
         finite = np.isfinite(x)
         all_finite = bool(finite.all())
         if not all_finite and not allow_nonfinite:
@@ -379,8 +387,8 @@ class FixedType:
             "(or pass allow_nonfinite=True to get what ap_fixed makes of them)"
         )
 
-    def _fast(self, x: np.ndarray, allow_nonfinite: bool, values: bool):
-        """Codes (int64), or values (float64) when ``values``, of ``x`` computed in float64,
+    def _fast(self, x: np.ndarray, allow_nonfinite: bool, values: bool, dtype=None):
+        """Codes (int64, or ``dtype``), or values (float64) when ``values``, of ``x`` computed in float64,
         chunk by chunk so that every temporary stays in cache; None when this type or these
         values need the wide path. Every step is exact (see ``_round_chunk``)."""
         f, w, mode = self.fractional, self.width, self.overflow
@@ -392,7 +400,7 @@ class FixedType:
         scale, lsb = math.ldexp(1.0, f), math.ldexp(1.0, -f)
         exact_lsb = -f > -1000 and self.integer < 1000  # r * lsb stays a normal double
         flat = x.reshape(-1)
-        out = np.empty(flat.shape, dtype=np.float64 if values else np.int64)
+        out = np.empty(flat.shape, dtype=np.float64 if values else dtype or np.int64)
         r = np.empty(min(flat.shape[0], _CHUNK))
         with np.errstate(over="ignore"):  # huge values may scale to inf before they saturate
             for start in range(0, flat.shape[0], _CHUNK):

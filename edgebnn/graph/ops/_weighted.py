@@ -4,7 +4,9 @@ shape of a convolution and the kernel of a dilated one."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import weakref
 
 import numpy as np
 
@@ -41,31 +43,12 @@ def check_conv_weights(node: Node, src: Node, where: str) -> None:
     )
 
 
-def im2col(x: np.ndarray, kh: int, kw: int, strides, padding, pad_code: int) -> np.ndarray:
-    """The (N, Ho, Wo, kh*kw*C) windows of the (N, H, W, C) codes ``x`` in Keras's cross-correlation
-    order (kh, kw, C), after padding with ``pad_code`` by ``padding`` [[top, bottom], [left, right]]."""
-    (pt, pb), (pl, pr) = padding
-    sh, sw = strides
-    c = x.shape[-1]
-    x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=int(pad_code))
-    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]  # N,Ho,Wo,C,kh,kw
-    return win.transpose(0, 1, 2, 4, 5, 3).reshape(*win.shape[:3], kh * kw * c)
-
-
 def conv_shape(src_shape, kh: int, kw: int, strides, padding, channels: int) -> tuple[int, int, int]:
     """The (Ho, Wo, ``channels``) output of a ``kh`` x ``kw`` kernel over an (H, W, C) input with
     explicit ``padding`` [[top, bottom], [left, right]] and ``strides``."""
     (pt, pb), (pl, pr) = padding
     sh, sw = strides
     return ((src_shape[0] + pt + pb - kh) // sh + 1, (src_shape[1] + pl + pr - kw) // sw + 1, channels)
-
-
-def convolve(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Cross-correlation as Keras computes it of the (N, H, W, C) codes ``x`` with the (kh, kw, C, F)
-    kernel ``w`` under the node's strides, padding and pad code: im2col, then the weighted sum."""
-    kh, kw, c, f = w.shape
-    cols = im2col(x, kh, kw, node.attrs["strides"], node.attrs["padding"], node.attrs["pad_code"])
-    return weighted_sum(node, src, cols, w.reshape(kh * kw * c, f))
 
 
 def dilated(weight, rate) -> np.ndarray:
@@ -81,26 +64,275 @@ def dilated(weight, rate) -> np.ndarray:
     return out
 
 
-def weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``x @ w (+ bias)`` on integer codes, exactly, cast to the node's accumulator type.
+# ---------------------------------------------------------------------------- the exact sum
+# float32 and float64 sums of integers are exact while every partial sum stays below these
+EXACT_FLOAT32 = 2.0**24
+# int64 sums: every partial sum, and the bias moved onto the sum's grid, stay below this
+EXACT_INT64 = 2.0**62
+# rows per block of the popcount path: its (rows, n_out) temporaries stay in cache
+_POPCOUNT_ROWS = 128
+# the kernels built, by the id of their weight array, least recently used first
+_KERNELS: collections.OrderedDict[int, Kernel] = collections.OrderedDict()
+_MAX_KERNELS = 1024
+_INT64 = np.dtype(np.int64)
 
-    Computed in float64 through BLAS when every partial sum stays below 2**53 (then float64 is
-    exact), otherwise in int64."""
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Kernel:
+    """How one weighted node sums, decided once per node from its source's bounds, its weight
+    codes and its fan-in (:func:`kernel`).
+
+    ``path`` is ``"popcount"`` (inputs in {-1, 0, +1}, weights +-1: XOR and popcount of bit-packed
+    codes), ``"float32"`` or ``"float64"`` (BLAS, while every partial sum, bias included, is
+    an integer below 2**24 or 2**53 in units of the sum's grid, so nothing rounds), ``"int64"``
+    (below 2**62) or ``"object"`` (Python ints). ``weight`` is the (n_in, n_out) weight in the
+    path's dtype, already shifted onto the sum's grid (a bias finer than the products), or for
+    popcount the (words, n_out) uint64 bits of ``weight > 0``; ``bias`` the bias codes on the
+    sum's grid in the path's dtype (None without a bias); ``shift`` the left shift of a popcount
+    or integer sum onto that grid; ``lsb_exp`` the sum's grid; ``cast`` False when the sum
+    provably lies in the node's type on that grid, so the cast (its overflow pass) is skipped;
+    ``dtype`` the dtype the path reads input codes in (im2col builds the windows in it)."""
+
+    path: str
+    weight: np.ndarray
+    bias: np.ndarray | None
+    shift: int
+    lsb_exp: int
+    cast: bool
+    dtype: np.dtype
+    n_in: int
+    work: np.dtype = _INT64  # the popcount path's integer sums (int32 while they fit)
+    out: np.dtype = _INT64  # the codes it returns: compact_dtype(node.type) when not cast
+    nonzero: bool = False  # the popcount path's inputs are never 0 (a sign's output): no zero mask
+    key: tuple = ()  # weak references to the arrays it was built from and the values (see kernel())
+
+
+def compact_dtype(t) -> np.dtype:
+    """The narrowest of int8, int16, int32 and int64 holding every code of the FixedType ``t``
+    (int64 past 64 bits too: such codes are cast, never stored compact). Codes travel between
+    nodes in it, so the passes over them move an eighth of the bytes of int64 for binary ones."""
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= t.min_code and t.max_code <= info.max:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def _root(a):
+    """The array that owns ``a``'s memory (a view's base), so a view built per call keys like its base."""
+    while isinstance(a, np.ndarray) and a.base is not None and isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _same(key: tuple, arrays: tuple, values: tuple) -> bool:
+    """A kernel's key names these arrays (by identity, through weak references) and values."""
+    refs, vals = key
+    return vals == values and all((r is None and a is None) or (r is not None and r() is a) for r, a in zip(refs, arrays))
+
+
+def feature_bounds(node: Node, src: Node, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per input feature of the weighted sum (an im2col window's ``kh*kw*C`` for a convolution,
+    feature ``j`` reading channel ``j % C``), the bounds of the source's codes as float64 integers:
+    the graph's interval bounds on the source's grid, the pad code joined where padding enters."""
+    c = src.shape[-1]
+    lo = np.broadcast_to(np.ldexp(np.asarray(src.lo, dtype=np.float64), -src.type.lsb_exp), (c,))
+    hi = np.broadcast_to(np.ldexp(np.asarray(src.hi, dtype=np.float64), -src.type.lsb_exp), (c,))
+    padding = node.attrs.get("padding")
+    if padding is not None and any(np.ravel(padding)):
+        pad = float(node.attrs["pad_code"])
+        lo, hi = np.minimum(lo, pad), np.maximum(hi, pad)
+    reps = n_in // c
+    return np.tile(lo, reps), np.tile(hi, reps)
+
+
+def kernel(node: Node, src: Node, w: np.ndarray) -> Kernel:
+    """The :class:`Kernel` of ``node`` (dense, or a convolution seen as the dense sum ``w`` (n_in,
+    n_out) over its windows) reading ``src``, built once and kept (by its weight array, so a
+    conv1d's per-call 2-D twin finds it too) while the arrays and types it was built from are
+    the node's, and dropped with the weight array. Weight, bias and bound arrays are taken as
+    immutable once emulated."""
+    root = _root(node.params["weight"])
+    arrays = (root, node.params.get("bias"), src.params["lo"], src.params["hi"], src.params.get("levels"))
+    values = (src.op, src.shape, str(src.type), str(node.type), node.attrs.get("weight_type"), node.attrs.get("bias_type"))
+    values += (repr(node.attrs.get("padding")), node.attrs.get("pad_code"), w.shape)
+    cached = _KERNELS.get(id(root))
+    if cached is not None and _same(cached.key, arrays, values):
+        _KERNELS.move_to_end(id(root))
+        return cached
+    key = (tuple(None if a is None else weakref.ref(a) for a in arrays), values)
+    built = dataclasses.replace(build_kernel(node, src, w, *feature_bounds(node, src, w.shape[0])), key=key)
+    if cached is None:  # the entry goes when the weight array does (no live array shares its id)
+        weakref.finalize(root, _KERNELS.pop, id(root), None)
+    _KERNELS[id(root)] = built
+    while len(_KERNELS) > _MAX_KERNELS:
+        _KERNELS.popitem(last=False)
+    return built
+
+
+def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, path: str | None = None) -> Kernel:
+    """The :class:`Kernel` of ``node`` for input codes within ``lo`` .. ``hi`` per feature (float64
+    integers): the fastest exact path unless ``path`` names one (it must be exact: tests force each)."""
+    from ...fixed import dot_interval_codes
+
+    w = np.asarray(w, dtype=np.int64)
+    n_in, n_out = w.shape
     wt = node.fixed_attr("weight_type")
-    # codes of the product live on the grid lsb(src) * lsb(weight)
-    prod_lsb_exp = src.type.lsb_exp + wt.lsb_exp
-    bound = float(np.abs(x).max(initial=0)) * float(np.abs(w).sum(axis=0).max(initial=0))
-    if bound < EXACT_FLOAT64:
-        acc = (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
-    else:
-        acc = x.astype(np.int64) @ w.astype(np.int64)
+    prod_exp = src.type.lsb_exp + wt.lsb_exp
+    bias, pshift, bshift, lsb_exp = None, 0, 0, prod_exp
     if "bias" in node.params:
         bt = node.fixed_attr("bias_type")
-        shift = bt.lsb_exp - prod_lsb_exp
-        bias = node.params["bias"].astype(np.int64)
-        if shift >= 0:
-            acc = acc + (bias << shift)
-        else:  # bias finer than the products: move the sum onto the bias grid
-            acc = (acc << -shift) + bias
-            prod_lsb_exp = bt.lsb_exp
-    return node.type.cast_codes(acc, prod_lsb_exp)
+        bias = np.asarray(node.params["bias"], dtype=np.int64)
+        if bt.lsb_exp >= prod_exp:
+            bshift = bt.lsb_exp - prod_exp
+        else:  # bias finer than the products: the sum moves onto the bias grid
+            pshift, lsb_exp = prod_exp - bt.lsb_exp, bt.lsb_exp
+    # every partial sum is at most this (an upper bound: float64 sums of non-negative terms, widened)
+    big = np.maximum(np.abs(lo), np.abs(hi))
+    mag = (big @ np.abs(w).astype(np.float64)) * 2.0**pshift
+    if bias is not None:
+        mag = mag + np.abs(bias).astype(np.float64) * 2.0**bshift
+    bound = float(mag.max(initial=0.0)) * (1 + 2.0**-20)
+    code_max = float(big.max(initial=0.0))
+    binary = n_in > 0 and bool(np.all(np.abs(w) == 1)) and float(lo.min()) >= -1 and float(hi.max()) <= 1
+    fits = {
+        "popcount": binary and n_in < 2**31 and bound < EXACT_INT64,
+        "float32": bound < EXACT_FLOAT32 and code_max < EXACT_FLOAT32,
+        "float64": bound < EXACT_FLOAT64 and code_max < EXACT_FLOAT64,
+        "int64": bound < EXACT_INT64 and code_max < EXACT_INT64,
+        "object": True,
+    }
+    if path is None:
+        path = next(p for p, ok in fits.items() if ok)
+    elif not fits[path]:
+        raise ValueError(f"node {node.name!r}: the {path} path is not exact for these bounds and weights")
+    # the sum's exact range: with it inside the node's type on its grid, no cast is needed
+    as_int = (lambda a: a.astype(np.int64)) if code_max < EXACT_INT64 else (lambda a: np.array([int(v) for v in a], dtype=object))
+    klo, khi = dot_interval_codes(as_int(lo), as_int(hi), w)
+    low = min((int(v) << pshift for v in klo), default=0)
+    high = max((int(v) << pshift for v in khi), default=0)
+    if bias is not None:
+        low = min((int(a) << pshift) + (int(b) << bshift) for a, b in zip(klo, bias)) if n_out else 0
+        high = max((int(a) << pshift) + (int(b) << bshift) for a, b in zip(khi, bias)) if n_out else 0
+    t = node.type
+    cast = not (t.lsb_exp == lsb_exp and t.code_dtype == np.int64 and t.min_code <= low and high <= t.max_code)
+    b = None if bias is None else bias << bshift if bshift < 62 else bias.astype(object) * (1 << bshift)
+    out = np.dtype(np.int64) if cast else compact_dtype(t)
+    if path == "popcount":
+        # the sums straight into the output codes when nothing is added or cast after them
+        plain = not cast and bias is None and pshift == 0
+        work = out if plain else np.dtype(np.int32 if bound < 2.0**31 else np.int64)
+        bp = None if b is None else np.asarray(b, dtype=work)
+        # a sign's output holds no zero (levels +-1), nor does padding by a code other than 0: no zero mask to look for
+        padding = node.attrs.get("padding")
+        zero_pad = padding is not None and any(np.ravel(padding)) and int(node.attrs["pad_code"]) == 0
+        signs = src.op == "threshold" and bool(np.isin(src.params["levels"], (-1, 1)).all()) and not zero_pad
+        wb = pack_bits(w.T > 0, n_in)
+        return Kernel(path, wb, bp, pshift, lsb_exp, cast, np.dtype(np.int8), n_in, work, out, nonzero=signs)
+    if path in ("float32", "float64"):
+        dt = np.dtype(path)
+        wf = (w.astype(np.float64) * 2.0**pshift).astype(dt)
+        bf = None if b is None else np.asarray(b, dtype=np.float64).astype(dt)
+        return Kernel(path, wf, bf, 0, lsb_exp, cast, dt, n_in, out=out)
+    if path == "int64":
+        bi = None if b is None else np.asarray(b, dtype=np.int64)
+        return Kernel(path, w.copy(), bi, pshift, lsb_exp, cast, _INT64, n_in)  # a copy: no reference to the node's weight
+    bo = None if b is None else np.array([int(v) for v in np.ravel(b)], dtype=object)
+    return Kernel(path, w.astype(object), bo, pshift, lsb_exp, cast, np.dtype(object), n_in)
+
+
+def pack_bits(bits: np.ndarray, n: int) -> np.ndarray:
+    """The (rows, ``n``) booleans ``bits`` as (words, rows) uint64, word ``j`` holding features
+    ``64 j`` .. ``64 j + 63`` (zeros past ``n``): one packing for inputs and weights alike."""
+    rows = bits.shape[0]
+    words = max(1, -(-n // 64))
+    packed = np.zeros((rows, words * 8), dtype=np.uint8)
+    packed[:, : -(-n // 8)] = np.packbits(bits, axis=1)
+    return np.ascontiguousarray(packed.view(np.uint64).T)
+
+
+def _popcount_sum(k: Kernel, x: np.ndarray) -> np.ndarray:
+    """``x @ w`` for (M, n_in) codes in {-1, 0, +1} and weights +-1: per word, XOR of the sign
+    bits counts the products -1; a zero input (padding, a ternary code) is masked out of both the
+    count of terms and the count of -1 products. (M, n_out) in ``k.work``."""
+    m = x.shape[0]
+    wb = k.weight
+    words, n_out = wb.shape
+    pos = pack_bits(x > 0, k.n_in)
+    nonzero = None if k.nonzero else x != 0
+    mask = None if nonzero is None or nonzero.all() else pack_bits(nonzero, k.n_in)
+    terms = k.n_in if mask is None else nonzero.sum(axis=1, dtype=np.int64)[:, None]
+    acc_t = np.uint16 if k.n_in < 2**16 else np.uint32
+    out = np.empty((m, n_out), dtype=k.work)
+    rows = _POPCOUNT_ROWS
+    tmp = np.empty((min(rows, m), n_out), dtype=np.uint64)
+    cnt = np.empty(tmp.shape, dtype=np.uint8)
+    acc = np.empty(tmp.shape, dtype=acc_t)
+    for r in range(0, m, rows):
+        n = min(rows, m - r)
+        t, c, a = tmp[:n], cnt[:n], acc[:n]
+        a[...] = 0
+        for j in range(words):
+            np.bitwise_xor(pos[j, r : r + n, None], wb[j], out=t)
+            if mask is not None:
+                np.bitwise_and(t, mask[j, r : r + n, None], out=t)
+            np.bitwise_count(t, out=c)
+            np.add(a, c, out=a)
+        o = out[r : r + n]
+        np.multiply(a, k.work.type(-2), out=o)
+        o += terms if mask is None else terms[r : r + n]
+    return out
+
+
+def run_kernel(k: Kernel, node: Node, x: np.ndarray) -> np.ndarray:
+    """The node's output codes of the weighted sum of ``x`` (..., n_in) codes by kernel ``k``."""
+    lead = x.shape[:-1]
+    x = x.reshape(-1, k.n_in)
+    if k.path == "popcount":
+        acc = _popcount_sum(k, x)
+    elif k.path in ("float32", "float64"):
+        acc = x.astype(k.dtype, copy=False) @ k.weight
+        if k.bias is not None:
+            acc += k.bias
+        acc = acc.astype(k.out)
+    else:
+        acc = x.astype(k.dtype, copy=False) @ k.weight
+    if k.path != "float32" and k.path != "float64":
+        if k.shift:
+            acc = acc << k.shift if k.path != "object" else acc * (1 << k.shift)
+        if k.bias is not None:
+            acc = acc + k.bias
+    acc = acc.reshape(*lead, acc.shape[-1])
+    return node.type.cast_codes(acc, k.lsb_exp) if k.cast else acc.astype(k.out, copy=False)
+
+
+def weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w (+ bias)`` on integer codes, exactly, cast to the node's accumulator type (the cast
+    skipped where the sum provably fits it), by the node's :func:`kernel`: bit-packed popcount
+    for binary inputs and weights, float32 or float64 BLAS while every partial sum is exact in
+    it, int64 or Python ints past that."""
+    k = kernel(node, src, w)
+    return run_kernel(k, node, x)
+
+
+def im2col(x: np.ndarray, kh: int, kw: int, strides, padding, pad_code: int) -> np.ndarray:
+    """The (N, Ho, Wo, kh*kw*C) windows of the (N, H, W, C) codes ``x`` in Keras's cross-correlation
+    order (kh, kw, C), after padding with ``pad_code`` by ``padding`` [[top, bottom], [left, right]],
+    in ``x``'s dtype."""
+    (pt, pb), (pl, pr) = padding
+    sh, sw = strides
+    c = x.shape[-1]
+    if pt or pb or pl or pr:
+        x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=x.dtype.type(int(pad_code)))
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]  # N,Ho,Wo,C,kh,kw
+    return win.transpose(0, 1, 2, 4, 5, 3).reshape(*win.shape[:3], kh * kw * c)
+
+
+def convolve(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Cross-correlation as Keras computes it of the (N, H, W, C) codes ``x`` with the (kh, kw, C, F)
+    kernel ``w`` under the node's strides, padding and pad code: im2col (in the dtype the node's
+    kernel reads, so float32 windows take half the memory of int64 ones), then the weighted sum."""
+    kh, kw, c, f = w.shape
+    k = kernel(node, src, w.reshape(kh * kw * c, f))
+    cols = im2col(x.astype(k.dtype, copy=False), kh, kw, node.attrs["strides"], node.attrs["padding"], node.attrs["pad_code"])
+    return run_kernel(k, node, cols)

@@ -8,6 +8,7 @@ import numpy as np
 from ...fixed import FixedType
 from ..node import Node
 from . import OpSpec
+from ._weighted import compact_dtype
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
@@ -16,8 +17,10 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
     """The codes of the raw float batch ``codes[0]`` on the node's type (an input node has no
-    source nodes: its one value is the float batch itself)."""
-    return node.type.codes(codes[0])
+    source nodes: its one value is the float batch itself), in the compact dtype of the type
+    (``_weighted.compact_dtype``: int8 for up to 8 bits), as every code the emulator passes on."""
+    t = node.type
+    return t.codes(codes[0], dtype=compact_dtype(t) if t.width <= 63 else None)
 
 
 def input_node(name: str, shape, type_: FixedType, source: str = "") -> Node:

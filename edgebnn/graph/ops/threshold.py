@@ -14,6 +14,7 @@ import numpy as np
 from ...fixed import FixedType
 from ..node import GraphError, Node
 from . import OpSpec
+from ._weighted import compact_dtype
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
@@ -44,17 +45,47 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
 
 
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
-    """Per channel, the level indexed by the number of thresholds at or below each code."""
+    """Per channel, the level indexed by the number of thresholds at or below each code: one
+    compare (into a reused mask) and one small-integer add per threshold, then the level as
+    ``levels[c, 0] + n * step[c]`` where each channel's levels are evenly spaced (sign, ternary,
+    k-bit) or one flat gather otherwise. Codes come out in the compact dtype of the node's type."""
     x = codes[0]
     t = node.params["thresholds"]
-    levels = node.params["levels"]
-    c = t.shape[0]
-    flat = x.reshape(-1, c)
-    counts = np.zeros(flat.shape, dtype=np.int64)
-    for k in range(t.shape[1]):
-        counts += flat >= t[:, k]
-    out = np.take_along_axis(levels.T, counts, axis=0) if flat.shape[0] else counts
-    return out.reshape(x.shape).astype(np.int64)
+    c, k = t.shape
+    if x.dtype == object:  # codes wider than 64 bits: Python ints
+        flat = x.reshape(-1, c)
+        counts = sum((flat >= t[:, j]).astype(np.int64) for j in range(k)) if k else np.zeros(flat.shape, np.int64)
+        levels = node.params["levels"].astype(np.int64)
+        return np.take_along_axis(levels.T, counts, axis=0).reshape(x.shape) if flat.shape[0] else counts.reshape(x.shape)
+    out = compact_dtype(node.type)
+    levels = node.params["levels"].astype(out)
+    if x.dtype.kind == "i" and t.size and np.iinfo(x.dtype).min <= t.min() and t.max() <= np.iinfo(x.dtype).max:
+        t = t.astype(x.dtype)  # compare in the codes' own width
+    if k == 0:
+        return np.broadcast_to(levels[:, 0], x.shape).copy()
+    rows = np.ascontiguousarray(t.T)  # threshold j of every channel, contiguous: a fast broadcast
+    if k == 1:
+        counts = np.greater_equal(x, rows[0]).view(np.uint8)
+    else:
+        counts = np.zeros(x.shape, dtype=np.uint8 if k < 256 else np.int64)
+        reached = np.empty(x.shape, dtype=bool)
+        for j in range(k):
+            np.greater_equal(x, rows[j], out=reached)
+            counts += reached
+    wide = node.params["levels"].astype(np.int64)
+    step = wide[:, 1] - wide[:, 0]
+    if not np.array_equal(wide, wide[:, :1] + step[:, None] * np.arange(k + 1)):
+        return np.take(levels.reshape(-1), counts + np.arange(c, dtype=np.int64) * (k + 1))
+    # level0 + n * step in the codes' own dtype, in place: n * step may wrap, but the sum is a
+    # level of the type, so it wraps back exactly
+    y = counts.view(out) if out == np.int8 and counts.dtype == np.uint8 and k < 128 else counts.astype(out)
+    if (step == step[0]).all() and (wide[:, 0] == wide[0, 0]).all():  # one form for every channel: scalar passes
+        y *= out.type(step[0])
+        y += levels[0, 0]
+    else:
+        y *= step.astype(out)
+        y += levels[:, 0]
+    return y
 
 
 def describe(node: Node) -> str:
