@@ -18,6 +18,9 @@ import numpy as np
 
 from .graph import Graph
 from .graph.ops import REGISTRY
+from .graph.ops._oned import as_2d, row
+from .graph.ops._weighted import kernel
+from .graph.ops.depthwise_conv2d import full_kernel
 
 # working memory per chunk of samples (codes of every node, im2col windows), in bytes
 CHUNK_BYTES = 64 << 20
@@ -25,15 +28,21 @@ _WINDOWED = ("conv2d", "depthwise_conv2d", "conv1d")
 
 
 def sample_bytes(graph: Graph) -> int:
-    """An upper estimate of the bytes one sample takes through ``graph``: every node's int64
-    codes, plus the largest convolution's im2col windows and their copy (int64 at most)."""
+    """An upper estimate of the bytes one sample takes through ``graph``: every node's codes (as
+    int64), plus the largest convolution's im2col windows in the dtype its kernel reads, their
+    padded copy and the masks a popcount kernel packs from them."""
     total = 8 * math.prod(graph.input.shape)
     windows = 0
     for node in graph.compute_nodes():
         total += 8 * math.prod(node.shape)
         if node.op in _WINDOWED:
-            taps = math.prod(node.params["weight"].shape[:-1])  # kh*kw*C (k*C) per output position
-            windows = max(windows, 16 * taps * math.prod(node.shape[:-1]))
+            src = graph[node.inputs[0]]
+            if node.op == "conv1d":  # it runs as its 2-D twin: the same kernel
+                node, src = as_2d(node), row(src)
+            w = full_kernel(node.params["weight"]) if node.op == "depthwise_conv2d" else node.params["weight"]
+            k = kernel(node, src, w.reshape(-1, w.shape[-1]))
+            taps = math.prod(w.shape[:-1])  # kh*kw*C (k*C) per output position
+            windows = max(windows, (2 * k.dtype.itemsize + 2) * taps * math.prod(node.shape[:-1]))
     return total + windows
 
 

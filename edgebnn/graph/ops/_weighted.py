@@ -69,8 +69,9 @@ def dilated(weight, rate) -> np.ndarray:
 EXACT_FLOAT32 = 2.0**24
 # int64 sums: every partial sum, and the bias moved onto the sum's grid, stay below this
 EXACT_INT64 = 2.0**62
-# rows per block of the popcount path: its (rows, n_out) temporaries stay in cache
-_POPCOUNT_ROWS = 128
+# words per block of the popcount path: its (rows, n_out) temporaries stay in cache (256 KB) and
+# each NumPy call does enough work to hide its own cost when n_out is small
+_POPCOUNT_BLOCK = 1 << 15
 # the kernels built, by the id of their weight array, least recently used first
 _KERNELS: collections.OrderedDict[int, Kernel] = collections.OrderedDict()
 _MAX_KERNELS = 1024
@@ -264,7 +265,7 @@ def _popcount_sum(k: Kernel, x: np.ndarray) -> np.ndarray:
     terms = k.n_in if mask is None else nonzero.sum(axis=1, dtype=np.int64)[:, None]
     acc_t = np.uint16 if k.n_in < 2**16 else np.uint32
     out = np.empty((m, n_out), dtype=k.work)
-    rows = _POPCOUNT_ROWS
+    rows = max(16, _POPCOUNT_BLOCK // max(n_out, 1))
     tmp = np.empty((min(rows, m), n_out), dtype=np.uint64)
     cnt = np.empty(tmp.shape, dtype=np.uint8)
     acc = np.empty(tmp.shape, dtype=acc_t)
