@@ -249,7 +249,18 @@ def test_a_kernel_is_built_once_and_rebuilt_for_new_arrays():
     gone = id(w)
     del w, first
     node.params["weight"] = node.params["weight"].copy()
-    assert gone not in _weighted._KERNELS  # dropped with its weight array
+    assert all(where[0] != gone for where in _weighted._KERNELS)  # dropped with its weight array
+
+
+def test_slices_of_one_weight_array_are_kernels_of_their_own():
+    rng = np.random.default_rng(11)
+    inp = input_node("x", (8,), FixedType(4, 4))
+    both = rng.integers(-4, 4, (8, 6))
+    a, b = dense_node("a", inp, both[:, :3], FixedType(3, 3)), dense_node("b", inp, both[:, 3:], FixedType(3, 3))
+    assert a.params["weight"].base is b.params["weight"].base is both
+    x = extreme_codes(inp.type, (20, 8), rng)
+    for node in (a, b, a, b):
+        assert np.array_equal(REGISTRY["dense"].execute(node, [inp], [x]), ref_weighted(node, inp, x))
 
 
 # ------------------------------------------------------------------ convolutions

@@ -72,8 +72,8 @@ EXACT_INT64 = 2.0**62
 # words per block of the popcount path: its (rows, n_out) temporaries stay in cache (256 KB) and
 # each NumPy call does enough work to hide its own cost when n_out is small
 _POPCOUNT_BLOCK = 1 << 15
-# the kernels built, by the id of their weight array, least recently used first
-_KERNELS: collections.OrderedDict[int, Kernel] = collections.OrderedDict()
+# the kernels built, by their weight's memory (see kernel()), least recently used first
+_KERNELS: collections.OrderedDict[tuple, Kernel] = collections.OrderedDict()
 _MAX_KERNELS = 1024
 _INT64 = np.dtype(np.int64)
 
@@ -153,19 +153,22 @@ def kernel(node: Node, src: Node, w: np.ndarray) -> Kernel:
     conv1d's per-call 2-D twin finds it too) while the arrays and types it was built from are
     the node's, and dropped with the weight array. Weight, bias and bound arrays are taken as
     immutable once emulated."""
-    root = _root(node.params["weight"])
+    weight = node.params["weight"]
+    root = _root(weight)
+    # the weight's memory: its root array and where in it the weight lies (slices of one array differ)
+    where = (id(root), weight.__array_interface__["data"][0], weight.strides, weight.shape)
     arrays = (root, node.params.get("bias"), src.params["lo"], src.params["hi"], src.params.get("levels"))
     values = (src.op, src.shape, str(src.type), str(node.type), node.attrs.get("weight_type"), node.attrs.get("bias_type"))
-    values += (repr(node.attrs.get("padding")), node.attrs.get("pad_code"), w.shape)
-    cached = _KERNELS.get(id(root))
+    values += (repr(node.attrs.get("padding")), node.attrs.get("pad_code"), w.shape, where)
+    cached = _KERNELS.get(where)
     if cached is not None and _same(cached.key, arrays, values):
-        _KERNELS.move_to_end(id(root))
+        _KERNELS.move_to_end(where)
         return cached
     key = (tuple(None if a is None else weakref.ref(a) for a in arrays), values)
     built = dataclasses.replace(build_kernel(node, src, w, *feature_bounds(node, src, w.shape[0])), key=key)
-    if cached is None:  # the entry goes when the weight array does (no live array shares its id)
-        weakref.finalize(root, _KERNELS.pop, id(root), None)
-    _KERNELS[id(root)] = built
+    if cached is None:  # the entry goes when the weight's root array does (no live array shares its id)
+        weakref.finalize(root, _KERNELS.pop, where, None)
+    _KERNELS[where] = built
     while len(_KERNELS) > _MAX_KERNELS:
         _KERNELS.popitem(last=False)
     return built
@@ -280,6 +283,8 @@ def _popcount_sum(k: Kernel, x: np.ndarray) -> np.ndarray:
             np.bitwise_count(t, out=c)
             np.add(a, c, out=a)
         o = out[r : r + n]
+        # in the output codes' dtype -2 * count may wrap, but adding the terms gives a code of the
+        # node's type (it provably holds the sum), which wraps back exactly
         np.multiply(a, k.work.type(-2), out=o)
         o += terms if mask is None else terms[r : r + n]
     return out
