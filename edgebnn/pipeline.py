@@ -77,6 +77,14 @@ def run(
     from .train import seed_everything, train
     from .verify import verify
 
+    stages: dict[str, float] = {}  # seconds per stage, in summary.json
+    clock = [time.perf_counter()]
+
+    def done(name: str) -> None:
+        now = time.perf_counter()
+        stages[name] = round(now - clock[0], 2)
+        clock[0] = now
+
     config = load_config(config_path)
     board = load_board(config["board"])
     exp = config["export"]  # checked when the configuration was loaded
@@ -98,12 +106,14 @@ def run(
         reuse.check(target, reuse.matrices_of_model(model), model.name)
     except EdgebnnError as err:
         raise ConfigError(f"{os.fspath(config_path)}: key 'export.reuse_factor': {err}") from None
+    done("checks")
     with staged_dir(final, force=force, what="run folder", marked_only=True) as work:
         t0 = time.time()
         log(f"data: {config['data']['dataset']}, {len(x_tr)} training and {len(x_te)} test samples")
         log(f"training {model.name} for {config['train']['epochs']} epochs")
         train(model, x_tr, y_tr, log=log, **config["train"])
         model.save(work / "model.keras")
+        done("train")
 
         log("freezing")
         with warnings.catch_warnings(record=True) as caught:
@@ -112,6 +122,7 @@ def run(
         for w in caught:
             log(f"  warning: {w.message}")
         graph.save(work / "graph.npz")
+        done("freeze")
 
         log(f"exporting the HLS project for {board.name} ({board.part})")
         with warnings.catch_warnings():  # shown once, below, as log lines
@@ -119,15 +130,19 @@ def run(
             project = export(graph, work / "hls_project", target=target)
         for warning in project.warnings:
             log(f"  warning: {warning}")
+        done("export")
         log("compiling the C-simulation (g++)")
         project.compile()
+        done("compile")
 
         log(f"verifying Keras = emulator = C-simulation on {len(x_te)} test samples")
         keras_out = model.predict(x_te, verbose=0)
         report = verify(model, graph, x_te, project=project, keras_output=keras_out)
+        done("verify")
 
         log(f"estimating resources on {board.name}")
         est = estimate(graph, target=target)
+        done("estimate")
 
         acc = {k: float(np.mean(np.argmax(v.reshape(len(v), -1), axis=1) == y_te)) for k, v in report.outputs.items()}
         summary = {
@@ -152,6 +167,7 @@ def run(
             "export": exp,
             "target": target.to_dict(),
             "seconds": round(time.time() - t0, 1),
+            "stage_seconds": stages,
         }
         (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         (work / "estimate.txt").write_text(est.table() + "\n")
