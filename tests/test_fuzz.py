@@ -171,3 +171,10 @@ def test_tensorflow_failing_to_run_the_model_is_said_and_is_not_a_crash(monkeypa
     assert out.message == "TensorFlow could not run the model: AbortedError: Operation received an exception: no primitive"
     summary = fuzz.Summary(0, [out])
     assert not summary.failures and summary.line().endswith("; 1 models TensorFlow itself could not run")
+
+
+def test_a_partial_input_quantizer_never_indexes_channels_a_view_removed():
+    """Seed 49003: a Reshape after the QuantActivation whose partial quantizer the next layer took
+    as its input quantizer halved the channels it indexes; the generator crashed."""
+    case = fuzz.random_model(49003)
+    assert case.model.predict(case.x, verbose=0).shape[0] == len(case.x)
