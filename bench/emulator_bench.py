@@ -148,12 +148,20 @@ def interleaved(cases: dict, reps: int) -> dict:
     return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
+def node_codes(graph: Graph, x: np.ndarray) -> dict:
+    """Every node's codes as the emulator passes them on (their dtype included), node by node."""
+    codes = {graph.input.name: REGISTRY["input"].execute(graph.input, [], [x])}
+    for node in graph.compute_nodes():
+        codes[node.name] = REGISTRY[node.op].execute(node, [graph[s] for s in node.inputs], [codes[s] for s in node.inputs])
+    return codes
+
+
 def _weighted_layers(graph: Graph):
     return [n for n in graph.compute_nodes() if n.op == "dense"]
 
 
 def mlp_report(graph: Graph, x: np.ndarray, reps: int, popcount: bool) -> None:
-    codes = {k: graph[k].type.codes(v) for k, v in emulate(graph, x, return_all=True).items()}
+    codes = node_codes(graph, x)
     layers = _weighted_layers(graph)
     xs64 = [codes[n.inputs[0]].astype(np.float64) for n in layers]
     ws64 = [n.params["weight"].astype(np.float64) for n in layers]
@@ -187,14 +195,24 @@ def mlp_report(graph: Graph, x: np.ndarray, reps: int, popcount: bool) -> None:
             print(f"  layer {n.name:4s} execute vs popcount reference   {ratio}")
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM, which starts afresh at exec; getrusage's
+    ru_maxrss would carry the parent's peak at fork over into a child)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def rss_child(n: int) -> None:
     """In a fresh process: the binary CNN on ``n`` images; prints the process's peak RSS before and after (MB)."""
     rng = np.random.default_rng(1)
     graph = binary_cnn(rng)
     x = rng.uniform(0, 1, (n, *graph.input.shape))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_rss_mb()
     emulate(graph, x)
-    print(f"{before:.1f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}")
+    print(f"{before:.1f} {peak_rss_mb():.1f}")
 
 
 def memory_report(graph: Graph, batches, rng) -> None:
