@@ -338,6 +338,22 @@ def test_thresholds_equal_the_reference(k, even):
     assert REGISTRY["threshold"].execute(node, [src], [x[:0]]).shape == (0, 4, c)
 
 
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_levels_further_apart_than_the_codes_dtype_holds(per_channel):
+    """A sign onto -100 / +100 (a step of 200, beyond int8, the codes' dtype) and a ternary onto
+    -120 / 0 / +120: the level form wraps in int8 and comes back exact."""
+    src = input_node("x", (3,), FixedType(8, 8))
+    out_t = FixedType(8, 8)
+    x = np.arange(-128, 128).repeat(3).reshape(-1, 3)
+    other = {2: [-90, 110], 3: [-127, -7, 113]}  # another channel's evenly spaced levels
+    for t, levels in (([[0]] * 3, [[-100, 100]] * 3), ([[-5, 5]] * 3, [[-120, 0, 120]] * 3)):
+        if per_channel:
+            levels = [levels[0], other[len(levels[0])], levels[0]]
+        node = threshold_node("t", src, t, levels, out_t)
+        got = REGISTRY["threshold"].execute(node, [src], [x.astype(np.int8)])
+        assert np.array_equal(got, ref_threshold(node, x))
+
+
 # ------------------------------------------------------------------ chunks
 def _bcnn(size=12, channels=8):
     rng = np.random.default_rng(8)

@@ -80,7 +80,7 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
     # level of the type, so it wraps back exactly
     y = counts.view(out) if out == np.int8 and counts.dtype == np.uint8 and k < 128 else counts.astype(out)
     if (step == step[0]).all() and (wide[:, 0] == wide[0, 0]).all():  # one form for every channel: scalar passes
-        y *= out.type(step[0])
+        y *= step[:1].astype(out)[0]  # astype wraps a step wider than the dtype (200 in int8)
         y += levels[0, 0]
     else:
         y *= step.astype(out)
