@@ -21,7 +21,8 @@ def test_lookup_walks_the_mro_and_unknown_layers_get_the_sentence():
     assert handler_for(QuantConv1D(2, 3)) is conv1d_module  # a Conv1D has its own handler, not QuantConv2D's
     assert str(unsupported(keras.layers.Dense(2, name="x"))) == (
         "layer 'x' (Dense) has float weights, which cannot be deployed bit for bit; use edgebnn.layers.QuantDense with a "
-        "kernel_quantizer (e.g. 'ste_sign' or 'quantized_bits(4, 0)') and an input_quantizer, and train again"
+        "kernel_quantizer (e.g. 'ste_sign', or 'quantized_bits(8, 0, alpha=1)' for a layer kept near full precision) and "
+        "train again"
     )
     assert "edgebnn.layers.QuantSeparableConv2D" in str(unsupported(keras.layers.SeparableConv2D(2, 3)))
     msg = str(unsupported(keras.layers.LayerNormalization(name="x")))

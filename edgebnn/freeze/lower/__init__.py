@@ -115,7 +115,8 @@ def unsupported(layer) -> FreezeError:
     if counterpart is not None:
         return FreezeError(
             f"{where(layer)} has float weights, which cannot be deployed bit for bit; use edgebnn.layers.{counterpart} "
-            "with a kernel_quantizer (e.g. 'ste_sign' or 'quantized_bits(4, 0)') and an input_quantizer, and train again"
+            "with a kernel_quantizer (e.g. 'ste_sign', or 'quantized_bits(8, 0, alpha=1)' for a layer kept near full "
+            "precision) and train again"
         )
     labels = list(dict.fromkeys(h.LABEL for h in HANDLERS.values()))  # a family may handle several classes
     return FreezeError(f"{where(layer)} cannot be frozen; supported layers are {', '.join(labels[:-1])} and {labels[-1]}")
