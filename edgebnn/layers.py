@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from . import forms
@@ -600,21 +601,70 @@ def _quantizer_activation(activation):
     return activation, None
 
 
+def _qkeras_range(quantizer) -> tuple[float, int]:
+    """(m, bits) of a weight quantizer as QKeras sizes its clip and initializer: ``m`` the larger
+    of 1 and its largest value, ``bits`` its bit width (1 for two levels, 2 for three)."""
+    quantizer = q.get(quantizer)
+    hw = quantizer.hardware()
+    top = float(hw.type.max) if isinstance(hw, forms.Fixed) else 1.0
+    bits = getattr(quantizer, "bits", None) or (2 if isinstance(hw, forms.Ternary) else 1)
+    return max(1.0, top), int(bits)
+
+
+@keras.saving.register_keras_serializable(package="edgebnn")
+class QKerasInitializer(keras.initializers.Initializer):
+    """QKeras's ``QInitializer``: a variance-scaling initializer (``he_normal``, ``glorot_uniform``,
+    ``lecun_uniform``, ...) whose draws are too narrow for a coarse weight quantizer (their
+    standard deviation below the quantizer's resolution ``m * 2**-bits``) is drawn again with its
+    scale multiplied by ``sum(q(w)**2) / sum(q(w) * w)`` (by ``m / rms(w)`` when every draw
+    quantizes to 0), at least 1; the draws are clipped to ``[-m, m]``. So a ternary or binary
+    kernel does not start all zero (every output constant), as plain ``he_normal`` makes a
+    ternary kernel of a wide layer."""
+
+    def __init__(self, initializer, quantizer):
+        self.initializer = keras.initializers.get(initializer)
+        self.quantizer = q.get(quantizer)
+
+    def __call__(self, shape, dtype=None):
+        m, bits = _qkeras_range(self.quantizer)
+        init = self.initializer
+        w = init(shape, dtype=dtype)
+        x = keras.ops.convert_to_numpy(w).astype(np.float64)
+        if m * 2.0**-bits > float(np.std(x)):
+            codes = keras.ops.convert_to_numpy(self.quantizer(w, training=False)).astype(np.float64)
+            if not np.any(codes):
+                factor = m / float(np.sqrt(np.mean(x * x)))
+            else:
+                factor = float(np.sum(codes * codes) / np.sum(codes * x))
+            init = keras.initializers.VarianceScaling(
+                scale=init.scale * max(factor, 1.0), mode=init.mode, distribution=init.distribution, seed=init.seed
+            )
+            w = init(shape, dtype=dtype)
+        return keras.ops.clip(w, -m, m)
+
+    def get_config(self):
+        return {"initializer": keras.initializers.serialize(self.initializer), "quantizer": q.serialize(self.quantizer)}
+
+
 def _qkeras_defaults(kwargs: dict, quantizers: dict) -> dict:
-    """QKeras's defaults for a weighted layer: ``he_normal`` kernels, and a weight given a
-    quantizer but no constraint clipped to ``[-m, m]``, ``m`` the larger of 1 and the
-    quantizer's largest value (QKeras's ``Clip``; here edgebnn's ``WeightClip``). (QKeras also
-    rescales the initializer's draws for very coarse quantizers, ``QInitializer``; that is not
-    reproduced: the initial weights differ, the trained model's arithmetic does not.)"""
+    """QKeras's defaults for a weighted layer: ``he_normal`` kernels, a kernel quantizer's
+    variance-scaling initializer rescaled for coarse quantizers (:class:`QKerasInitializer`, as
+    QKeras's ``QInitializer``), and a weight given a quantizer but no constraint clipped to
+    ``[-m, m]``, ``m`` the larger of 1 and the quantizer's largest value (QKeras's ``Clip``; here
+    edgebnn's ``WeightClip``)."""
     from .constraints import WeightClip
 
     kwargs.setdefault("kernel_initializer", "he_normal")
+    kernel_q = quantizers.get("kernel")
+    init = kwargs["kernel_initializer"]
+    if kernel_q is not None and not isinstance(init, QKerasInitializer | dict):
+        init = keras.initializers.get(init)
+        if isinstance(init, keras.initializers.VarianceScaling) and not isinstance(getattr(q.get(kernel_q), "alpha", None), str):
+            kwargs["kernel_initializer"] = QKerasInitializer(init, kernel_q)
     for weight, quantizer in quantizers.items():
         key = f"{weight}_constraint"
         if quantizer is not None and kwargs.get(key) is None:
-            hw = q.get(quantizer).hardware() if not isinstance(quantizer, q.Quantizer) else quantizer.hardware()
-            top = float(hw.type.max) if isinstance(hw, forms.Fixed) else 1.0
-            kwargs[key] = WeightClip(max(1.0, top))
+            kwargs[key] = WeightClip(_qkeras_range(quantizer)[0])
     return kwargs
 
 

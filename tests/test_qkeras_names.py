@@ -18,7 +18,10 @@ K4 = "quantized_bits(4, 0, alpha=1)"
 
 def test_qdense_takes_qkeras_defaults_and_keeps_what_is_given():
     layer = QDense(4, kernel_quantizer="quantized_bits(4, 2)", bias_quantizer=K4)
-    assert isinstance(layer.kernel_initializer, keras.initializers.HeNormal)
+    from edgebnn.layers import QKerasInitializer
+
+    assert isinstance(layer.kernel_initializer, QKerasInitializer)  # QKeras's QInitializer around he_normal
+    assert isinstance(layer.kernel_initializer.initializer, keras.initializers.HeNormal)
     assert isinstance(layer.kernel_constraint, WeightClip) and layer.kernel_constraint.clip_value == 3.5  # the grid's top
     assert layer.bias_constraint.clip_value == 1.0  # at least 1, as QKeras's Clip
     given = QDense(4, kernel_quantizer=K4, kernel_initializer="zeros", kernel_constraint=WeightClip(0.5))
@@ -123,7 +126,9 @@ def _qbn_model():
     )
     rng = np.random.default_rng(3)
     c = (8,)
-    model.get_layer("qbn").set_weights([rng.uniform(0.3, 3, c), rng.normal(size=c), rng.normal(scale=2, size=c), rng.uniform(0.2, 5, c)])
+    model.get_layer("qbn").set_weights(
+        [rng.uniform(0.3, 3, c), rng.normal(size=c), rng.normal(scale=2, size=c), rng.uniform(0.2, 5, c)]
+    )
     return model
 
 
@@ -165,3 +170,29 @@ def test_qbatchnormalization_trains_with_quantized_batch_statistics():
     # the batch is normalized with its own statistics, beta rounded to a power of two (0 stays tiny)
     assert abs(float(np.mean(y))) < 0.05
     assert np.allclose(keras.ops.convert_to_numpy(bn.moving_mean), 0.5 * x.mean(axis=0), atol=1e-5)  # unquantized
+
+
+def test_qkeras_initializer_widens_draws_too_narrow_for_a_coarse_quantizer_as_qkeras_does():
+    """he_normal over a wide ternary layer draws |w| < 0.5 almost everywhere: every weight
+    ternarizes to 0 and every output is constant. QKeras's QInitializer (and the alias) widens
+    the draws; a fine quantizer's draws stay as they are, clipped to its range."""
+    from edgebnn import quantizers
+    from edgebnn.layers import QKerasInitializer
+
+    keras.utils.set_random_seed(0)
+    shape = (3, 3, 64, 16)  # fan-in 576: he_normal's std 0.059
+    plain = keras.initializers.HeNormal()(shape)
+    ternary = quantizers.get("ternary")
+    assert not np.any(keras.ops.convert_to_numpy(ternary(plain)))
+    widened = QKerasInitializer("he_normal", "ternary")(shape)
+    assert np.any(keras.ops.convert_to_numpy(ternary(widened)))
+    assert float(np.std(keras.ops.convert_to_numpy(widened))) > 2 * float(np.std(keras.ops.convert_to_numpy(plain)))
+    assert float(np.max(np.abs(keras.ops.convert_to_numpy(widened)))) <= 1.0
+    fine = QKerasInitializer("he_normal", "quantized_bits(8, 0, alpha=1)")((64, 16))
+    assert 0.1 < float(np.std(keras.ops.convert_to_numpy(fine))) < 0.25  # he_normal's 0.177, not widened
+    # a given initializer is wrapped too; a given QKerasInitializer or a plain Keras one without scale is kept
+    layer = QConv2D(4, 3, kernel_quantizer="binary", kernel_initializer="glorot_uniform")
+    assert isinstance(layer.kernel_initializer, QKerasInitializer)
+    assert isinstance(
+        QConv2D(4, 3, kernel_quantizer="binary", kernel_initializer="zeros").kernel_initializer, keras.initializers.Zeros
+    )
