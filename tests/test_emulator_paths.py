@@ -151,6 +151,23 @@ def test_binary_inputs_and_weights_take_any_path_alike(path):
         assert chosen(node, sign) == "popcount"
 
 
+def test_popcount_into_codes_narrower_than_the_fan_in():
+    """168 +-1 inputs of which 100 are constant (a sign whose levels are both +1): the sum spans
+    only 68 + |the constant part|, so the accumulator's codes are int8 although the fan-in, 168,
+    is not one (the fuzzed max-pool models froze such a node)."""
+    rng = np.random.default_rng(12)
+    src = input_node("x", (168,), FixedType.from_string("ufixed<2,0,RND_CONV,SAT>"))
+    levels = [[1, 1]] * 100 + [[-1, 1]] * 68
+    sign = threshold_node("s", src, np.ones((168, 1)), levels, BINARY)
+    w = rng.choice([-1, 1], (168, 4))
+    w[:100] = np.resize([1, -1], (100, 1))  # the constant part sums to 0
+    node = dense_node("d", sign, w, BINARY)
+    assert chosen(node, sign) == "popcount" and _weighted.compact_dtype(node.type) == np.int8
+    x = rng.choice([-1, 1], (30, 168))
+    x[:, :100] = 1
+    assert np.array_equal(REGISTRY["dense"].execute(node, [sign], [x.astype(np.int8)]), ref_weighted(node, sign, x))
+
+
 def test_popcount_masks_zero_inputs():
     """Inputs in {-1, 0, +1} (a ternary threshold) with +-1 weights still take the popcount path;
     a zero adds nothing, in the count of terms as in the count of -1 products."""

@@ -224,7 +224,7 @@ def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.nd
     out = np.dtype(np.int64) if cast else compact_dtype(t)
     if path == "popcount":
         # the sums straight into the output codes when nothing is added or cast after them
-        plain = not cast and bias is None and pshift == 0
+        plain = not cast and bias is None and pshift == 0 and n_in <= np.iinfo(out).max  # the count of terms fits too
         work = out if plain else np.dtype(np.int32 if bound < 2.0**31 else np.int64)
         bp = None if b is None else np.asarray(b, dtype=work)
         # a sign's output holds no zero (levels +-1), nor does padding by a code other than 0: no zero mask to look for
