@@ -203,3 +203,26 @@ def test_a_pool_moved_after_a_bisected_quantizer_is_checked_as_by_enumeration(mo
         assert all(_same(enumerated[k], bisected[k]) for k in enumerated)
     else:  # the same refusal (the layers of the second build have other default names)
         assert re.sub(r"_\d+\b", "", bisected) == re.sub(r"_\d+\b", "", enumerated)
+
+
+@pytest.mark.parametrize("overflow", ["WRAP", "SAT_ZERO"])
+def test_a_quantizer_whose_overflow_is_not_monotone_is_never_bisected(monkeypatch, overflow):
+    """A wrap or a drop to zero beyond the range makes the step non-monotone (fuzz seed 52057):
+    beyond enumeration it is refused, and within it enumeration is used also when bisecting."""
+    model = _bn(
+        keras.Sequential(
+            [
+                keras.Input((16,)),
+                QuantDense(4, input_quantizer=Q8, kernel_quantizer="ste_sign", use_bias=False, name="d"),
+                keras.layers.BatchNormalization(),
+                QuantActivation(f"quantized_bits(3, 1, overflow={overflow!r})", name="q"),
+            ]
+        ),
+        np.random.default_rng(2),
+    )
+    enumerated = _threshold_params(_frozen(model))
+    with thresholds.bisecting():
+        assert all(_same(enumerated[k], v) for k, v in _threshold_params(_frozen(model)).items())
+    _bisecting(monkeypatch)
+    with pytest.raises(FreezeError, match="not provably monotone"):
+        _frozen(model)

@@ -80,7 +80,10 @@ def bisectable(step: Step) -> bool:
 
     linear = (qz.SteSign, qz.ApproxSign, qz.SwishSign, qz.SteHeaviside, qz.SteTern, qz.DoReFa, qz.QuantizedBits)
     linear += (qz.QuantizedRelu, qz.Binary, qz.Ternary, qz.BinaryTanh)
-    return all(op.monotone for op in step.float_ops) and type(step.quantizer) in linear
+    if not all(op.monotone for op in step.float_ops) or type(step.quantizer) not in linear:
+        return False
+    # an overflow that wraps or drops to zero (WRAP, SAT_ZERO) is not monotone (fuzz seed 52057)
+    return forms.output_type(step.quantizer).overflow in ("SAT", "SAT_SYM")
 
 
 _FORCED = [False]
