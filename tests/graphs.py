@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from edgebnn.fixed import FixedType
-from edgebnn.graph import Graph, dense_node, input_node, threshold_node
+from edgebnn.graph import Graph, conv2d_node, dense_node, flatten_node, input_node, threshold_node
 
 BINARY = FixedType(2, 2)  # codes -1, +1
 PYNQ = {"name": "pynq-z2", "part": "xc7z020clg400-1", "clock_period_ns": 10}  # the board every export test targets
@@ -569,3 +569,47 @@ def keras_edge_inputs(n, seed, shape):
     x = np.where(kind == 2, np.nextafter(tie, np.float32(np.inf)), x)
     x = np.where(kind == 3, np.nextafter(tie, np.float32(-np.inf)), x)
     return np.where(kind == 4, rng.choice(np.array([-1e3, 0.0, 1e3], np.float32), codes.shape), x)
+
+
+# -------------------------------------------------------------- graphs built directly (estimates)
+W8 = FixedType(8, 1)
+
+
+def dense_graph(
+    n_in=64, n_out=32, weight_type=W8, input_type="fixed<8,3>", seed=0, zero_fraction=0.0, weight=None, bias=None, bias_type=None
+):
+    """Input -> one dense with random weight codes over the whole range of ``weight_type``."""
+    rng = np.random.default_rng(seed)
+    if weight is None:
+        weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(n_in, n_out))
+        weight[rng.random(weight.shape) < zero_fraction] = 0
+    weight = np.asarray(weight)
+    inp = input_node("input", (weight.shape[0],), FixedType.from_string(input_type))
+    return Graph("dense_graph", [inp, dense_node("dense", inp, weight, weight_type, bias, bias_type)])
+
+
+def conv_graph(
+    h=6,
+    w=5,
+    c=3,
+    f=4,
+    k=(3, 3),
+    strides=(1, 1),
+    padding=((1, 1), (1, 1)),
+    seed=0,
+    weight_type=W8,
+    input_type="fixed<8,3>",
+    sign=True,
+):
+    """Input (h, w, c) -> conv2d -> [sign threshold per channel] -> flatten."""
+    rng = np.random.default_rng(seed)
+    weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(*k, c, f))
+    inp = input_node("input", (h, w, c), FixedType.from_string(input_type))
+    conv = conv2d_node("conv", inp, weight, weight_type, strides, padding)
+    nodes = [inp, conv]
+    if sign:
+        lo, hi = conv.type.codes(conv.lo), conv.type.codes(conv.hi)
+        t = rng.integers(lo, hi + 1)[:, None]
+        nodes.append(threshold_node("sign", conv, t, np.tile([-1, 1], (f, 1)), BINARY))
+    nodes.append(flatten_node("flat", nodes[-1]))
+    return Graph("conv_graph", nodes), weight

@@ -10,29 +10,14 @@ import re
 
 import numpy as np
 import pytest
-from graphs import BINARY, binary_mlp
+from graphs import BINARY, W8, binary_mlp, conv_graph, dense_graph
 
 from edgebnn.backends.hls4ml.cost.blocks import _closest_reuse_factor
 from edgebnn.boards import load_board
 from edgebnn.errors import EdgebnnError
 from edgebnn.estimate import CONSTANTS, Estimate, EstimateError, estimate, fit, valid_reuse_factors
 from edgebnn.fixed import FixedType, dot_interval
-from edgebnn.graph import Graph, Node, conv2d_node, dense_node, flatten_node, input_node, threshold_node
-
-W8 = FixedType(8, 1)
-
-
-def dense_graph(
-    n_in=64, n_out=32, weight_type=W8, input_type="fixed<8,3>", seed=0, zero_fraction=0.0, weight=None, bias=None, bias_type=None
-):
-    """Input -> one dense with random weight codes over the whole range of ``weight_type``."""
-    rng = np.random.default_rng(seed)
-    if weight is None:
-        weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(n_in, n_out))
-        weight[rng.random(weight.shape) < zero_fraction] = 0
-    weight = np.asarray(weight)
-    inp = input_node("input", (weight.shape[0],), FixedType.from_string(input_type))
-    return Graph("dense_graph", [inp, dense_node("dense", inp, weight, weight_type, bias, bias_type)])
+from edgebnn.graph import Graph, Node, dense_node, flatten_node, input_node, threshold_node
 
 
 def row(est: Estimate, name="dense"):
@@ -690,33 +675,6 @@ def test_cli_estimate_table_fit_bars_and_svg(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------- convolutions
-
-
-def conv_graph(
-    h=6,
-    w=5,
-    c=3,
-    f=4,
-    k=(3, 3),
-    strides=(1, 1),
-    padding=((1, 1), (1, 1)),
-    seed=0,
-    weight_type=W8,
-    input_type="fixed<8,3>",
-    sign=True,
-):
-    """Input (h, w, c) -> conv2d -> [sign threshold per channel] -> flatten."""
-    rng = np.random.default_rng(seed)
-    weight = rng.integers(weight_type.min_code, weight_type.max_code + 1, size=(*k, c, f))
-    inp = input_node("input", (h, w, c), FixedType.from_string(input_type))
-    conv = conv2d_node("conv", inp, weight, weight_type, strides, padding)
-    nodes = [inp, conv]
-    if sign:
-        lo, hi = conv.type.codes(conv.lo), conv.type.codes(conv.hi)
-        t = rng.integers(lo, hi + 1)[:, None]
-        nodes.append(threshold_node("sign", conv, t, np.tile([-1, 1], (f, 1)), BINARY))
-    nodes.append(flatten_node("flat", nodes[-1]))
-    return Graph("conv_graph", nodes), weight
 
 
 @pytest.mark.parametrize("rf", [1, 2, 3])

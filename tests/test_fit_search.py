@@ -6,7 +6,7 @@ import random
 
 import graphs as G
 import pytest
-from test_estimate import conv_graph, dense_graph
+from graphs import conv_graph, dense_graph
 
 from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
