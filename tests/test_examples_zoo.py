@@ -34,6 +34,7 @@ def test_each_example_builds_a_deployable_model_that_freezes_exactly(path):
     x_tr, _, x_te, _ = load_dataset(**config["data"])
     assert len(x_te) == 360
     keras.backend.clear_session()
+    keras.utils.set_random_seed(0)  # the initial kernels, whatever ran before in this worker
     model = build_model(config, x_tr.shape[1:])
     plan(model, input_type=config["freeze"]["input_type"])  # what the run checks before training
     rng = np.random.default_rng(0)

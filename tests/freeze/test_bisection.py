@@ -187,9 +187,11 @@ def test_a_pool_moved_after_a_bisected_quantizer_is_checked_as_by_enumeration(mo
         )
         return _bn(m, np.random.default_rng(5), lambda c: np.array([1.0, -0.5, 2.0, -3.0]))
 
+    frozen = model()  # one model frozen both ways (another build draws other kernels, so other bounds)
+
     def outcome():
         try:
-            return _threshold_params(_frozen(model()))
+            return _threshold_params(_frozen(frozen))
         except FreezeError as err:
             return str(err)
 
@@ -201,8 +203,8 @@ def test_a_pool_moved_after_a_bisected_quantizer_is_checked_as_by_enumeration(mo
     if bn_first:
         assert enumerated.keys() == bisected.keys()
         assert all(_same(enumerated[k], bisected[k]) for k in enumerated)
-    else:  # the same refusal (the layers of the second build have other default names)
-        assert re.sub(r"_\d+\b", "", bisected) == re.sub(r"_\d+\b", "", enumerated)
+    else:
+        assert bisected == enumerated
 
 
 @pytest.mark.parametrize("overflow", ["WRAP", "SAT_ZERO"])
