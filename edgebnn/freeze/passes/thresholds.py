@@ -30,16 +30,22 @@ def grid(src, source=None):
     return codes, src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
 
 
-def reachable(src, source):
-    """(codes as in :func:`grid`, base, step) of the lattice used."""
-    lo = np.broadcast_to(src.type.codes(src.lo), (src.shape[-1],))
-    hi = np.broadcast_to(src.type.codes(src.hi), (src.shape[-1],))
+def _lattice_points(src, source):
+    """Per channel (first reachable code, last, the step between them (at least 1), base,
+    lattice step) of ``src``'s lattice within its bounds (every code without ``source``)."""
+    lo = np.broadcast_to(src.type.codes(src.lo), (src.shape[-1],)).astype(np.int64)
+    hi = np.broadcast_to(src.type.codes(src.hi), (src.shape[-1],)).astype(np.int64)
     base, step = (np.zeros_like(lo), np.ones_like(lo)) if source is None else lattice(src, source)
     first, last = on_lattice(lo, hi, base, step)
     lost = first > last  # bounds without a lattice point (never for sound bounds): every code
     base, step = np.where(lost, 0, base), np.where(lost, 1, step)
     first, last = np.where(lost, lo, first), np.where(lost, hi, last)
-    s = np.where(step > 0, step, 1)
+    return first, last, np.where(step > 0, step, 1).astype(np.int64), base, step
+
+
+def reachable(src, source):
+    """(codes as in :func:`grid`, base, step) of the lattice used."""
+    first, last, s, base, step = _lattice_points(src, source)
     span = int(((last - first) // s).max()) + 1
     return np.minimum(first[None, :] + np.arange(span)[:, None] * s[None, :], last[None, :]), base, step
 
@@ -51,25 +57,28 @@ def _too_wide(step: Step, src, span: int, why: str) -> FreezeError:
     )
 
 
+def _span(src) -> int:
+    """The most accumulator codes of one channel within its bounds."""
+    return int((src.type.codes(src.hi) - src.type.codes(src.lo)).max()) + 1
+
+
 def enumerable(src) -> bool:
     """Every accumulator value of every channel can be enumerated (at most MAX_ENUMERATION)."""
-    lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
-    return (int((hi - lo).max()) + 1) * src.shape[-1] <= MAX_ENUMERATION
+    return _span(src) * src.shape[-1] <= MAX_ENUMERATION
 
 
 def check_exact_codes(step: Step, src) -> None:
     """Refuse an accumulator beyond float32's exact integers (Keras's own values would round)."""
     lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
     if int(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)])).max()) >= 1 << 24:
-        raise _too_wide(step, src, int((hi - lo).max()) + 1, " (beyond float32's exact integers)")
+        raise _too_wide(step, src, _span(src), " (beyond float32's exact integers)")
 
 
 def check_enumerable(step: Step, src) -> None:
     """Refuse an accumulator too wide to enumerate (or beyond float32's exact integers)."""
     check_exact_codes(step, src)
     if not enumerable(src):
-        lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
-        raise _too_wide(step, src, int((hi - lo).max()) + 1, "")
+        raise _too_wide(step, src, _span(src), "")
 
 
 def bisectable(step: Step) -> bool:
@@ -128,9 +137,7 @@ def node(step: Step, freezing):
     if bisects(step, src):
         return _bisect(step, src, freezing, out_type)
     if not enumerable(src):
-        lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
-        why = " (and its float ops or quantizer are not provably monotone for bisection)"
-        raise _too_wide(step, src, int((hi - lo).max()) + 1, why)
+        raise _too_wide(step, src, _span(src), " (and its float ops or quantizer are not provably monotone for bisection)")
     codes, base, lattice_step = reachable(src, freezing.node)
     values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
     out_codes = _output_codes(step, values, freezing, out_type)
@@ -175,14 +182,7 @@ def _bisect(step: Step, src, freezing, out_type):
     PROBES / (intervals of the channel) points each, until every change is pinned between
     neighbours. O(levels x log(range)) values replayed in Keras instead of every one. The
     caveat checks replay CAVEAT_WINDOW values on each side of every threshold."""
-    lo = np.broadcast_to(src.type.codes(src.lo), (src.shape[-1],)).astype(np.int64)
-    hi = np.broadcast_to(src.type.codes(src.hi), (src.shape[-1],)).astype(np.int64)
-    base, lstep = lattice(src, freezing.node)
-    first, last = on_lattice(lo, hi, base, lstep)
-    lost = first > last
-    base, lstep = np.where(lost, 0, base), np.where(lost, 1, lstep)
-    first, last = np.where(lost, lo, first), np.where(lost, hi, last)
-    s = np.where(lstep > 0, lstep, 1).astype(np.int64)
+    first, last, s, base, lstep = _lattice_points(src, freezing.node)
     n = (last - first) // s + 1  # reachable values per channel
     channels = len(n)
 
