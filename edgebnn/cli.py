@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from . import progress
 from .backends.target import BACKENDS, HLS_TOOLS, IO_TYPES, STRATEGIES
 from .errors import (
     EXIT_CODES,
@@ -36,24 +37,155 @@ def _log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def cmd_run(args) -> int:
+def _with_tensorflow(hls4ml: bool = False) -> None:
+    """Import TensorFlow (and hls4ml, which imports it too) quietly: its C++ start-up logging
+    ignores TF_CPP_MIN_LOG_LEVEL. Only the commands that need them call this."""
     from . import _QuietStderr
 
-    with _QuietStderr():  # the only command that needs TensorFlow imports it here, quietly
+    with _QuietStderr():
         import tensorflow  # noqa: F401
+
+        if hls4ml:
+            import hls4ml
+    _quiet_tensorflow()
+
+
+def cmd_run(args) -> int:
+    _with_tensorflow(hls4ml=True)
     from .pipeline import run
 
-    _quiet_tensorflow()
-    summary = run(args.config, args.output, force=args.force, log=_log)
+    summary = run(args.config, args.output, force=args.force, log=progress.log, resume=args.resume)
     if any(summary["mismatches"].values()) or summary.get("stream_leftovers"):
         return EXIT_MISMATCH
     return EXIT_OK if summary["resources"]["fits"] else EXIT_DOES_NOT_FIT
+
+
+def cmd_init(args) -> int:
+    from .config import starter_config
+    from .outputs import check_output
+
+    text = starter_config(args.example)
+    path = os.path.abspath(args.config)
+    if os.path.isdir(path):
+        raise EdgebnnError(f"{args.config!r} is a folder; name the configuration file to write, e.g. my_run.yaml")
+    if os.path.lexists(path) and not args.force:
+        raise EdgebnnError(f"{args.config!r} already exists; choose another name or pass --force to overwrite it")
+    check_output(os.path.join(os.path.dirname(path), ".edgebnn-init-check"), what="configuration file")
+    _write_text(path, text, "configuration file")
+    progress.log(
+        f"wrote {args.config}: edit it, then `edgebnn run {args.config} -o runs/{_stem(args.config)}`", at=progress.QUIET
+    )
+    return EXIT_OK
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0] or "run"
+
+
+def cmd_train(args) -> int:
+    _with_tensorflow()
+    from .stages import train_stage
+
+    run = train_stage(args.source, args.output, force=args.force, resume=args.resume)
+    progress.log(f"trained: {run / 'model.keras'}; next: `edgebnn freeze {run}`", at=progress.QUIET)
+    return EXIT_OK
+
+
+def cmd_freeze(args) -> int:
+    _with_tensorflow()
+    from .stages import freeze_stage
+
+    graph = freeze_stage(args.run)
+    progress.log(
+        f"froze {len(graph.nodes)} nodes into {os.path.join(args.run, 'graph.npz')}; next: `edgebnn export {args.run}`",
+        at=progress.QUIET,
+    )
+    return EXIT_OK
+
+
+def cmd_export(args) -> int:
+    _with_tensorflow(hls4ml=True)
+    from .stages import export_stage
+
+    project = export_stage(args.run)
+    progress.log(f"exported {project.path}; next: `edgebnn csim {args.run}`", at=progress.QUIET)
+    return EXIT_OK
+
+
+def cmd_csim(args) -> int:
+    _with_tensorflow(hls4ml=True)
+    from .stages import csim_stage
+
+    csim_stage(args.run)
+    progress.log(f"next: `edgebnn verify {args.run}`", at=progress.NORMAL)
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    _with_tensorflow(hls4ml=True)
+    from .stages import verified, verify_stage
+
+    result = verify_stage(args.run)
+    mm = result["mismatches"]
+    csim = "not run" if mm["emulator_vs_csim"] is None else mm["emulator_vs_csim"]
+    verdict = "VERIFIED bit for bit" if verified(result) else "MISMATCH"
+    progress.log(
+        f"{verdict}: {result['samples']} samples, Keras vs emulator {mm['keras_vs_emulator']}, emulator vs C-simulation {csim}",
+        at=progress.QUIET,
+    )
+    for m in result["first_mismatches"]:
+        progress.log(f"  first {m['between']}: sample {m['sample']} at {m['layer']} ({m['source']})", at=progress.QUIET)
+    for w in result["stream_leftovers"]:
+        progress.log(f"  C-simulation: {w}", at=progress.QUIET)
+    return EXIT_OK if verified(result) else EXIT_MISMATCH
+
+
+def cmd_report(args) -> int:
+    from .stages import report_stage
+
+    html, _ = report_stage(args.run, log=lambda msg: None)
+    progress.log(f"wrote {html}", at=progress.QUIET)
+    return EXIT_OK
+
+
+def cmd_summary(args) -> int:
+    _with_tensorflow()
+    from .summary import summary
+
+    source = args.source
+    if os.path.isdir(source):
+        from .runfolder import RunFolder
+        from .stages import load_trained, run_config
+
+        run = RunFolder.open(source)
+        model = load_trained(run, run_config(run))
+    else:
+        from .config import build_model, load_config
+        from .stages import load_data
+
+        config = load_config(source)
+        data = load_data(config, source)
+        model = build_model(config, data.x_train.shape[1:])  # untrained: the structure is what counts here
+    s = summary(model)
+    if args.json:
+        import json
+
+        print(json.dumps(s.to_dict(), indent=2))
+    else:
+        print(s.table())
+    return EXIT_OK
 
 
 def cmd_boards(args) -> int:
     from .boards import list_boards
 
     boards = list_boards()
+    if args.json:
+        import dataclasses
+        import json
+
+        print(json.dumps([dataclasses.asdict(b) for b in boards], indent=2))
+        return 0
     print(f"{'name':<14} {'part':<26} {'LUT':>9} {'FF':>10} {'DSP':>6} {'BRAM18':>7} {'URAM':>5} {'clock':>7}")
     for b in boards:
         print(
@@ -70,11 +202,6 @@ def cmd_estimate(args) -> int:
 
     path = args.graph
     options, board_name = {}, args.board
-    if os.path.isdir(path):  # a run folder: its own board and export options, unless given here
-        options, run_board = _run_export_options(path)
-        board_name = board_name or run_board
-        path = os.path.join(path, "graph.npz")
-    board_name = board_name or "pynq-z2"
     given = {
         "backend": args.backend,
         "strategy": args.strategy,
@@ -83,45 +210,101 @@ def cmd_estimate(args) -> int:
         "clock_period_ns": args.clock,
         "hls_tool": args.hls_tool,
     }
-    options.update({k: v for k, v in given.items() if v is not None})
+    given = {k: v for k, v in given.items() if v is not None}
+    for out, option, suffix in ((args.plot, "--plot", ".svg"), (args.json, "--json", ".json"), (args.csv, "--csv", ".csv")):
+        if out:
+            _check_out_path(out, option, suffix)  # before the work, not after it
+    run = _run_folder(path)
+    if run is not None:  # a run folder: its own board and export options (its config), unless given here
+        _with_tensorflow()  # its configuration's quantizers are Keras objects
+        from .stages import estimate_stage, run_config
+
+        config = run_config(run)
+        if not given and not args.fit and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
+            est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
+            _print_estimates([est], args)
+            _write_estimates(results, args)
+            return EXIT_OK
+        options = {k: v for k, v in config["export"].items() if v is not None}
+        board_name = board_name or config["board"]
+        path = os.path.join(path, "graph.npz")
+    elif os.path.isdir(path):  # a folder of an earlier edgebnn: its summary.json
+        options, run_board = _run_export_options(path)
+        board_name = board_name or run_board
+        path = os.path.join(path, "graph.npz")
+    board_name = board_name or "pynq-z2"
+    options.update(given)
     target = Target(**options)  # checked before the graph is read
-    if args.plot:
-        _check_plot_path(args.plot)  # before the work, not after it
     graph = Graph.load(path)
     boards = list_boards() if board_name == "all" else [load_board(board_name)]
     results = []
-    for board in boards:
-        if args.fit:
-            progress = _fit_progress(board.name)
-            found = fit(graph, board, limit=args.limit, target=target, progress=progress)
-            if progress is not None:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)  # the status line gives way to the answer
-            print(f"{board.name}: {found}")
-            est = found.estimate
-            if est is None:
-                est = estimate(graph, board, utilization_limit=args.limit, target=target.replace(reuse_factor=found.tried[-1][0]))
-        else:
-            est = estimate(graph, board, utilization_limit=args.limit, target=target)
+    with progress.bar(len(boards) if len(boards) > 1 else None, "estimating", unit="board") as bar:
+        for board in boards:
+            if args.fit:
+                found = fit(graph, board, limit=args.limit, target=target, progress=_fit_progress(board.name))
+                progress.log(f"{board.name}: {found}", at=progress.QUIET)
+                est = found.estimate
+                if est is None:
+                    est = estimate(
+                        graph, board, utilization_limit=args.limit, target=target.replace(reuse_factor=found.tried[-1][0])
+                    )
+            else:
+                est = estimate(graph, board, utilization_limit=args.limit, target=target)
+            results.append(est)
+            bar.update(1)
+    _print_estimates(results, args)
+    _write_estimates(results, args)
+    return EXIT_OK  # a report, also when nothing fits: its table says "fits: no"
+
+
+DEFAULT_LIMIT = 0.8
+
+
+def _run_folder(path: str):
+    """The run folder at ``path`` (edgebnn's marker and config.yaml), else None."""
+    from .outputs import MARKER
+    from .runfolder import RunFolder
+
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.yaml")):
+        return RunFolder.open(path)
+    return None
+
+
+def _print_estimates(results, args) -> None:
+    for est in results:
         print(est.table())
         print()
-        results.append(est)
     print(_utilization_bars(results))
+
+
+def _write_estimates(results, args) -> None:
+    import json
+
     if args.plot:
-        _write_text(args.plot, _utilization_svg(results), "plot file")
-        print(f"wrote {args.plot}")
-    return EXIT_OK  # a report, also when nothing fits: its table says "fits: no"
+        from .plots import utilization
+
+        _write_text(args.plot, utilization(results), "plot file")
+        progress.log(f"wrote {args.plot}", at=progress.QUIET)
+    if args.json:
+        _write_text(args.json, json.dumps([e.to_dict() for e in results], indent=2) + "\n", "JSON file")
+        progress.log(f"wrote {args.json}", at=progress.QUIET)
+    if args.csv:
+        from .stages import estimates_csv
+
+        _write_text(args.csv, estimates_csv(results), "CSV file")
+        progress.log(f"wrote {args.csv}", at=progress.QUIET)
 
 
 def _fit_progress(board: str):
     """On a terminal, a status line on stderr for ``fit``'s progress (each reuse factor it
     estimates, overwritten by the next); None elsewhere (nothing in logs)."""
-    if not sys.stderr.isatty():
+    if not progress.bars_enabled():
         return None
 
-    def progress(rf: int, fits: bool) -> None:
+    def show(rf: int, fits: bool) -> None:
         print(f"\r\033[K{board}: reuse factor {rf} {'fits' if fits else 'does not fit'}", end="", file=sys.stderr, flush=True)
 
-    return progress
+    return show
 
 
 def _run_export_options(folder: str) -> tuple[dict, str | None]:
@@ -142,14 +325,15 @@ def _run_export_options(folder: str) -> tuple[dict, str | None]:
     return {k: export[k] for k in keys if export.get(k) is not None}, board
 
 
-def _check_plot_path(path: str) -> None:
+def _check_out_path(path: str, option: str, suffix: str) -> None:
+    """An output file of ``estimate`` (--plot, --json, --csv): its folder exists and is writable."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise EdgebnnError(f"--plot {path!r} is a folder; name an .svg file")
+        raise EdgebnnError(f"{option} {path!r} is a folder; name an {suffix} file")
     if not os.path.isdir(folder):
-        raise EdgebnnError(f"--plot {path!r}: folder {folder!r} does not exist; create it or choose another path")
+        raise EdgebnnError(f"{option} {path!r}: folder {folder!r} does not exist; create it or choose another path")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise EdgebnnError(f"--plot {path!r}: no permission to write in {folder!r}; choose another path")
+        raise EdgebnnError(f"{option} {path!r}: no permission to write in {folder!r}; choose another path")
 
 
 def _write_text(path: str, text: str, what: str) -> None:
@@ -177,40 +361,6 @@ def _utilization_bars(results, width: int = 40) -> str:
             text = "inf" if pct == float("inf") else f"{pct:5.1f}%"
             lines.append(f"  {key.upper():<7}{''.join(bar)}{over} {text}")
     return "\n".join(lines)
-
-
-def _utilization_svg(results) -> str:
-    """A small hand-made SVG bar chart: one group of bars per board."""
-    colors = {"lut": "#4e79a7", "ff": "#f28e2b", "dsp": "#e15759", "bram18": "#76b7b2"}
-    bar_h, gap, left, plot_w = 10, 8, 120, 400
-    group_h = len(_BAR_KEYS) * bar_h + gap
-    height = 40 + group_h * len(results)
-    parts = [
-        (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot_w + 80}" height="{height}" '
-            f'font-family="sans-serif" font-size="10">'
-        ),
-        '<text x="4" y="14" font-size="12">utilization per board (% of the device)</text>',
-    ]
-    for i, est in enumerate(results):
-        y0 = 28 + i * group_h
-        parts.append(f'<text x="4" y="{y0 + 2 * bar_h}">{est.board.name}</text>')
-        for j, key in enumerate(_BAR_KEYS):
-            pct = est.utilization[key]
-            w = plot_w if pct == float("inf") else min(plot_w, plot_w * pct / 100)
-            y = y0 + j * bar_h
-            parts.append(
-                f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{colors[key]}">'
-                f"<title>{key.upper()} {pct:.1f}%</title></rect>"
-            )
-            parts.append(f'<text x="{left + w + 3:.1f}" y="{y + bar_h - 3}">{key.upper()} {pct:.1f}%</text>')
-        lim = left + plot_w * est.utilization_limit
-        parts.append(
-            f'<line x1="{lim:.1f}" y1="{y0}" x2="{lim:.1f}" y2="{y0 + len(_BAR_KEYS) * bar_h}" '
-            'stroke="black" stroke-dasharray="2,2"/>'
-        )
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -241,38 +391,154 @@ def _reuse_factor_arg(text: str):
     return mapping
 
 
+def _example(*lines: str) -> str:
+    return "example:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = _Parser(
         prog="edgebnn",
-        description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.",
+        description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.\n\n"
+        "A run folder holds one configuration's run, stage by stage: init writes a starter configuration, "
+        "train makes the run folder,\nand each later stage starts from the previous one's saved output:\n"
+        "  init -> train -> freeze -> export -> csim -> verify -> estimate -> report   (run: all of them)",
         epilog=_exit_codes_text() + "\n\nSet EDGEBNN_DEBUG=1 to see the traceback of an internal error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"edgebnn {__version__}")
 
-    r = sub.add_parser(
-        "run",
-        help="train, freeze, export, C-simulate, verify and estimate one configuration",
-        epilog=_exit_codes_text(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    def verbosity(parser, dest):
+        talk = parser.add_mutually_exclusive_group()
+        talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
+        talk.add_argument(
+            "-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help="print every step in detail"
+        )
+
+    verbosity(p, "verbosity_top")  # before the command (edgebnn -q run ...) or after it
+    common = argparse.ArgumentParser(add_help=False)
+    verbosity(common, "verbosity")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, func, help, example, description=None):
+        c = sub.add_parser(
+            name,
+            parents=[common],
+            help=help,
+            description=description or help[0].upper() + help[1:] + ".",
+            epilog=example + "\n\n" + _exit_codes_text(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        c.set_defaults(func=func)
+        return c
+
+    def run_arg(c):
+        c.add_argument("run", metavar="RUN", help="a run folder made by `edgebnn train` (or `edgebnn run`)")
+
+    i = command(
+        "init",
+        cmd_init,
+        "write a commented starter configuration to edit",
+        _example("edgebnn init my_bnn.yaml", "edgebnn init my_cnn.yaml --example digits_bnn_bop"),
     )
-    r.add_argument("config", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
-    r.add_argument("-o", "--output", required=True, help="output folder (must not exist unless --force)")
+    i.add_argument("config", metavar="CONFIG.yaml", help="the configuration file to write")
+    i.add_argument("--example", default=None, help="start from a configuration in examples/ (default: the digits BNN)")
+    i.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    r = command(
+        "run",
+        cmd_run,
+        "train, freeze, export, C-simulate, verify, estimate and report one configuration",
+        _example(
+            "edgebnn run examples/digits_bnn.yaml -o runs/digits", "edgebnn run examples/digits_bnn.yaml -o runs/digits --resume"
+        ),
+    )
+    r.add_argument("config", metavar="CONFIG.yaml", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
+    r.add_argument("-o", "--output", required=True, metavar="RUN", help="run folder (must not exist unless --force or --resume)")
     r.add_argument(
         "--force",
         action="store_true",
-        help="replace an existing output folder, only if edgebnn wrote it (it holds .edgebnn-output)",
+        help="replace an existing run folder, only if edgebnn wrote it (it holds .edgebnn-output), once the new one is trained",
     )
-    r.set_defaults(func=cmd_run)
+    r.add_argument("--resume", action="store_true", help="continue the interrupted training of RUN from its last checkpoint")
 
-    b = sub.add_parser("boards", help="list the board profiles")
-    b.set_defaults(func=cmd_boards)
+    tr = command(
+        "train",
+        cmd_train,
+        "train a configuration into a run folder (a checkpoint every epoch)",
+        _example(
+            "edgebnn train examples/digits_bnn.yaml -o runs/digits",
+            "edgebnn train runs/digits --resume      # after Ctrl-C: continue from the last epoch",
+            "edgebnn train runs/digits               # train again with runs/digits/config.yaml",
+        ),
+    )
+    tr.add_argument("source", metavar="CONFIG.yaml|RUN", help="a configuration file (with -o) or a run folder")
+    tr.add_argument("-o", "--output", metavar="RUN", default=None, help="the run folder to make (with a configuration file)")
+    tr.add_argument(
+        "--force", action="store_true", help="replace an existing run folder edgebnn wrote, once the new one is trained"
+    )
+    tr.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
 
-    e = sub.add_parser(
+    f = command(
+        "freeze",
+        cmd_freeze,
+        "freeze the trained model into integer/binary weights and fixed-point types (graph.npz)",
+        _example("edgebnn freeze runs/digits"),
+    )
+    run_arg(f)
+    x = command(
+        "export",
+        cmd_export,
+        "export the frozen graph as an hls4ml project (hls_project/)",
+        _example("edgebnn export runs/digits"),
+    )
+    run_arg(x)
+    c = command(
+        "csim",
+        cmd_csim,
+        "compile the exported project's C-simulation and run it on the test set (csim.npz)",
+        _example("edgebnn csim runs/digits"),
+    )
+    run_arg(c)
+    v = command(
+        "verify",
+        cmd_verify,
+        "check Keras = emulator = C-simulation bit for bit on the test set (verify.json; exit 1 on a mismatch)",
+        _example("edgebnn verify runs/digits"),
+    )
+    run_arg(v)
+    rp = command(
+        "report",
+        cmd_report,
+        "write report.html (one self-contained page) and report.json",
+        _example("edgebnn report runs/digits && chromium runs/digits/report.html"),
+    )
+    run_arg(rp)
+    sm = command(
+        "summary",
+        cmd_summary,
+        "per-layer precision, parameters per bit width and MACs of a run's model (or of a configuration's, untrained)",
+        _example("edgebnn summary runs/digits", "edgebnn summary examples/digits_bnn.yaml --json"),
+    )
+    sm.add_argument("source", metavar="RUN|CONFIG.yaml", help="a run folder or a configuration file")
+    sm.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    b = command("boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    e = command(
         "estimate",
-        help="estimate resources and latency of a frozen graph",
-        description="Estimate resources and latency of a frozen graph on a board. For a run folder "
-        "the run's own export options are the defaults.",
+        cmd_estimate,
+        "estimate resources and latency of a frozen graph",
+        _example(
+            "edgebnn estimate runs/digits                       # the run's board and export options",
+            "edgebnn estimate runs/digits --board all --strategy Resource --fit",
+            "edgebnn estimate graph.npz --board zcu104 --json est.json --csv est.csv --plot est.svg",
+        ),
+        description="Estimate resources and latency of a frozen graph on a board. For a run folder the run's own board "
+        "and export options are the defaults, and without other options the result is the run's estimate "
+        "(estimate.json, .txt and .csv in the folder: the run's board and every board profile).",
     )
     e.add_argument("graph", help="a graph file (graph.npz) or a run folder")
     e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
@@ -290,10 +556,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--hls-tool", default=None, choices=HLS_TOOLS, help="HLS tool whose scheduling sets the latency (default: the backend's)"
     )
-    e.add_argument("--limit", type=float, default=0.8, help="utilization limit for 'fits' (default 0.8)")
+    e.add_argument("--limit", type=float, default=DEFAULT_LIMIT, help="utilization limit for 'fits' (default 0.8)")
     e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
-    e.set_defaults(func=cmd_estimate)
+    e.add_argument("--json", metavar="FILE.json", help="also write the estimates as JSON")
+    e.add_argument("--csv", metavar="FILE.csv", help="also write the estimates as CSV (a row per node and board)")
     return p
 
 
@@ -336,12 +603,14 @@ def _mute_stderr() -> int | None:
         return None
 
 
-def _signal_exit() -> int:
-    """The line and exit code of the signal recorded by :func:`_on_signal`."""
+def _signal_exit(line: str | None = None) -> int:
+    """The line (``line`` when the command gave its own) and exit code of the signal recorded by
+    :func:`_on_signal`."""
     if _SIGNALLED.get("signum") == signal.SIGINT:
-        line, code = "edgebnn: interrupted; nothing was left half-written", EXIT_INTERRUPTED
+        default, code = "edgebnn: interrupted; nothing was left half-written", EXIT_INTERRUPTED
     else:
-        line, code = "edgebnn: terminated (SIGTERM); nothing was left half-written", EXIT_TERMINATED
+        default, code = "edgebnn: terminated (SIGTERM); nothing was left half-written", EXIT_TERMINATED
+    line = line or default
     saved = _SIGNALLED.get("stderr")
     if saved is not None:
         os.write(saved, (line + "\n").encode())
@@ -369,6 +638,9 @@ def main(argv=None) -> int:
             args = build_parser().parse_args(argv)
         except SystemExit as exc:  # --help (0) or an argument error (2), already printed
             return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+        level = getattr(args, "verbosity", None)
+        level = getattr(args, "verbosity_top", None) if level is None else level
+        progress.set_level(progress.NORMAL if level is None else level)
         return args.func(args)
     except EdgebnnError as err:
         _debug_traceback()
@@ -381,9 +653,10 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        _SIGNALLED.setdefault("signum", signal.SIGINT)
-        return _signal_exit()
+    except KeyboardInterrupt as exc:
+        line = getattr(exc, "line", None)  # training: whether a checkpoint was kept, how to resume
+        _SIGNALLED.setdefault("signum", signal.SIGTERM if getattr(exc, "terminated", False) else signal.SIGINT)
+        return _signal_exit(line)
     except Terminated:
         _SIGNALLED.setdefault("signum", signal.SIGTERM)
         return _signal_exit()

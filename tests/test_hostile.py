@@ -745,18 +745,34 @@ def test_ctrl_c_during_start_up(tmp_path, after):
     assert listing(tmp_path) == ["c.yaml"]
 
 
-def test_sigterm_during_a_run_leaves_nothing(tmp_path):
-    cfg = write_config(tmp_path)
+def test_sigterm_during_training_keeps_the_last_checkpoint(tmp_path):
+    """SIGTERM while a run trains: the checkpoints written so far stay complete, the one line says
+    after which epoch and how to resume, and nothing half-written is left in the run folder."""
+    config = base_config()
+    config["train"]["epochs"] = 200
+    cfg = write_config(tmp_path, config)
     proc = start(["run", str(cfg), "-o", "out"], tmp_path)
     deadline = time.time() + 120
-    while not any(".partial-" in name for name in os.listdir(tmp_path)):
+    state = tmp_path / "out" / "checkpoints" / "state.json"
+    while not state.is_file():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == EXIT_TERMINATED, err
-    assert err.splitlines() == ["edgebnn: terminated (SIGTERM); nothing was left half-written"]
-    assert listing(tmp_path) == ["c.yaml"]
+    (line,) = err.splitlines()
+    m = re.fullmatch(
+        r"edgebnn: terminated \(SIGTERM\) after epoch (\d+) of 200; the last checkpoint is kept: "
+        r"resume with `edgebnn train (.+) --resume`",
+        line,
+    )
+    assert m, line
+    assert m.group(2) == str(tmp_path / "out")
+    assert json.loads(state.read_text())["epoch"] == int(m.group(1))
+    assert listing(tmp_path) == ["c.yaml", "out"]
+    left = [p.name for p in (tmp_path / "out").rglob("*") if ".partial-" in p.name or ".tmp-" in p.name]
+    assert left == []
+    assert "model.keras" not in listing(tmp_path / "out")  # training did not finish: no trained model yet
 
 
 # -------------------------------------------------------------- verified, but too big

@@ -24,7 +24,7 @@ anything stops the export instead of producing a project that is silently not bi
 Importing this package imports neither hls4ml, TensorFlow nor Keras: the names below are
 imported from their submodules on first use (``exporter`` and ``model`` import hls4ml).
 
-- ``export``, ``check_output_path``, (``exporter``); ``BACKENDS``, ``IO_TYPES``, ``STRATEGIES``
+- ``export``, ``open_project``, ``check_output_path``, (``exporter``); ``BACKENDS``, ``IO_TYPES``, ``STRATEGIES``
   (``edgebnn.backends.target``)
 - ``HLSProject``, ``HLSExportWarning``, ``check_compiler`` (``project``)
 """
@@ -36,6 +36,7 @@ import importlib as _importlib
 # public name -> the module that defines it (relative to this package), imported on first use
 _NAMES = {
     "export": ".exporter",
+    "open_project": ".exporter",
     "check_output_path": ".exporter",
     "BACKENDS": "..target",
     "IO_TYPES": "..target",

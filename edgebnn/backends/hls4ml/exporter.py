@@ -222,3 +222,37 @@ def _printed_warnings(text: str) -> list[str]:
             current = None
     # the final-Reshape one is expected: check_model accounts for the removed no-op
     return [f"hls4ml: {' '.join(m)}" for m in messages if "ReuseFactor" not in m[0] and "Final layer is a Reshape" not in m[0]]
+
+
+def open_project(path, graph: Graph, target: Target, project_name: str = "myproject") -> HLSProject:
+    """The :class:`HLSProject` of a project that :func:`export` wrote into ``path`` earlier (for
+    ``graph`` and ``target``), without writing it again: hls4ml's model is rebuilt in memory from
+    the same graph and target, as export built it, and bound to the folder's build stamp, so
+    ``compile`` and ``predict`` use the project on disk (``edgebnn csim`` on a run folder).
+
+    The caller checks that the folder is the one exported from this graph (a run folder records its
+    content key); a folder that is not an hls4ml project of this name is refused here."""
+    final = check_output_path(path)
+    script = final / "build_lib.sh"
+    try:
+        stamp = re.search(r"(?m)^LIB_STAMP=(\S+)$", script.read_text())
+    except OSError:
+        stamp = None
+    if stamp is None or not (final / f"{project_name}_bridge.cpp").is_file():
+        raise EdgebnnError(
+            f"HLS project folder {str(final)!r} is not a complete project exported by edgebnn (no build_lib.sh with its "
+            "stamp, or no bridge); export the graph again"
+        )
+    threshold_layer.register(BACKENDS)
+    pad_layer.register(BACKENDS)
+    pool_layer.register(BACKENDS)
+    chain = hls_chain(graph, target.io_type)
+    names = hls_names(graph, chain)
+    layers = layer_list(chain, names)
+    config = hls_config(chain, names, str(final), project_name, target, False)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]], [names[chain.output.name]])
+    model.config.config["Stamp"] = stamp.group(1)
+    model.config.config["OutputDir"] = str(final)
+    return HLSProject(str(final), model, graph, [], dict(target=target, project_name=project_name))

@@ -1,0 +1,624 @@
+"""The stages of a run, each starting from the previous stage's saved output in a run folder.
+
+``train`` (config -> model.keras) -> ``freeze`` (-> graph.npz) -> ``export`` (-> hls_project/)
+-> ``csim`` (-> csim.npz) -> ``verify`` (-> verify.json) -> ``estimate`` (-> estimate.json)
+-> ``report`` (-> report.html); ``edgebnn run`` runs them in that order. The folder's layout and
+how a stage knows its inputs are current are in :mod:`edgebnn.runfolder`.
+
+Everything a stage can check without doing its work is checked first: ``train`` checks the
+configuration, the data, the board, the export options and that the untrained model's
+structure freezes and exports before the run folder is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import pathlib
+import shutil
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from . import progress
+from .config import ConfigError, build_model, load_config, target_of
+from .errors import EdgebnnError, Terminated
+from .runfolder import FILES, PROJECT_NAME, RunFolder, RunFolderError
+
+# what each stage reads; the configuration sections by name
+TRAIN_INPUTS = ["config:name", "config:data", "config:model", "config:train"]
+FREEZE_INPUTS = ["model.keras", "config:freeze", "config:name"]
+EXPORT_INPUTS = ["graph.npz", "config:export", "config:board"]
+CSIM_INPUTS = ["hls_project", "graph.npz", "config:data"]
+VERIFY_INPUTS = ["model.keras", "graph.npz", "config:data"]
+ESTIMATE_INPUTS = ["graph.npz", "config:export", "config:board"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during training, with the line the command line ends with (it says
+    whether a checkpoint was kept and how to resume)."""
+
+    def __init__(self, line: str, terminated: bool = False):
+        super().__init__(line)
+        self.line = line
+        self.terminated = terminated
+
+
+# ---------------------------------------------------------------------- configuration and data
+def run_config(run: RunFolder) -> dict[str, Any]:
+    """The run folder's configuration (its config.yaml; relative data paths as the original
+    configuration file's folder gave them, recorded in run.json)."""
+    base = run.manifest().get("config_dir")
+    return _load_config(run / FILES["config"], base)
+
+
+def _load_config(path, base_dir=None) -> dict[str, Any]:
+    if base_dir is not None and "base_dir" in inspect.signature(load_config).parameters:
+        return load_config(path, base_dir=base_dir)
+    return load_config(path)
+
+
+def load_data(config: dict[str, Any], where) -> Any:
+    """The configuration's data (train, validation, test), refused in one line naming the key."""
+    from . import data as data_module
+
+    try:
+        if hasattr(data_module, "load_data"):
+            return data_module.load_data(**config["data"])
+        x_tr, y_tr, x_te, y_te = data_module.load_dataset(**config["data"])
+        return _Data(x_tr, y_tr, None, None, x_te, y_te, int(max(y_tr.max(), y_te.max()) + 1), config["data"]["dataset"])
+    except data_module.DataError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'data': {err}") from None
+
+
+class _Data:
+    def __init__(self, x_train, y_train, x_val, y_val, x_test, y_test, classes, source):
+        self.x_train, self.y_train, self.x_val, self.y_val = x_train, y_train, x_val, y_val
+        self.x_test, self.y_test, self.classes, self.source = x_test, y_test, classes, source
+
+
+def _check_input_type(input_type: str | None, arrays, where) -> None:
+    """The data lie on the grid of the configured input type (Keras reads them as they are)."""
+    if input_type is None:
+        return
+    from .fixed import FixedType, propose_input_type
+
+    arrays = [a for a in arrays if a is not None]
+    if not all(FixedType.from_string(input_type).contains(x) for x in arrays):
+        proposed = propose_input_type(np.concatenate([x.ravel() for x in arrays]))
+        raise ConfigError(
+            f"{os.fspath(where)}: key 'freeze.input_type': the data set's values are not all on the grid of "
+            f"{input_type}; give a type that holds them, e.g. {str(proposed)!r}"
+        )
+
+
+def _check_export_untrained(model, input_type, target, where) -> None:
+    """Refuse, before training, a model whose structure the export cannot build in the configured
+    io type (e.g. a BatchNormalization head after a Flatten in io_stream): the untrained model is
+    frozen (its weights as initialized) and the graph checked for the refusals its weights cannot
+    change (``check_graph(structure_only=True)``). A freeze that fails on the untrained weights
+    says nothing about the trained ones, so it refuses nothing."""
+    from .backends.hls4ml.exporter import check_graph
+    from .freeze import freeze
+
+    if target.io_type != "io_stream":  # every structural refusal is one of io_stream's: nothing to find
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = freeze(model, input_type=input_type)
+    except EdgebnnError:
+        return
+    try:
+        check_graph(graph, target.io_type, structure_only=True)
+    except EdgebnnError as err:
+        raise ConfigError(
+            f"{os.fspath(where)}: the model cannot be exported in {target.io_type} (checked before training): {err}"
+        ) from None
+
+
+def _check_labels(data, model, where) -> None:
+    classes = int(np.prod(model.output_shape[1:]))
+    for name, y in (("training", data.y_train), ("validation", data.y_val), ("test", data.y_test)):
+        if y is None or not len(y):
+            continue
+        bad = y[(y < 0) | (y >= classes)]
+        if len(bad):
+            raise ConfigError(
+                f"{os.fspath(where)}: key 'data': {len(bad)} {name} labels are outside 0..{classes - 1} (e.g. {int(bad[0])}), "
+                f"but the model has {classes} outputs; give the last layer as many units as there are classes"
+            )
+
+
+def prepare(config: dict[str, Any], where, check_compile: bool = False):
+    """Everything checked before training: the board, the export options, g++ (``check_compile``),
+    the data and their grid, the model's structure (it freezes and exports) and the reuse factors.
+    Returns (board, target, data, model) with the model built, seeded, untrained."""
+    from .backends.hls4ml import check_compiler, reuse
+    from .boards import load_board
+    from .freeze import plan
+    from .train import seed_everything
+
+    board = load_board(config["board"])
+    target = target_of(config, board)
+    if check_compile:
+        check_compiler()
+    data = load_data(config, where)
+    input_type = config["freeze"]["input_type"]
+    _check_input_type(input_type, (data.x_train, data.x_val, data.x_test), where)
+    seed_everything(config["train"]["seed"])
+    model = build_model(config, data.x_train.shape[1:])
+    _check_labels(data, model, where)
+    plan(model, input_type=input_type)  # the structure freezes and exports: refuse it now, not after training
+    _check_export_untrained(model, input_type, target, where)
+    try:  # and hls4ml builds every reuse factor as given
+        reuse.check(target, reuse.matrices_of_model(model), model.name)
+    except EdgebnnError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'export.reuse_factor': {err}") from None
+    return board, target, data, model
+
+
+# ---------------------------------------------------------------------- train
+def _train(model, data, config, checkpoint_dir, resume: bool, log):
+    """edgebnn.train.train with the configuration's training keys, a progress bar per epoch on
+    a terminal, and one log line per epoch at --verbose."""
+    from . import train as train_module
+
+    params = inspect.signature(train_module.train).parameters
+    kwargs = {k: v for k, v in config["train"].items() if k in params}
+    extra = {
+        "validation": (data.x_val, data.y_val) if data.x_val is not None else None,
+        "checkpoint_dir": checkpoint_dir,
+        "resume": resume,
+    }
+    epochs = config["train"]["epochs"]
+    with progress.bar(epochs, "training", unit="epoch") as bar:
+
+        def on_epoch(epoch, total, logs):
+            bar.update(1)
+            shown = {k: v for k, v in (logs or {}).items() if k in ("loss", "accuracy", "val_loss", "val_accuracy")}
+            bar.set_postfix_str("  ".join(f"{k} {v:.4f}" for k, v in shown.items()))
+
+        if "progress" in params:
+            extra["progress"] = on_epoch
+        kwargs.update({k: v for k, v in extra.items() if k in params and v is not None})
+        return train_module.train(model, data.x_train, data.y_train, log=log, **kwargs)
+
+
+def _history(result, model) -> dict[str, Any]:
+    """history.json's content from what train returned (a TrainResult or a Keras History)."""
+    history = getattr(result, "history", None)
+    if isinstance(history, dict) and "epoch" in history:
+        return history
+    if isinstance(history, dict):  # a Keras History
+        n = len(next(iter(history.values()), []))
+        out = {"epoch": list(range(1, n + 1))}
+        out.update({k: [float(v) for v in vs] for k, vs in history.items()})
+        out.setdefault("best_epoch", None)
+        out.setdefault("stopped_early", False)
+        return out
+    return {"epoch": []}
+
+
+@contextlib.contextmanager
+def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bool) -> Iterator[None]:
+    """Ctrl-C and SIGTERM during training end the command with a line saying whether the last
+    checkpoint is kept (and how to resume) or nothing was left."""
+    from . import outputs
+
+    outputs._open_outputs += 1  # the signal handler raises here (the run folder is being written)
+    try:
+        yield
+    except (KeyboardInterrupt, Terminated) as exc:
+        terminated = isinstance(exc, Terminated)
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
+        state = run_path / FILES["checkpoints"] / "state.json"
+        epoch = getattr(exc, "epoch", None)
+        if epoch is None and state.is_file():
+            epoch = _completed_epoch(state)
+        if resumable and state.is_file():
+            done = f" after epoch {epoch} of {config['train']['epochs']}" if epoch is not None else ""
+            raise Interrupted(
+                f"edgebnn: {what}{done}; the last checkpoint is kept: resume with `edgebnn train {run_path} --resume`",
+                terminated,
+            ) from None
+        raise
+    finally:
+        outputs._open_outputs -= 1
+
+
+def _completed_epoch(state: pathlib.Path) -> int | None:
+    import json
+
+    try:
+        with open(state, encoding="utf-8") as fh:
+            value = json.load(fh).get("epoch")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+def train_stage(
+    source, output=None, force: bool = False, resume: bool = False, log=progress.log, check_compile: bool = False
+) -> RunFolder:
+    """``edgebnn train``: ``source`` is a configuration file (a new run folder ``output``, or with
+    ``force`` one replacing an earlier run folder) or a run folder (train it again from its
+    config.yaml, or ``resume`` from its last checkpoint)."""
+    from .outputs import check_output, staged_dir
+
+    start = time.perf_counter()
+    if os.path.isdir(os.fspath(source)) and output is None:
+        run = RunFolder.open(source)
+        config = run_config(run)
+        where = run / FILES["config"]
+        board, target, data, model = prepare(config, where, check_compile)
+        ckpt = run / FILES["checkpoints"]
+        if resume and not (ckpt / "state.json").is_file():
+            raise RunFolderError(
+                f"run folder {str(run)!r} has no checkpoint to resume from; train it again with `edgebnn train {run}`"
+            )
+        if not resume and ckpt.exists():
+            shutil.rmtree(ckpt)  # training again from the start: the old checkpoints are train's own outputs
+        log(f"data: {_describe(data)}")
+        log(f"{'resuming' if resume else 'training'} {model.name} for {config['train']['epochs']} epochs")
+        with _interruptible(run.path, config, resumable=True):
+            result = _train(model, data, config, ckpt, resume, log)
+        _finish_train(run, result, model, config, start)
+        return run
+    if resume:
+        raise RunFolderError(
+            f"--resume continues a run folder, not a configuration: use `edgebnn train RUN --resume` (RUN made by "
+            f"`edgebnn train {os.fspath(source)} -o RUN`)"
+        )
+    if output is None:
+        raise RunFolderError(f"name the run folder to make: `edgebnn train {os.fspath(source)} -o RUN`")
+    config = _load_config(source)
+    text = pathlib.Path(source).read_text(encoding="utf-8")
+    final = check_output(output, force=force, what="run folder", marked_only=True)
+    from .backends.hls4ml import check_output_path
+
+    check_output_path(final / FILES["project"])  # characters hls4ml's C-simulation build cannot take
+    board, target, data, model = prepare(config, source, check_compile)
+    manifest = {"config_source": os.path.abspath(source), "config_dir": os.path.dirname(os.path.abspath(source)), "stages": {}}
+    log(f"data: {_describe(data)}")
+    log(f"training {model.name} for {config['train']['epochs']} epochs")
+    if os.path.lexists(final):  # replace an earlier run only once this one is trained
+        with staged_dir(final, force=True, what="run folder", marked_only=True) as tmp:
+            run = RunFolder(tmp)
+            run.write_text(FILES["config"], text)
+            run.write_manifest(manifest)
+            result = _train(model, data, config, tmp / FILES["checkpoints"], False, log)
+            _finish_train(run, result, model, config, start)
+        return RunFolder(final)
+    with staged_dir(final, what="run folder") as tmp:  # the empty run folder appears whole
+        (tmp / FILES["config"]).write_text(text, encoding="utf-8")
+        RunFolder(tmp).write_manifest(manifest)
+    run = RunFolder(final)
+    try:
+        with _interruptible(run.path, config, resumable=True):
+            result = _train(model, data, config, run / FILES["checkpoints"], False, log)
+        _finish_train(run, result, model, config, start)
+    except BaseException:
+        if not (run / FILES["checkpoints"] / "state.json").is_file():  # nothing to resume: leave nothing
+            shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    return run
+
+
+def _describe(data) -> str:
+    source = getattr(data, "source", None)
+    if isinstance(source, str) and ":" in source:
+        return source
+    val = f", {len(data.x_val)} validation" if data.x_val is not None else ""
+    return f"{source}, {len(data.x_train)} training{val} and {len(data.x_test)} test samples"
+
+
+def _finish_train(run: RunFolder, result, model, config, start: float) -> None:
+    """Save the trained model and its history, atomically, and record the stage."""
+    trained = getattr(result, "model", None) or model
+    _save_model(trained, run / FILES["model"])
+    history = _history(result, trained)
+    run.write_json(FILES["history"], history)
+    run.record("train", run.inputs(TRAIN_INPUTS, config), time.perf_counter() - start, epochs=len(history.get("epoch", [])))
+
+
+def _save_model(model, path: pathlib.Path) -> None:
+    from .outputs import OutputError, _reason
+
+    tmp = path.with_name(f".{path.stem}.partial-{os.getpid()}.keras")
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise OutputError(f"cannot write run folder {str(path.parent)!r}: {_reason(err)}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def load_trained(run: RunFolder, config):
+    from . import load_model
+
+    path = run.require(FILES["model"], config)
+    return load_model(path)
+
+
+# ---------------------------------------------------------------------- freeze
+def freeze_stage(run_dir, log=progress.log):
+    from .freeze import FreezeWarning, freeze
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run)
+    model = load_trained(run, config)
+    log("freezing")
+    kwargs = {"name": config["name"], "input_type": config["freeze"]["input_type"]}
+    if config["freeze"].get("output_quantizer") is not None:
+        kwargs["output_quantizer"] = config["freeze"]["output_quantizer"]
+    with warnings.catch_warnings(record=True) as caught, progress.working("freezing"):
+        warnings.simplefilter("always", FreezeWarning)
+        graph = freeze(model, **kwargs)
+    notes = [str(w.message) for w in caught if issubclass(w.category, FreezeWarning)]
+    for note in notes:
+        log(f"  warning: {note}")
+    graph.save(run / FILES["graph"])  # atomically
+    run.record("freeze", run.inputs(FREEZE_INPUTS, config), time.perf_counter() - start, warnings=notes)
+    return graph
+
+
+def load_graph(run: RunFolder, config):
+    from .graph import Graph
+
+    return Graph.load(run.require(FILES["graph"], config))
+
+
+# ---------------------------------------------------------------------- export
+def export_stage(run_dir, log=progress.log):
+    from .backends.hls4ml import HLSExportWarning, export
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run)
+    graph = load_graph(run, config)
+    from .boards import load_board
+
+    board = load_board(config["board"])
+    target = target_of(config, board)
+    log(f"exporting the HLS project for {board.name} ({board.part}), {target.io_type}, {target.strategy}")
+    with warnings.catch_warnings(), progress.working("exporting"):  # shown once, below, as log lines
+        warnings.simplefilter("ignore", HLSExportWarning)
+        project = export(graph, run / FILES["project"], target=target, project_name=PROJECT_NAME, force=True)
+    for warning in project.warnings:
+        log(f"  warning: {warning}")
+    run.record("export", run.inputs(EXPORT_INPUTS, config), time.perf_counter() - start, warnings=list(project.warnings))
+    return project
+
+
+def open_project(run: RunFolder, config, graph=None):
+    """The run's exported project, ready to compile (checked current: exported from this graph
+    with this export section, and unchanged since)."""
+    from .backends.hls4ml import open_project as open_hls
+    from .boards import load_board
+
+    run.require(FILES["project"], config)
+    graph = graph if graph is not None else load_graph(run, config)
+    return open_hls(run / FILES["project"], graph, target_of(config, load_board(config["board"])), PROJECT_NAME)
+
+
+# ---------------------------------------------------------------------- csim
+def csim_stage(run_dir, log=progress.log, processes: int | None = None):
+    """Compile the run's C-simulation (g++, once per project content) and run it on the test
+    set; the outputs go to csim.npz."""
+    from .backends.hls4ml import check_compiler
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run)
+    check_compiler()
+    graph = load_graph(run, config)
+    project = open_project(run, config, graph)
+    data = load_data(config, run / FILES["config"])
+    log("compiling the C-simulation (g++)")
+    with progress.working("compiling the C-simulation (g++)"):
+        project.compile()
+    log(f"running the C-simulation on {len(data.x_test)} test samples")
+    with progress.working(f"C-simulation of {len(data.x_test)} samples"):
+        out = project.predict(data.x_test.astype(np.float64), processes=processes)
+    from .outputs import write_file
+
+    leftovers = np.array(project.stream_warnings, dtype=str)
+    write_file(
+        run / FILES["csim"],
+        lambda fh: np.savez(fh, outputs=out, stream_leftovers=leftovers),
+        mode="wb",
+        what=FILES["csim"],
+    )
+    accuracy = _accuracy(out, data.y_test)
+    run.record("csim", run.inputs(CSIM_INPUTS, config), time.perf_counter() - start, accuracy=accuracy)
+    log(f"deployed accuracy (C-simulation) {100 * accuracy:.2f}% on {len(out)} test samples")
+    if len(leftovers):
+        log(f"  the C-simulation left data in {len(leftovers)} stream(s): the hardware would stall there")
+    return out
+
+
+def _accuracy(outputs: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(np.argmax(outputs.reshape(len(outputs), -1), axis=1) == y))
+
+
+class _SavedCsim:
+    """The C-simulation's saved outputs, standing in for the project in :func:`edgebnn.verify`
+    (which traces the real project only to locate a mismatch)."""
+
+    def __init__(self, outputs, leftovers, opener):
+        self._outputs, self.stream_warnings, self._opener = outputs, list(leftovers), opener
+
+    def predict(self, x):
+        return self._outputs
+
+    def trace(self, x):
+        return self._opener().trace(x)
+
+
+# ---------------------------------------------------------------------- verify
+def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
+    """Keras = emulator (= C-simulation when csim ran) on the test set; verify.json."""
+    from .verify import verify
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run)
+    model = load_trained(run, config)
+    graph = load_graph(run, config)
+    data = load_data(config, run / FILES["config"])
+    inputs = run.inputs(VERIFY_INPUTS, config)
+    project = None
+    if (run / FILES["csim"]).exists():
+        path = run.require(FILES["csim"], config)
+        with np.load(path, allow_pickle=False) as saved:
+            outputs, leftovers = saved["outputs"], [str(s) for s in saved["stream_leftovers"]]
+        if len(outputs) != len(data.x_test):
+            raise RunFolderError(
+                f"{str(path)!r} holds {len(outputs)} outputs for {len(data.x_test)} test samples; run csim again"
+            )
+        project = _SavedCsim(outputs, leftovers, lambda: open_project(run, config, graph))
+        inputs[FILES["csim"]] = run.digest(FILES["csim"])
+        legs = "Keras = emulator = C-simulation"
+    else:
+        legs = "Keras = emulator (no C-simulation yet: `edgebnn csim` adds it)"
+    log(f"verifying {legs} on {len(data.x_test)} test samples")
+    with progress.working("verifying"):
+        report = verify(model, graph, data.x_test, project=project)
+    result = verify_json(report, data.y_test)
+    run.write_json(FILES["verify"], result)
+    run.record("verify", inputs, time.perf_counter() - start)
+    write_summary(run, config)
+    return result
+
+
+def verify_json(report, y: np.ndarray) -> dict[str, Any]:
+    """verify.json: the report, the accuracies and the deployed confusion matrix."""
+    d = report.to_dict()
+    outs = report.outputs
+    classes = int(np.prod(outs["emulator"].shape[1:]))
+    deployed = outs.get("csim", outs["emulator"])
+    pred = np.argmax(deployed.reshape(len(deployed), -1), axis=1)
+    matrix = np.zeros((classes, classes), dtype=np.int64)
+    np.add.at(matrix, (np.asarray(y, dtype=np.int64), pred), 1)
+    return {
+        "samples": d["samples"],
+        "mismatches": {"keras_vs_emulator": d["keras_vs_emulator"], "emulator_vs_csim": d["emulator_vs_csim"]},
+        "first_mismatches": d["first_mismatches"],
+        "stream_leftovers": d["stream_leftovers"],
+        "keras_caveats": d["keras_caveats"],
+        "accuracy": {k: (_accuracy(outs[k], y) if k in outs else None) for k in ("keras", "emulator", "csim")},
+        "deployed": "csim" if "csim" in outs else "emulator",
+        "classes": classes,
+        "confusion_matrix": matrix.tolist(),
+    }
+
+
+def verified(result: dict[str, Any]) -> bool:
+    mm = result["mismatches"]
+    return not mm["keras_vs_emulator"] and not mm["emulator_vs_csim"] and not result["stream_leftovers"]
+
+
+# ---------------------------------------------------------------------- estimate
+def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
+    """The run's graph on its board (as its export section builds it) and on every board profile:
+    estimate.json, estimate.txt (the run's board) and estimate.csv (a row per node and board)."""
+    from .boards import list_boards, load_board
+    from .estimate import estimate
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run)
+    graph = load_graph(run, config)
+    board = load_board(config["board"])
+    target = target_of(config, board)
+    boards = [board] + [b for b in list_boards() if b.name != board.name]
+    results = []
+    with progress.bar(len(boards), "estimating", unit="board") as bar:
+        for b in boards:
+            results.append(estimate(graph, b, utilization_limit=limit, target=target))
+            bar.update(1)
+    main = results[0]
+    run.write_json(FILES["estimate"], {"board": board.name, "estimates": {e.board.name: e.to_dict() for e in results}})
+    run.write_text(FILES["estimate_txt"], main.table() + "\n")
+    run.write_text(FILES["estimate_csv"], estimates_csv(results))
+    run.record("estimate", run.inputs(ESTIMATE_INPUTS, config), time.perf_counter() - start)
+    write_summary(run, config)
+    log(main.table())
+    return main, results
+
+
+CSV_COLUMNS = ("board", "node", "op", "lut", "ff", "dsp", "bram18", "uram", "latency", "ii")
+
+
+def estimates_csv(results) -> str:
+    """One row per node and board, then a ``total`` row per board (latency on the slowest path)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for est in results:
+        for r in est.rows:
+            writer.writerow([est.board.name, r.name, r.op, *r.resources().values(), r.latency, r.ii])
+        writer.writerow([est.board.name, "total", "", *est.totals.values(), est.latency_cycles, est.ii])
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------- report
+def report_stage(run_dir, log=progress.log):
+    """report.html and report.json from what the run folder holds."""
+    from . import report
+
+    run = RunFolder.open(run_dir)
+    start = time.perf_counter()
+    html, js = report.write(run.path)
+    run.record("report", {}, time.perf_counter() - start)
+    log(f"report: {html}")
+    return html, js
+
+
+# ---------------------------------------------------------------------- summary.json
+def write_summary(run: RunFolder, config) -> dict[str, Any]:
+    """summary.json from what the run folder holds now (verify.json, estimate.json)."""
+    from .boards import load_board
+
+    board = load_board(config["board"])
+    summary: dict[str, Any] = {
+        "name": config["name"],
+        "board": board.name,
+        "part": board.part,
+        "project_dir": str(run / FILES["project"]),
+        "graph": str(run / FILES["graph"]),
+        "model": str(run / FILES["model"]),
+        "export": config["export"],
+        "target": target_of(config, board).to_dict(),
+    }
+    if (run / FILES["verify"]).exists():
+        v = run.read_json(FILES["verify"])
+        summary.update(
+            samples=v["samples"],
+            accuracy_keras=v["accuracy"]["keras"],
+            accuracy_emulator=v["accuracy"]["emulator"],
+            accuracy_deployed=v["accuracy"]["csim"],
+            mismatches=v["mismatches"],
+            first_mismatches=v["first_mismatches"],
+            stream_leftovers=v["stream_leftovers"],
+            keras_caveats=v["keras_caveats"],
+        )
+    if (run / FILES["estimate"]).exists():
+        e = run.read_json(FILES["estimate"])
+        summary["resources"] = e["estimates"].get(e["board"])
+    stages = run.manifest()["stages"]
+    summary["stage_seconds"] = {name: rec.get("seconds") for name, rec in stages.items()}
+    summary["seconds"] = round(sum(v or 0 for v in summary["stage_seconds"].values()), 1)
+    run.write_json(FILES["summary"], summary)
+    return summary

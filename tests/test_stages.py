@@ -1,0 +1,249 @@
+"""The stages of the command line over one run folder: each from the previous one's saved output,
+each replacing only its own outputs, and refusing an input that is out of date."""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from edgebnn import cli
+from edgebnn.errors import EXIT_MISMATCH, EXIT_OK, EXIT_USER_ERROR
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "digits_bnn.yaml")
+
+
+def quick_config(folder, epochs=2, **export):
+    with open(EXAMPLE) as fh:
+        config = yaml.safe_load(fh)
+    config["train"]["epochs"] = epochs
+    for layer in config["model"]:
+        if layer.get("QuantDense", {}).get("units") == 128:
+            layer["QuantDense"]["units"] = 16
+    config["export"].update(export)
+    path = folder / "quick.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    return err.strip()
+
+
+def digests(run, names):
+    from edgebnn.runfolder import RunFolder
+
+    folder = RunFolder(run)
+    return {name: folder.digest(name) for name in names}
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory):
+    """A run made stage by stage: train, freeze, export (no csim yet)."""
+    folder = tmp_path_factory.mktemp("stages")
+    cfg = quick_config(folder)
+    run = folder / "run"
+    assert cli.main(["train", str(cfg), "-o", str(run)]) == EXIT_OK
+    assert cli.main(["freeze", str(run)]) == EXIT_OK
+    assert cli.main(["export", str(run)]) == EXIT_OK
+    return folder, run
+
+
+@pytest.mark.train
+def test_train_makes_a_run_folder_with_its_config_versions_and_history(staged):
+    _, run = staged
+    names = sorted(os.listdir(run))
+    for name in (".edgebnn-output", "config.yaml", "run.json", "model.keras", "history.json", "graph.npz", "hls_project"):
+        assert name in names
+    manifest = json.loads((run / "run.json").read_text())
+    assert {"train", "freeze", "export"} <= set(manifest["stages"])
+    for tool in ("edgebnn", "keras", "tensorflow", "hls4ml", "numpy", "python"):
+        assert manifest["versions"][tool]
+    history = json.loads((run / "history.json").read_text())
+    assert history["epoch"] == [1, 2] and len(history["loss"]) == 2
+    assert yaml.safe_load((run / "config.yaml").read_text())["train"]["epochs"] == 2
+
+
+@pytest.mark.train
+def test_verify_before_csim_checks_the_emulator_leg_and_says_so(staged, capsys):
+    _, run = staged
+    if (run / "csim.npz").exists():
+        pytest.fail("this test runs before the C-simulation (it is the module's first verify)")
+    assert cli.main(["verify", str(run)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "emulator vs C-simulation not run" in out
+    result = json.loads((run / "verify.json").read_text())
+    assert result["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": None}
+    assert result["accuracy"]["csim"] is None and result["deployed"] == "emulator"
+
+
+@pytest.mark.train
+@pytest.mark.csim
+def test_csim_alone_then_verify_then_estimate_report_and_summary(staged, capsys):
+    _, run = staged
+    before = digests(run, ["model.keras", "graph.npz", "hls_project"])
+    assert cli.main(["csim", str(run)]) == EXIT_OK
+    assert digests(run, ["model.keras", "graph.npz", "hls_project"]) == before  # csim replaced only its own output
+    with np.load(run / "csim.npz", allow_pickle=False) as saved:
+        csim = saved["outputs"]
+    assert csim.shape == (360, 10)
+    capsys.readouterr()
+    assert cli.main(["verify", str(run)]) == EXIT_OK
+    assert "VERIFIED bit for bit" in capsys.readouterr().out
+    result = json.loads((run / "verify.json").read_text())
+    assert result["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": 0}
+    matrix = np.array(result["confusion_matrix"])
+    assert matrix.shape == (10, 10) and matrix.sum() == 360
+    from edgebnn.data import load_dataset
+
+    _, _, _, y_te = load_dataset("digits")
+    assert result["accuracy"]["csim"] == float(np.mean(np.argmax(csim, axis=1) == y_te))
+    assert np.trace(matrix) == round(result["accuracy"]["csim"] * 360)
+
+    assert cli.main(["estimate", str(run)]) == EXIT_OK
+    est = json.loads((run / "estimate.json").read_text())
+    from edgebnn.boards import list_boards
+
+    assert est["board"] == "pynq-z2" and set(est["estimates"]) == {b.name for b in list_boards()}
+    ours = est["estimates"]["pynq-z2"]
+    assert ours["strategy"] == "Resource" and ours["reuse_factor"] == 8  # the run's own export section
+    rows = list(csv.DictReader(io.StringIO((run / "estimate.csv").read_text())))
+    pynq = [r for r in rows if r["board"] == "pynq-z2"]
+    assert [r["node"] for r in pynq[:-1]] == [r["name"] for r in ours["rows"]]
+    assert pynq[-1]["node"] == "total" and int(pynq[-1]["lut"]) == ours["totals"]["lut"]
+    assert (run / "estimate.txt").read_text().startswith(f"estimate of graph '{ours['graph']}' on pynq-z2")
+
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["mismatches"] == result["mismatches"] and summary["resources"]["fits"] == ours["fits"]
+
+    capsys.readouterr()
+    assert cli.main(["summary", str(run), "--json"]) == EXIT_OK
+    table = json.loads(capsys.readouterr().out)
+    assert table["params"]  # parameters per bit width of the trained model
+
+
+@pytest.mark.train
+@pytest.mark.csim
+def test_an_out_of_date_input_is_refused_naming_the_stage_to_run(staged, capsys):
+    folder, run = staged
+    # a copy of the run whose export section changes: its project is then out of date
+    import shutil
+
+    copy = folder / "changed"
+    shutil.copytree(run, copy, symlinks=True)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["export"]["reuse_factor"] = 4
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    assert cli.main(["csim", str(copy)]) == EXIT_USER_ERROR
+    line = one_line_error(capsys)
+    assert "hls_project" in line and "out of date" in line and "'export' section changed" in line
+    assert f"`edgebnn export {copy}`" in line
+    assert not (copy / "csim.npz").exists() or digests(copy, ["csim.npz"]) == digests(run, ["csim.npz"])
+
+
+def test_stage_refusals_are_one_line(tmp_path, capsys):
+    assert cli.main(["freeze", str(tmp_path / "nothing")]) == EXIT_USER_ERROR
+    assert "does not exist; make it with `edgebnn train CONFIG -o" in one_line_error(capsys)
+    (tmp_path / "plain").mkdir()
+    assert cli.main(["export", str(tmp_path / "plain")]) == EXIT_USER_ERROR
+    assert "is not an edgebnn run folder" in one_line_error(capsys)
+    cfg = quick_config(tmp_path)
+    assert cli.main(["train", str(cfg)]) == EXIT_USER_ERROR
+    assert "name the run folder to make: `edgebnn train" in one_line_error(capsys)
+    assert cli.main(["train", str(cfg), "-o", str(tmp_path / "r"), "--resume"]) == EXIT_USER_ERROR
+    assert "--resume continues a run folder" in one_line_error(capsys)
+    assert sorted(os.listdir(tmp_path)) == ["plain", "quick.yaml"]
+
+
+@pytest.mark.train
+def test_a_stage_needs_the_one_before(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    train_module = importlib.import_module("edgebnn.train")
+    real = train_module.train
+    cfg = quick_config(tmp_path, epochs=1)
+    run = tmp_path / "run"
+    monkeypatch.setattr(train_module, "train", real)
+    assert cli.main(["train", str(cfg), "-o", str(run)]) == EXIT_OK
+    capsys.readouterr()
+    assert cli.main(["export", str(run)]) == EXIT_USER_ERROR
+    assert f"has no graph.npz yet; run `edgebnn freeze {run}` first" in one_line_error(capsys)
+    assert cli.main(["csim", str(run)]) == EXIT_USER_ERROR
+    assert "has no graph.npz yet" in one_line_error(capsys)
+
+
+def test_version_and_help_do_not_import_tensorflow():
+    code = (
+        "import sys, contextlib, io\n"
+        "from edgebnn import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for argv in (['--help'], ['--version'], ['train', '--help'], ['boards']):\n"
+        "        assert cli.main(argv) == 0, argv\n"
+        "print(sorted(m for m in ('tensorflow', 'keras', 'hls4ml') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_version(capsys):
+    from edgebnn import __version__
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"edgebnn {__version__}"
+
+
+def test_every_stage_has_an_example_in_its_help(capsys):
+    for stage in ("init", "train", "freeze", "export", "csim", "verify", "estimate", "report", "run", "boards", "summary"):
+        assert cli.main([stage, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert f"example:\n  edgebnn {stage}" in out, stage
+        assert "--quiet" in out and "--verbose" in out
+
+
+def test_estimate_writes_json_and_csv(tmp_path, capsys):
+    from graphs import binary_mlp
+
+    from edgebnn.estimate import estimate
+
+    graph = binary_mlp()
+    graph.save(tmp_path / "graph.npz")
+    js, cs = tmp_path / "e.json", tmp_path / "e.csv"
+    assert cli.main(["estimate", str(tmp_path / "graph.npz"), "--board", "all", "--json", str(js), "--csv", str(cs)]) == 0
+    data = json.loads(js.read_text())
+    from edgebnn.boards import list_boards
+
+    assert [d["board"]["name"] for d in data] == [b.name for b in list_boards()]
+    want = estimate(graph, "zcu104")
+    (ours,) = [d for d in data if d["board"]["name"] == "zcu104"]
+    assert ours["totals"] == want.totals and ours["latency_cycles"] == want.latency_cycles
+    rows = [r for r in csv.DictReader(io.StringIO(cs.read_text())) if r["board"] == "zcu104"]
+    assert [r["node"] for r in rows] == [r.name for r in want.rows] + ["total"]
+    assert int(rows[-1]["ff"]) == want.totals["ff"]
+
+
+@pytest.mark.train
+def test_mismatch_in_verify_exits_1(tmp_path, monkeypatch, capsys):
+    """A wrong graph (output levels reversed) is caught by verify, exit 1, evidence kept."""
+    cfg = quick_config(tmp_path, epochs=1)
+    run = tmp_path / "run"
+    assert cli.main(["train", str(cfg), "-o", str(run)]) == EXIT_OK
+    assert cli.main(["freeze", str(run)]) == EXIT_OK
+    from edgebnn.graph import Graph
+
+    graph = Graph.load(run / "graph.npz")
+    graph.output.params["levels"][:] = graph.output.params["levels"][:, ::-1]
+    graph.save(run / "graph.npz")
+    capsys.readouterr()
+    assert cli.main(["verify", str(run)]) == EXIT_MISMATCH
+    assert "MISMATCH" in capsys.readouterr().out
+    result = json.loads((run / "verify.json").read_text())
+    assert result["mismatches"]["keras_vs_emulator"] > 0
+    assert result["first_mismatches"][0]["layer"] == graph.output.name
+    assert json.loads((run / "summary.json").read_text())["mismatches"] == result["mismatches"]
