@@ -1,0 +1,307 @@
+"""The report's charts as SVG text: training curves, resources per layer, utilization per board and
+the confusion matrix.
+
+Each function returns one standalone ``<svg>`` document (no XML prolog, no DOCTYPE, no comments,
+no external reference) drawn by matplotlib's Agg-free SVG writer with fixed settings: the same
+input gives the same bytes (``svg.hashsalt`` fixed, no date or creator in the metadata, text kept
+as ``<text>`` so it stays searchable and selectable). matplotlib is imported when a chart is
+drawn, not with :mod:`edgebnn`. Strings from files (layer and board names) are never parsed as
+mathtext and are escaped by the SVG writer.
+
+Shapes drawn with an SVG ``id`` (matplotlib's ``gid``) that tests and styles can find:
+``limit-line`` (the utilization limit, in segments that leave gaps around labels), ``over-mark``
+(the mark at the end of a bar clipped at 100 %), ``value-label`` (a bar's value) and
+``best-epoch`` (the best epoch's line in the training curves).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The resources drawn (URAM is left out: most boards have none and the designs use none).
+RESOURCES = (("lut", "LUT"), ("ff", "FF"), ("dsp", "DSP"), ("bram18", "BRAM18"))
+COLORS = {"lut": "#4477aa", "ff": "#66ccee", "dsp": "#228833", "bram18": "#ccbb44"}
+TRAIN_COLOR, VAL_COLOR, LR_COLOR, LIMIT_COLOR, OVER_COLOR = "#4477aa", "#ee6677", "#777777", "#aa3377", "#cc3311"
+
+_RC = {
+    "svg.hashsalt": "edgebnn",
+    "svg.fonttype": "none",
+    "svg.image_inline": True,
+    "text.parse_math": False,
+    "text.usetex": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "lines.linewidth": 1.6,
+    "path.simplify": False,
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "figure.facecolor": "white",
+}
+_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(width: float, height: float, **kw):
+    plt = _pyplot()
+    import matplotlib
+
+    with matplotlib.rc_context(_RC):
+        return plt.subplots(figsize=(width, height), **kw)
+
+
+def _svg(fig) -> str:
+    """The figure as standalone SVG text (deterministic), and the figure closed."""
+    import matplotlib
+
+    plt = _pyplot()
+    buf = io.StringIO()
+    try:
+        with matplotlib.rc_context(_RC):
+            fig.savefig(buf, format="svg", metadata=_METADATA)
+    finally:
+        plt.close(fig)
+    text = buf.getvalue()
+    text = re.sub(r"<\?xml[^>]*\?>\s*", "", text)
+    text = re.sub(r"<!DOCTYPE[^>]*>\s*", "", text)
+    text = re.sub(r"<!--.*?-->\s*", "", text, flags=re.S)
+    return text.strip() + "\n"
+
+
+def _as_dict(estimate) -> dict[str, Any]:
+    return estimate if isinstance(estimate, Mapping) else estimate.to_dict()
+
+
+def _pct(value: float | None) -> str:
+    if value is None or math.isinf(value):
+        return "board has 0"
+    return f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
+
+
+# ---------------------------------------------------------------------------------------- training
+def training_curves(history: Mapping[str, Any]) -> str:
+    """Loss, accuracy (train and, when present, validation) and the learning rate per epoch, as SVG;
+    the best epoch (``history["best_epoch"]``) is marked in every panel."""
+    epochs = list(history.get("epoch") or range(1, len(history.get("loss", [])) + 1))
+    has_lr = bool(history.get("learning_rate"))
+    fig, axes = _figure(10.0, 3.0, ncols=3 if has_lr else 2)
+    panels = [
+        (axes[0], "loss", "loss"),
+        (axes[1], "accuracy", "accuracy"),
+    ]
+    best = history.get("best_epoch")
+    with _rc():
+        for ax, key, title in panels:
+            if history.get(key):
+                ax.plot(epochs, history[key], color=TRAIN_COLOR, label="train")
+            if history.get(f"val_{key}"):
+                ax.plot(epochs, history[f"val_{key}"], color=VAL_COLOR, label="validation")
+            ax.set_title(title)
+            ax.set_xlabel("epoch")
+            if key == "accuracy":
+                ax.yaxis.set_major_formatter(_percent_formatter())
+        if has_lr:
+            ax = axes[2]
+            ax.plot(epochs, history["learning_rate"], color=LR_COLOR, label="learning rate")
+            ax.set_title("learning rate")
+            ax.set_xlabel("epoch")
+            ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+        for ax in axes:
+            ax.xaxis.set_major_locator(_integer_locator())
+            if best is not None:
+                ax.axvline(best, color="#222222", linestyle=":", linewidth=1.0, gid="best-epoch", label=f"best epoch ({best})")
+        for ax, _, _ in panels:
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(loc="best")
+        fig.tight_layout()
+    return _svg(fig)
+
+
+def _percent_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{100 * v:.0f}%")
+
+
+def _integer_locator():
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True, nbins=6)
+
+
+def _rc():
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)
+
+
+# ---------------------------------------------------------------------------------- layer resources
+def layer_resources(estimate) -> str:
+    """LUT, FF, DSP and BRAM18 of each node of one estimate (an :class:`~edgebnn.estimate.Estimate`
+    or its ``to_dict()``), one panel per resource, a bar per node with its count, as SVG."""
+    est = _as_dict(estimate)
+    rows = est["rows"]
+    names = [r["name"] for r in rows]
+    height = max(1.8, 0.28 * len(rows) + 1.0)
+    fig, axes = _figure(10.0, height, ncols=len(RESOURCES), sharey=True)
+    with _rc():
+        ys = list(range(len(rows)))
+        for ax, (key, label) in zip(axes, RESOURCES):
+            values = [r[key] for r in rows]
+            ax.barh(ys, values, color=COLORS[key], height=0.6)
+            top = max(values, default=0) or 1
+            ax.set_xlim(0, top * 1.35)
+            for y, v in zip(ys, values):
+                ax.text(v + top * 0.02, y, f"{v:,}", va="center", ha="left", fontsize=7, gid="value-label")
+            ax.set_title(f"{label} (total {sum(values):,} of {est['available'][key]:,})", fontsize=9)
+            ax.set_xticks([])
+            ax.spines["bottom"].set_visible(False)
+        axes[0].set_yticks(ys, names)
+        axes[0].invert_yaxis()
+        fig.tight_layout()
+    return _svg(fig)
+
+
+# -------------------------------------------------------------------------------------- utilization
+def utilization(estimates: Sequence) -> str:
+    """Utilization of each board, as SVG: one group per board, a bar per resource (LUT, FF, DSP,
+    BRAM18) in % of the device, a legend and the utilization limit as a dashed line. A bar over
+    100 % stops at the axis end with a mark (``over-mark``) and its real value as label; the limit
+    line leaves a gap wherever a label lies across it."""
+    fig, _ = _utilization_figure(estimates)
+    return _svg(fig)
+
+
+def _utilization_figure(estimates: Sequence):
+    """The utilization chart as a matplotlib figure and its axes (for :func:`utilization`; tests
+    measure where its labels and the limit line fall)."""
+    ests = [_as_dict(e) for e in estimates]
+    n_res = len(RESOURCES)
+    bar_h, group_gap = 0.8, 1.0
+    group_h = n_res * bar_h + group_gap
+    height = max(2.4, 0.95 + 0.19 * n_res * len(ests) + 0.14 * len(ests))
+    fig, ax = _figure(8.0, height)
+    with _rc():
+        centers, labels = [], []
+        spans = []  # (y0, y1) of each bar, to break the limit line around its label
+        texts = []
+        for g, est in enumerate(ests):
+            top = g * group_h
+            board = est["board"]["name"] if isinstance(est["board"], Mapping) else str(est["board"])
+            fits = "fits" if est.get("fits") else "does not fit"
+            centers.append(top + (n_res - 1) * bar_h / 2)
+            labels.append(f"{board}\n{fits}")
+            for i, (key, _name) in enumerate(RESOURCES):
+                y = top + i * bar_h
+                pct = est["utilization_percent"].get(key)
+                shown = 100.0 if pct is None or pct > 100 else pct
+                ax.barh(y, shown, height=bar_h * 0.85, color=COLORS[key], label=_name if g == 0 else None)
+                over = pct is None or pct > 100
+                if over:
+                    ax.plot([100.0], [y], marker=">", color=OVER_COLOR, markersize=7, clip_on=False, gid="over-mark", zorder=5)
+                    t = ax.text(103.5, y, _pct(pct), va="center", ha="left", fontsize=7, color=OVER_COLOR, fontweight="bold")
+                else:
+                    t = ax.text(shown + 1.0, y, _pct(pct), va="center", ha="left", fontsize=7)
+                t.set_gid("value-label")
+                texts.append(t)
+                spans.append((y - bar_h / 2, y + bar_h / 2))
+        ax.set_xlim(0, 100)
+        ax.set_ylim(len(ests) * group_h - group_gap + bar_h * 0.1, -bar_h * 0.9)
+        ax.set_yticks(centers, labels)
+        ax.set_xticks([0, 20, 40, 60, 80, 100], [f"{v}%" for v in (0, 20, 40, 60, 80, 100)])
+        ax.set_xlabel("% of the device")
+        ax.tick_params(axis="y", length=0)
+        ax.spines["right"].set_visible(True)
+        ax.spines["right"].set_linestyle((0, (1, 2)))
+        limits = sorted({float(e["utilization_limit"]) for e in ests})
+        # the legend sits above the axes, where the limit line never runs
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=n_res + 1, borderaxespad=0.3)
+        fig.tight_layout()
+        fig.subplots_adjust(right=0.86)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        inv = ax.transData.inverted()
+        boxes = []
+        for t in texts:
+            bb = t.get_window_extent(renderer)
+            (x0, y0), (x1, y1) = inv.transform([(bb.x0, bb.y0), (bb.x1, bb.y1)])
+            boxes.append((min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)))
+        y_lo, y_hi = sorted(ax.get_ylim())
+        for limit in limits:
+            x = 100.0 * limit
+            pad = 0.15 * bar_h
+            blocked = sorted((b[2] - pad, b[3] + pad) for b in boxes if b[0] - 0.8 <= x <= b[1] + 0.8)
+            start = y_lo
+            segments = []
+            for b0, b1 in blocked:
+                if b0 > start:
+                    segments.append((start, b0))
+                start = max(start, b1)
+            if start < y_hi:
+                segments.append((start, y_hi))
+            for k, (s0, s1) in enumerate(segments):
+                ax.plot(
+                    [x, x],
+                    [s0, s1],
+                    color=LIMIT_COLOR,
+                    linestyle=(0, (4, 2)),
+                    linewidth=1.2,
+                    gid="limit-line",
+                    label=f"limit {100 * limit:g}%" if k == 0 else None,
+                )
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=n_res + len(limits), borderaxespad=0.3)
+    return fig, ax
+
+
+# --------------------------------------------------------------------------------- confusion matrix
+def confusion_matrix(matrix: Sequence[Sequence[int]]) -> str:
+    """A confusion matrix (rows: true label, columns: predicted label) with its counts, as SVG."""
+    import numpy as np
+
+    m = np.asarray(matrix, dtype=np.int64)
+    n = m.shape[0]
+    size = min(7.0, max(3.0, 0.42 * n + 1.6))
+    fig, ax = _figure(size, size * 0.9)
+    with _rc():
+        rows = m.sum(axis=1, keepdims=True)
+        share = np.divide(m, rows, out=np.zeros(m.shape, dtype=np.float64), where=rows > 0)
+        ax.pcolormesh(np.arange(n + 1) - 0.5, np.arange(n + 1) - 0.5, share, cmap="Blues", vmin=0.0, vmax=1.0)
+        for i in range(n):
+            for j in range(m.shape[1]):
+                if m[i, j]:
+                    color = "white" if share[i, j] > 0.5 else "#222222"
+                    ax.text(j, i, str(int(m[i, j])), ha="center", va="center", fontsize=7 if n > 12 else 8, color=color)
+        ax.set_xlim(-0.5, m.shape[1] - 0.5)
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.set_xticks(range(m.shape[1]))
+        ax.set_yticks(range(n))
+        ax.set_xlabel("predicted (deployed)")
+        ax.set_ylabel("true label")
+        ax.set_aspect("equal")
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+        ax.tick_params(length=0)
+        fig.tight_layout()
+    return _svg(fig)
