@@ -306,10 +306,8 @@ def _check_arguments(dataset, path, test_path, label_column, shape, scale, offse
         if ext.lower() != EXTENSIONS[dataset]:
             other = [k for k, e in EXTENSIONS.items() if e == ext.lower()]
             fix = f"set dataset to {other[0]}" if other else f"give a {EXTENSIONS[dataset]} file"
-            raise DataError(
-                f"{_display(p)}: unknown extension {ext or '(none)'!r} for dataset {dataset!r}, which reads "
-                f"{EXTENSIONS[dataset]} files; {fix}"
-            )
+            found = f"its extension is {ext!r}" if ext else "it has no extension"
+            raise DataError(f"{_display(p)}: dataset {dataset!r} reads {EXTENSIONS[dataset]} files, but {found}; {fix}")
         if not os.path.exists(p):
             raise DataError(
                 f"{_display(p)}: no such file; check data.path (a relative path is read from the config file's folder)"
