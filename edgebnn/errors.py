@@ -19,12 +19,12 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 # The one table of exit codes: the CLI's --help and the README show it, the tests read it.
 EXIT_CODES = (
     (EXIT_OK, "success (for run: verified bit for bit and fits the board)"),
-    (EXIT_MISMATCH, "run: Keras, emulator and C-simulation are not bit-exact (the run folder keeps the evidence)"),
+    (EXIT_MISMATCH, "run, verify: Keras, emulator and C-simulation are not bit-exact (the run folder keeps the evidence)"),
     (EXIT_USER_ERROR, "user error: a bad config, argument, file or output path (one line names it)"),
     (EXIT_DOES_NOT_FIT, "run: verified bit for bit, but the design does not fit the board"),
     (EXIT_INTERNAL_ERROR, "internal error: a bug in edgebnn (please report it; EDGEBNN_DEBUG=1 shows the traceback)"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing half-written is left behind"),
-    (EXIT_TERMINATED, "terminated (SIGTERM); nothing half-written is left behind"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing half-written is left behind (training keeps its last checkpoint)"),
+    (EXIT_TERMINATED, "terminated (SIGTERM); nothing half-written is left behind (training keeps its last checkpoint)"),
 )
 
 
