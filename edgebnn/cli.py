@@ -128,7 +128,12 @@ def cmd_verify(args) -> int:
     result = verify_stage(args.run)
     mm = result["mismatches"]
     csim = "not run" if mm["emulator_vs_csim"] is None else mm["emulator_vs_csim"]
-    verdict = "VERIFIED bit for bit" if verified(result) else "MISMATCH"
+    if not verified(result):
+        verdict = "MISMATCH"
+    elif mm["emulator_vs_csim"] is None:
+        verdict = f"Keras = emulator bit for bit (the C-simulation has not run: `edgebnn csim {args.run}`, then verify again)"
+    else:
+        verdict = "VERIFIED bit for bit"
     progress.log(
         f"{verdict}: {result['samples']} samples, Keras vs emulator {mm['keras_vs_emulator']}, emulator vs C-simulation {csim}",
         at=progress.QUIET,

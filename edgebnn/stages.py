@@ -62,38 +62,30 @@ def _load_config(path, base_dir=None) -> dict[str, Any]:
     return load_config(path)
 
 
-def load_data(config: dict[str, Any], where) -> Any:
-    """The configuration's data (train, validation, test), refused in one line naming the key."""
-    from . import data as data_module
+def load_data(config: dict[str, Any], where):
+    """The configuration's data (:class:`edgebnn.data.Data`: train, validation, test), refused in
+    one line naming the key."""
+    from .data import DataError
+    from .data import load_data as load
 
     try:
-        if hasattr(data_module, "load_data"):
-            return data_module.load_data(**config["data"])
-        x_tr, y_tr, x_te, y_te = data_module.load_dataset(**config["data"])
-        return _Data(x_tr, y_tr, None, None, x_te, y_te, int(max(y_tr.max(), y_te.max()) + 1), config["data"]["dataset"])
-    except data_module.DataError as err:
+        return load(**config["data"])
+    except DataError as err:
         raise ConfigError(f"{os.fspath(where)}: key 'data': {err}") from None
 
 
-class _Data:
-    def __init__(self, x_train, y_train, x_val, y_val, x_test, y_test, classes, source):
-        self.x_train, self.y_train, self.x_val, self.y_val = x_train, y_train, x_val, y_val
-        self.x_test, self.y_test, self.classes, self.source = x_test, y_test, classes, source
-
-
-def _check_input_type(input_type: str | None, arrays, where) -> None:
+def _check_input_type(config: dict[str, Any], data, where) -> None:
     """The data lie on the grid of the configured input type (Keras reads them as they are)."""
+    from .data import DataError, check_on_grid
+
+    input_type = config["freeze"]["input_type"]
     if input_type is None:
         return
-    from .fixed import FixedType, propose_input_type
-
-    arrays = [a for a in arrays if a is not None]
-    if not all(FixedType.from_string(input_type).contains(x) for x in arrays):
-        proposed = propose_input_type(np.concatenate([x.ravel() for x in arrays]))
-        raise ConfigError(
-            f"{os.fspath(where)}: key 'freeze.input_type': the data set's values are not all on the grid of "
-            f"{input_type}; give a type that holds them, e.g. {str(proposed)!r}"
-        )
+    scaling = {"scale": config["data"].get("scale", 1.0), "offset": config["data"].get("offset", 0.0)}
+    try:
+        check_on_grid((data.x_train, data.x_val, data.x_test), input_type, **scaling)
+    except DataError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'freeze.input_type': {err}") from None
 
 
 def _check_export_untrained(model, input_type, target, where) -> None:
@@ -122,16 +114,16 @@ def _check_export_untrained(model, input_type, target, where) -> None:
 
 
 def _check_labels(data, model, where) -> None:
+    """Every label is a class of the model (0 .. outputs - 1)."""
+    from .data import DataError, check_labels
+
     classes = int(np.prod(model.output_shape[1:]))
-    for name, y in (("training", data.y_train), ("validation", data.y_val), ("test", data.y_test)):
-        if y is None or not len(y):
-            continue
-        bad = y[(y < 0) | (y >= classes)]
-        if len(bad):
-            raise ConfigError(
-                f"{os.fspath(where)}: key 'data': {len(bad)} {name} labels are outside 0..{classes - 1} (e.g. {int(bad[0])}), "
-                f"but the model has {classes} outputs; give the last layer as many units as there are classes"
-            )
+    try:
+        for name, y in (("training", data.y_train), ("validation", data.y_val), ("test", data.y_test)):
+            if y is not None and len(y):
+                check_labels(y, classes, f"the {name} labels")
+    except DataError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'data': {err}") from None
 
 
 def prepare(config: dict[str, Any], where, check_compile: bool = False):
@@ -149,7 +141,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
         check_compiler()
     data = load_data(config, where)
     input_type = config["freeze"]["input_type"]
-    _check_input_type(input_type, (data.x_train, data.x_val, data.x_test), where)
+    _check_input_type(config, data, where)
     seed_everything(config["train"]["seed"])
     model = build_model(config, data.x_train.shape[1:])
     _check_labels(data, model, where)

@@ -78,7 +78,8 @@ def test_verify_before_csim_checks_the_emulator_leg_and_says_so(staged, capsys):
         pytest.fail("this test runs before the C-simulation (it is the module's first verify)")
     assert cli.main(["verify", str(run)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "emulator vs C-simulation not run" in out
+    assert "emulator vs C-simulation not run" in out and "VERIFIED" not in out
+    assert f"the C-simulation has not run: `edgebnn csim {run}`" in out
     result = json.loads((run / "verify.json").read_text())
     assert result["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": None}
     assert result["accuracy"]["csim"] is None and result["deployed"] == "emulator"
