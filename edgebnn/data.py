@@ -20,6 +20,7 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,12 +92,14 @@ def load_data(
     _check_arguments(dataset, path, test_path, label_column, shape, scale, offset, test_fraction, validation_fraction, seed)
     if dataset == "digits":
         name, splits = "digits", _read_digits()
+        origins = {k: _Origin("", f"x_{k}", f"y_{k}", "sample", 0) for k in splits}
     elif dataset == "npz":
         name, splits = _display(path), _read_npz(path)
+        origins = {k: _Origin(f"{name}: ", f"x_{k}", f"y_{k}", "sample", 0) for k in splits}
     else:
-        name, splits = _read_csv_files(path, test_path, label_column)
-    prefix = "" if dataset == "digits" else f"{name}: "
-    splits = _checked(splits, prefix)
+        name, splits, origins = _read_csv_files(path, test_path, label_column)
+    prefix = origins["train"].prefix
+    splits = _checked(splits, origins)
     if shape is not None:
         splits = {k: (_reshape(x, shape, dataset, prefix), y) for k, (x, y) in splits.items()}
 
@@ -183,7 +186,7 @@ def check_labels(y, classes: int, where: str) -> None:
     same = int(np.sum(wrong == example)) if math.isfinite(example) else int(np.sum(np.isnan(wrong)))
     raise DataError(
         f"{where}: {int(bad.sum())} of {y.size} labels are not classes of a model with {classes} outputs "
-        f"(integers 0 to {classes - 1}), e.g. {_number(example)} ({same} {'label' if same == 1 else 'labels'}); {fix}"
+        f"(integers 0 to {classes - 1}), e.g. {_number(example)} ({_count(same, 'label')}); {fix}"
     )
 
 
@@ -316,12 +319,24 @@ def _check_arguments(dataset, path, test_path, label_column, shape, scale, offse
             raise DataError(f"{_display(p)}: is a folder, not a file; give the {EXTENSIONS[dataset]} file itself")
 
 
-def _checked(splits: dict, prefix: str) -> dict:
-    """Every split as (float features of one sample shape, int64 labels), or one DataError."""
+class _Origin(NamedTuple):
+    """Where a split's arrays come from, for messages: ``prefix`` the file, ``x``/``y`` the
+    arrays' names, a sample's name (``row``) and the index of the first sample (``base``)."""
+
+    prefix: str
+    x: str
+    y: str
+    row: str
+    base: int
+
+
+def _checked(splits: dict, origins: dict) -> dict:
+    """Every split as (numeric features of one sample shape, int64 labels), or one DataError."""
     out = {}
     for key, (x, y) in splits.items():
-        xn, yn = f"x_{key}", f"y_{key}"
-        x, y = _features(x, xn, prefix), _labels(y, yn, prefix)
+        origin = origins[key]
+        prefix, xn, yn = origin.prefix, origin.x, origin.y
+        x, y = _features(x, origin), _labels(y, origin)
         if len(x) != len(y):
             raise DataError(f"{prefix}{xn} has {len(x)} samples but {yn} has {len(y)} labels; give one label per sample")
         if key != "train" and x.shape[1:] != out["train"][0].shape[1:]:
@@ -333,7 +348,8 @@ def _checked(splits: dict, prefix: str) -> dict:
     return out
 
 
-def _features(x: np.ndarray, name: str, prefix: str) -> np.ndarray:
+def _features(x: np.ndarray, origin: _Origin) -> np.ndarray:
+    prefix, name = origin.prefix, origin.x
     if x.dtype.kind not in "biuf":
         kind = _kind_name(x.dtype)
         raise DataError(f"{prefix}{name} has dtype {x.dtype} ({kind}); features must be numbers (integers or floats)")
@@ -347,15 +363,16 @@ def _features(x: np.ndarray, name: str, prefix: str) -> np.ndarray:
     if x.dtype.kind == "f":
         finite = np.isfinite(x).reshape(len(x), -1).all(axis=1)
         if not finite.all():
-            first = int(np.argmin(finite))
+            first, bad = int(np.argmin(finite)) + origin.base, int((~finite).sum())
             raise DataError(
-                f"{prefix}{name} has NaN or infinite features in {int((~finite).sum())} samples (the first is sample {first}); "
+                f"{prefix}{name} has NaN or infinite values in {_count(bad, 'sample')} (the first is {origin.row} {first}); "
                 "remove or fill them"
             )
     return x
 
 
-def _labels(y: np.ndarray, name: str, prefix: str) -> np.ndarray:
+def _labels(y: np.ndarray, origin: _Origin) -> np.ndarray:
+    prefix, name = origin.prefix, origin.y
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -369,16 +386,14 @@ def _labels(y: np.ndarray, name: str, prefix: str) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             whole = np.isfinite(y) & (y == np.floor(y))
         if not whole.all():
-            example = float(y[~whole][0])
-            raise DataError(
-                f"{prefix}{name} holds {int((~whole).sum())} labels that are not whole numbers, e.g. {_number(example)}; "
-                "labels must be class indices 0, 1, 2, ..."
-            )
+            example, bad = float(y[~whole][0]), int((~whole).sum())
+            which = "1 label that is not a whole number" if bad == 1 else f"{bad} labels that are not whole numbers"
+            raise DataError(f"{prefix}{name} holds {which}, e.g. {_number(example)}; labels must be class indices 0, 1, 2, ...")
     if y.size and y.dtype.kind != "b":
         if y.min() < 0:
             negative = y[y < 0]
             raise DataError(
-                f"{prefix}{name} holds {negative.size} negative labels, e.g. {_number(negative[0])}; "
+                f"{prefix}{name} holds {_count(negative.size, 'negative label')}, e.g. {_number(negative[0])}; "
                 "labels must be class indices 0, 1, 2, ..."
             )
         if y.max() > MAX_LABEL:
@@ -503,10 +518,11 @@ def _npz_array(archive, key: str, name: str) -> np.ndarray:
         raise DataError(f"{name}: array {key} cannot be read ({_reason(err)}); write the file again") from None
 
 
-def _read_csv_files(path, test_path, label_column) -> tuple[str, dict]:
+def _read_csv_files(path, test_path, label_column) -> tuple[str, dict, dict]:
     header, values = _read_csv(path)
     label = _label_index(label_column, header, values.shape[1], path)
     splits = {"train": _csv_split(values, label)}
+    origins = {"train": _csv_origin(path)}
     name = os.path.basename(os.fspath(path))
     if test_path is not None:
         test_header, test_values = _read_csv(test_path)
@@ -522,8 +538,13 @@ def _read_csv_files(path, test_path, label_column) -> tuple[str, dict]:
                 f"{header[diff]!r}; the test file needs the same columns"
             )
         splits["test"] = _csv_split(test_values, label)  # the same columns, so the same index
+        origins["test"] = _csv_origin(test_path)
         name = f"{name} + {os.path.basename(os.fspath(test_path))}"
-    return name, splits
+    return name, splits, origins
+
+
+def _csv_origin(path) -> _Origin:
+    return _Origin(f"{_display(path)}: ", "the feature data", "the label column", "data row", 1)
 
 
 def _csv_split(values: np.ndarray, label: int):
@@ -641,6 +662,10 @@ def _number(v) -> str:
     """A number as a short literal: ``10`` for 10.0, ``0.00390625``, ``nan``."""
     v = float(v)
     return str(int(v)) if math.isfinite(v) and v == int(v) and abs(v) < 2**53 else repr(v)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def _names(items: list[str]) -> str:
