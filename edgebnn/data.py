@@ -32,7 +32,7 @@ NPZ_PAIRS = (("x_train", "y_train"), ("x_val", "y_val"), ("x_test", "y_test"))
 MAX_LABEL = 2**31 - 1  # a class index; anything larger is not a label a model can have outputs for
 CSV_HOW = "give comma-separated numbers, one sample per line"
 _KINDS = {"U": "text", "S": "bytes", "O": "Python objects", "c": "complex numbers", "V": "records", "M": "dates"}
-_CHUNK = 1 << 16  # samples scaled at a time (bounds the float64 copy of a large data set)
+_CHUNK = 1 << 20  # values scaled at a time: a small float64 copy is faster than one of a whole data set
 
 
 class DataError(EdgebnnError):
@@ -356,7 +356,7 @@ def _features(x: np.ndarray, origin: _Origin) -> np.ndarray:
     if x.ndim < 2:
         raise DataError(
             f"{prefix}{name} has shape {x.shape}; give one sample per row: (N, features) vectors or (N, H, W[, C]) images "
-            f"(e.g. shape ({len(x)}, 1) for one feature)"
+            f"(e.g. shape ({x.shape[0] if x.ndim else 'N'}, 1) for one feature)"
         )
     if not len(x):
         raise DataError(f"{prefix}{name} holds no samples")
@@ -447,18 +447,24 @@ def _split(y: np.ndarray, fraction: float, seed: int, prefix: str, samples: str,
 def _scaled(x: np.ndarray, scale: float, offset: float, prefix: str, split: str) -> np.ndarray:
     """float32 ``x * scale + offset``, computed in float64 (exact where the math is, one
     rounding at the cast); as cast when the scaling is the identity (so -0.0 stays -0.0)."""
-    if scale == 1 and offset == 0:
-        return x.astype(np.float32)
+    identity = scale == 1 and offset == 0
     out = np.empty(x.shape, dtype=np.float32)
+    rows = max(1, _CHUNK // max(1, math.prod(x.shape[1:])))
     with np.errstate(over="ignore"):
-        for i in range(0, len(x), _CHUNK):
-            out[i : i + _CHUNK] = x[i : i + _CHUNK].astype(np.float64) * float(scale) + float(offset)
+        for i in range(0, len(x), rows):
+            part = x[i : i + rows]
+            out[i : i + rows] = part if identity else part.astype(np.float64) * float(scale) + float(offset)
     finite = np.isfinite(out)
     if not finite.all():
-        example = x.reshape(-1)[np.argmin(finite.reshape(-1))]
+        example = _number(x.reshape(-1)[np.argmin(finite.reshape(-1))])
+        if identity:
+            raise DataError(
+                f"{prefix}{int((~finite).sum())} {split} values are beyond float32's range (e.g. {example}); "
+                "scale them down with data.scale"
+            )
         raise DataError(
             f"{prefix}scale {_number(scale)} and offset {_number(offset)} take {int((~finite).sum())} {split} values beyond "
-            f"float32's range (e.g. the raw value {_number(example)}); use a smaller scale"
+            f"float32's range (e.g. the raw value {example}); use a smaller scale"
         )
     return out
 

@@ -216,6 +216,11 @@ def test_scaling_beyond_float32_is_refused(here):
         "use a smaller scale"
     )
     assert load_data(dataset="npz", path="d.npz", scale=1e37).x_train.max() == np.float32(7e37)
+    np.savez("big.npz", x_train=np.full((10, 2), 1e39), y_train=np.arange(10) % 2)
+    assert refused(dataset="npz", path="big.npz") == (
+        "big.npz: 16 training values are beyond float32's range (e.g. 1e+39); scale them down with data.scale"
+    )
+    assert load_data(dataset="npz", path="big.npz", scale=1e-10).x_train.max() == np.float32(1e29)
 
 
 # ------------------------------------------------------------------------------ csv
