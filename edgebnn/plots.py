@@ -8,10 +8,10 @@ as ``<text>`` so it stays searchable and selectable). matplotlib is imported whe
 drawn, not with :mod:`edgebnn`. Strings from files (layer and board names) are never parsed as
 mathtext and are escaped by the SVG writer.
 
-Shapes drawn with an SVG ``id`` (matplotlib's ``gid``) that tests and styles can find:
-``limit-line`` (the utilization limit, in segments that leave gaps around labels), ``over-mark``
-(the mark at the end of a bar clipped at 100 %), ``value-label`` (a bar's value) and
-``best-epoch`` (the best epoch's line in the training curves).
+Shapes drawn with an SVG ``id`` (matplotlib's ``gid``, made unique by a suffix) that tests and
+styles can find by its start: ``limit-line`` (the utilization limit, in segments that leave gaps around
+labels), ``over-mark`` (the mark at the end of a bar clipped at 100 %), ``value-label`` (a bar's
+value) and ``best-epoch`` (the best epoch's line in the training curves).
 """
 
 from __future__ import annotations
@@ -94,6 +94,11 @@ def _as_dict(estimate) -> dict[str, Any]:
     return estimate if isinstance(estimate, Mapping) else estimate.to_dict()
 
 
+def _floats(values) -> list[float]:
+    """A curve's values as floats (a value not recorded as NaN, which leaves a gap)."""
+    return [math.nan if v is None else float(v) for v in values]
+
+
 def _pct(value: float | None) -> str:
     if value is None or math.isinf(value):
         return "board has 0"
@@ -115,23 +120,25 @@ def training_curves(history: Mapping[str, Any]) -> str:
     with _rc():
         for ax, key, title in panels:
             if history.get(key):
-                ax.plot(epochs, history[key], color=TRAIN_COLOR, label="train")
+                ax.plot(epochs, _floats(history[key]), color=TRAIN_COLOR, label="train")
             if history.get(f"val_{key}"):
-                ax.plot(epochs, history[f"val_{key}"], color=VAL_COLOR, label="validation")
+                ax.plot(epochs, _floats(history[f"val_{key}"]), color=VAL_COLOR, label="validation")
             ax.set_title(title)
             ax.set_xlabel("epoch")
             if key == "accuracy":
                 ax.yaxis.set_major_formatter(_percent_formatter())
         if has_lr:
             ax = axes[2]
-            ax.plot(epochs, history["learning_rate"], color=LR_COLOR, label="learning rate")
+            ax.plot(epochs, _floats(history["learning_rate"]), color=LR_COLOR, label="learning rate")
             ax.set_title("learning rate")
             ax.set_xlabel("epoch")
             ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
-        for ax in axes:
+        for ax_index, ax in enumerate(axes):
             ax.xaxis.set_major_locator(_integer_locator())
             if best is not None:
-                ax.axvline(best, color="#222222", linestyle=":", linewidth=1.0, gid="best-epoch", label=f"best epoch ({best})")
+                ax.axvline(
+                    best, color="#222222", linestyle=":", linewidth=1, gid=f"best-epoch-{ax_index}", label=f"best epoch ({best})"
+                )
         for ax, _, _ in panels:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="best")
@@ -174,7 +181,7 @@ def layer_resources(estimate) -> str:
             top = max(values, default=0) or 1
             ax.set_xlim(0, top * 1.35)
             for y, v in zip(ys, values):
-                ax.text(v + top * 0.02, y, f"{v:,}", va="center", ha="left", fontsize=7, gid="value-label")
+                ax.text(v + top * 0.02, y, f"{v:,}", va="center", ha="left", fontsize=7, gid=f"value-label-{key}-{y}")
             ax.set_title(f"{label} (total {sum(values):,} of {est['available'][key]:,})", fontsize=9)
             ax.set_xticks([])
             ax.spines["bottom"].set_visible(False)
@@ -220,11 +227,12 @@ def _utilization_figure(estimates: Sequence):
                 ax.barh(y, shown, height=bar_h * 0.85, color=COLORS[key], label=_name if g == 0 else None)
                 over = pct is None or pct > 100
                 if over:
-                    ax.plot([100.0], [y], marker=">", color=OVER_COLOR, markersize=7, clip_on=False, gid="over-mark", zorder=5)
+                    mark = f"over-mark-{g}-{i}"
+                    ax.plot([100.0], [y], marker=">", color=OVER_COLOR, markersize=7, clip_on=False, gid=mark, zorder=5)
                     t = ax.text(103.5, y, _pct(pct), va="center", ha="left", fontsize=7, color=OVER_COLOR, fontweight="bold")
                 else:
                     t = ax.text(shown + 1.0, y, _pct(pct), va="center", ha="left", fontsize=7)
-                t.set_gid("value-label")
+                t.set_gid(f"value-label-{g}-{i}")
                 texts.append(t)
                 spans.append((y - bar_h / 2, y + bar_h / 2))
         ax.set_xlim(0, 100)
@@ -268,7 +276,7 @@ def _utilization_figure(estimates: Sequence):
                     color=LIMIT_COLOR,
                     linestyle=(0, (4, 2)),
                     linewidth=1.2,
-                    gid="limit-line",
+                    gid=f"limit-line-{100 * limit:g}-{k}",
                     label=f"limit {100 * limit:g}%" if k == 0 else None,
                 )
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=n_res + len(limits), borderaxespad=0.3)

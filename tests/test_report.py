@@ -1,0 +1,340 @@
+"""report.json / report.html of a run folder, and the charts of edgebnn.plots."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import yaml
+
+from edgebnn import plots, report
+from edgebnn.errors import EdgebnnError
+from edgebnn.outputs import MARKER
+
+CHROMIUM = "/usr/bin/chromium"
+SECTION_IDS = ("training", "layers", "verification", "resources", "accuracy")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from run_folder import make_run
+
+    folder = tmp_path_factory.mktemp("report") / "run"
+    info = make_run(folder)
+    html_path, json_path = report.write(folder)
+    info.update(folder=folder, html=html_path, json=json_path, data=json.loads(json_path.read_text()))
+    return info
+
+
+def _partial(tmp_path, name="partial"):
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    (folder / MARKER).write_text("written by edgebnn\n")
+    (folder / "config.yaml").write_text(yaml.safe_dump({"name": name, "board": "pynq-z2"}), encoding="utf-8")
+    return folder
+
+
+# ------------------------------------------------------------------------------------ report.json
+@pytest.mark.train
+def test_report_json_holds_every_section_with_the_run_numbers(run):
+    data, graph, rep, y = run["data"], run["graph"], run["report"], run["y_test"]
+    assert data == report.build(run["folder"])
+    assert data["format"] == "edgebnn-report" and data["run"]["name"] == "report_digits" and data["run"]["board"] == "pynq-z2"
+    sections = data["sections"]
+    assert {k: s["status"] for k, s in sections.items()} == dict.fromkeys(SECTION_IDS, "ok")
+
+    # training: the Keras History's curves
+    tr = sections["training"]
+    assert tr["epochs"] == 4 and tr["history"]["loss"] == run["history"]["loss"]
+    assert tr["final"]["accuracy"] == run["history"]["accuracy"][-1] and tr["final"]["val_loss"] is None
+
+    # layers: one row per graph node, parameters and MACs recounted from the arrays
+    rows = {r["node"]: r for r in sections["layers"]["rows"]}
+    assert list(rows) == [n.name for n in graph.nodes]
+    dense = [n for n in graph.nodes if n.op == "dense"]
+    assert len(dense) == 2
+    for n in dense:
+        n_in, n_out = n.params["weight"].shape
+        r = rows[n.name]
+        bias = n.params["bias"].size if "bias" in n.params else 0
+        assert r["macs"] == n_in * n_out and r["parameters"] == n.params["weight"].size + bias
+        assert r["weight_type"] == n.attrs["weight_type"] and r["weight_values"] == "binary"
+        assert r["activation_type"] == str(n.type) and r["activation_bits"] == n.type.width
+        assert r["output_shape"] == [n_out]
+    for n in graph.nodes:
+        if n.op == "threshold":
+            assert rows[n.name]["parameters"] == n.params["thresholds"].size and rows[n.name]["macs"] == 0
+    assert sections["layers"]["totals"]["macs"] == 64 * 24 + 24 * 10
+
+    # verification: the emulator leg only
+    ver = sections["verification"]
+    assert ver["samples"] == len(y) == 360
+    assert ver["mismatches"] == {"keras_vs_emulator": rep.keras_vs_emulator, "emulator_vs_csim": None}
+    assert rep.keras_vs_emulator == 0 and ver["first_mismatches"] == []
+
+    # accuracy and the confusion matrix, from the predictions
+    acc = sections["accuracy"]
+    pred = np.argmax(rep.outputs["emulator"], axis=1)
+    assert acc["emulator"] == float(np.mean(pred == y))
+    assert acc["keras"] == float(np.mean(np.argmax(rep.outputs["keras"], axis=1) == y))
+    assert acc["csim"] is None and acc["deployed"] == "emulator"
+    matrix = np.array(acc["confusion_matrix"])
+    assert matrix.shape == (10, 10) and matrix.sum() == len(y)
+    assert np.array_equal(matrix.sum(axis=1), np.bincount(y, minlength=10))
+    assert np.trace(matrix) == int(np.sum(pred == y))
+    assert matrix[3, 5] == int(np.sum((y == 3) & (pred == 5)))
+
+    # resources: the run's board per node, and every board
+    res = sections["resources"]
+    main = run["estimates"]["pynq-z2"]
+    assert res["board"] == "pynq-z2" and res["run_board"]["totals"] == main.totals and res["run_board"]["fits"] == main.fits
+    assert [r["name"] for r in res["run_board"]["rows"]] == [r.name for r in main.rows]
+    assert [r["lut"] for r in res["run_board"]["rows"]] == [r.lut for r in main.rows]
+    assert {b["board"]: b["fits"] for b in res["boards"]} == {k: e.fits for k, e in run["estimates"].items()}
+    assert len(res["boards"]) == len(run["estimates"]) > 1
+
+    v = data["verdict"]
+    assert v["verified"] is True and v["legs"] == ["keras_vs_emulator"] and v["fits"] == main.fits
+    assert v["text"].startswith("VERIFIED bit for bit")
+
+
+@pytest.mark.train
+def test_report_html_has_each_section_and_chart_and_no_external_reference(run):
+    page = run["html"].read_text(encoding="utf-8")
+    for key in SECTION_IDS:
+        assert f'<section id="{key}">' in page
+    for chart in ("training", "layers", "utilization", "confusion"):
+        assert f'class="plot plot-{chart}"' in page
+    assert "VERIFIED bit for bit" in page
+    _assert_self_contained(page)
+    # every id is unique once the charts are inlined
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+
+
+def _assert_self_contained(page: str) -> None:
+    assert "<script" not in page.lower()
+    refs = re.findall(r"""(?:\bsrc|\bhref)\s*=\s*["']([^"']*)["']""", page)
+    assert refs and all(r.startswith("#") for r in refs), [r for r in refs if not r.startswith("#")]
+    assert not re.search(r"url\(\s*['\"]?(?!#)", page)
+    assert "@import" not in page and "<link" not in page and "<iframe" not in page
+
+
+def test_a_missing_stage_says_not_run_yet_and_names_escape(tmp_path):
+    folder = _partial(tmp_path, name="<script>alert(1)</script>")
+    data = report.build(folder)
+    for key in SECTION_IDS:
+        assert data["sections"][key]["status"] == "not run yet"
+        assert data["sections"][key]["note"].startswith("not run yet: `edgebnn ")
+    assert f"`edgebnn verify {folder}`" in data["sections"]["verification"]["note"]
+    assert data["verdict"] == {
+        "verified": None,
+        "legs": [],
+        "fits": None,
+        "board": "pynq-z2",
+        "text": "not verified yet; not estimated yet on pynq-z2",
+    }
+    html_path, json_path = report.write(folder)
+    page = html_path.read_text(encoding="utf-8")
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("not run yet") >= 5
+    assert json.loads(json_path.read_text())["run"]["name"] == "<script>alert(1)</script>"
+
+
+def test_an_unreadable_file_is_said_in_its_section(tmp_path):
+    folder = _partial(tmp_path)
+    (folder / "verify.json").write_text("{ not json", encoding="utf-8")
+    (folder / "graph.npz").write_bytes(b"PK garbage")
+    data = report.build(folder)
+    assert data["sections"]["verification"]["status"] == "unreadable"
+    assert "verify.json cannot be read" in data["sections"]["verification"]["note"]
+    assert data["sections"]["layers"]["status"] == "unreadable" and "graph file" in data["sections"]["layers"]["note"]
+    assert data["sections"]["training"]["status"] == "not run yet"
+    report.write(folder)
+
+
+def test_a_folder_that_is_no_run_folder_is_refused(tmp_path):
+    with pytest.raises(EdgebnnError, match="does not exist"):
+        report.build(tmp_path / "nowhere")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(EdgebnnError, match=r"is not an edgebnn run folder .*\.edgebnn-output"):
+        report.write(tmp_path / "plain")
+    assert os.listdir(tmp_path / "plain") == []
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(EdgebnnError, match="is a file"):
+        report.build(tmp_path / "file")
+
+
+# ----------------------------------------------------------------------------------- in Chromium
+def _chromium():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("EDGEBNN_REQUIRE_CHROMIUM"):
+            pytest.fail(f"{CHROMIUM} is missing but EDGEBNN_REQUIRE_CHROMIUM is set; install chromium")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    return CHROMIUM
+
+
+def _render(page_path, tmp_path, *extra):
+    profile = tmp_path / "chromium-profile"
+    cmd = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+        page_path.as_uri(),
+    ]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    page_errors = [
+        line for line in out.stderr.splitlines() if "CONSOLE" in line or "Failed to load resource" in line or "Uncaught" in line
+    ]
+    assert page_errors == []
+    return out
+
+
+@pytest.mark.train
+def test_report_renders_in_headless_chromium(run, tmp_path):
+    out = _render(run["html"], tmp_path, "--dump-dom")
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = out.stdout
+    for key in SECTION_IDS:
+        assert f'id="{key}"' in dom
+    for chart in ("training", "layers", "utilization", "confusion"):
+        assert re.search(rf'<svg[^>]*class="plot plot-{chart}"', dom)
+    assert "VERIFIED bit for bit" in dom
+    png = tmp_path / "report.png"
+    out = _render(run["html"], tmp_path, f"--screenshot={png}", "--window-size=1280,2400", "--hide-scrollbars")
+    assert out.returncode == 0 and png.is_file(), out.stderr[-2000:]
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)
+    assert image.shape[:2] == (2400, 1280)
+    colors = np.unique((image[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colors) > 50 and float(image[..., :3].std()) > 0.05
+
+
+def test_partial_report_renders_the_escaped_name_as_text(tmp_path):
+    folder = _partial(tmp_path, name="<script>document.title='x'</script>")
+    html_path, _ = report.write(folder)
+    out = _render(html_path, tmp_path, "--dump-dom")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "<script" not in out.stdout
+    assert "&lt;script&gt;document.title='x'&lt;/script&gt;" in out.stdout
+    assert out.stdout.count("not run yet") >= 5
+
+
+# ----------------------------------------------------------------------------------------- plots
+def _estimate(board, lut, ff, dsp, bram18, limit=0.8):
+    util = {"lut": lut, "ff": ff, "dsp": dsp, "bram18": bram18, "uram": 0.0}
+    return {
+        "board": {"name": board},
+        "utilization_percent": util,
+        "utilization_limit": limit,
+        "fits": all(v is not None and v <= 100 * limit for v in util.values()),
+    }
+
+
+ESTIMATES = [
+    _estimate("pynq-z2", 412.3, 35.2, 0.0, 78.9),
+    _estimate("zcu104", 78.5, 6.1, None, 81.0),
+    _estimate("u250", 12.0, 1.2, 0.5, 3.3),
+]
+
+
+def test_utilization_chart_is_deterministic_with_a_legend_and_marked_overflow():
+    svg = plots.utilization(ESTIMATES)
+    assert svg == plots.utilization([dict(e) for e in ESTIMATES])
+    assert svg.startswith("<svg") and "<!DOCTYPE" not in svg and "dc:date" not in svg.lower() and "<!--" not in svg
+    assert 'id="legend_1"' in svg
+    for name in ("LUT", "FF", "DSP", "BRAM18", "limit 80%"):
+        assert f">{name}</text>" in svg
+    assert len(re.findall(r'id="over-mark', svg)) == 2  # 412 % LUT and a DSP on a board without DSPs
+    assert ">412%</text>" in svg and ">board has 0</text>" in svg
+    other = plots.utilization(ESTIMATES[1:])
+    assert other != svg and ">412%</text>" not in other
+
+
+def test_utilization_bars_over_100_stop_at_the_axis_end():
+    fig, ax = plots._utilization_figure(ESTIMATES)
+    try:
+        widths = sorted(round(p.get_width(), 6) for p in ax.patches)
+        assert max(widths) == 100.0 and widths.count(100.0) == 2
+        assert ax.get_xlim() == (0.0, 100.0)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_utilization_limit_line_crosses_no_label():
+    # 78.5 % and 78.9 % put their labels across the 80 % limit
+    fig, ax = plots._utilization_figure(ESTIMATES)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        texts = [t for t in ax.texts if (t.get_gid() or "").startswith("value-label-")]
+        lines = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("limit-line-")]
+        assert len(texts) == 12 and len(lines) >= 2
+        x_line = ax.transData.transform((80.0, 0))[0]
+        across = [t for t in texts if t.get_window_extent(renderer).x0 <= x_line <= t.get_window_extent(renderer).x1]
+        assert len(across) >= 2  # the labels the line must avoid
+        for line in lines:
+            seg = line.get_window_extent(renderer)
+            for t in texts:
+                box = t.get_window_extent(renderer)
+                assert not (box.x0 <= seg.x1 and seg.x0 <= box.x1 and box.y0 < seg.y1 and seg.y0 < box.y1), t.get_text()
+        # the segments together still span most of the axes' height
+        span = sum(ln.get_window_extent(renderer).height for ln in lines)
+        assert span > 0.6 * ax.get_window_extent(renderer).height
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_training_curves_and_confusion_matrix_are_deterministic():
+    history = {
+        "epoch": [1, 2, 3],
+        "loss": [2.0, 1.0, 0.5],
+        "accuracy": [0.3, 0.6, 0.8],
+        "val_loss": [2.1, 1.2, 1.3],
+        "val_accuracy": [0.25, 0.55, 0.5],
+        "learning_rate": [0.01, 0.009, 0.0081],
+        "best_epoch": 2,
+    }
+    svg = plots.training_curves(history)
+    assert svg == plots.training_curves(dict(history))
+    assert "best-epoch" in svg and ">validation</text>" in svg and ">learning rate</text>" in svg
+    assert svg != plots.training_curves({**history, "best_epoch": 3})
+    m = [[5, 1], [0, 7]]
+    cm = plots.confusion_matrix(m)
+    assert cm == plots.confusion_matrix(np.array(m)) and ">7</text>" in cm and ">5</text>" in cm
+    assert "<image" not in cm  # drawn as vectors
+
+
+def test_layer_resources_labels_every_node():
+    est = {
+        "rows": [{"name": f"node_{i}", "lut": 10 * i, "ff": 5 * i, "dsp": i, "bram18": 0} for i in range(3)],
+        "available": {"lut": 100, "ff": 200, "dsp": 10, "bram18": 4},
+    }
+    svg = plots.layer_resources(est)
+    assert svg == plots.layer_resources(est)
+    for i in range(3):
+        assert f">node_{i}</text>" in svg
+    assert ">LUT (total 30 of 100)</text>" in svg
