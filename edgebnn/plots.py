@@ -208,7 +208,7 @@ def _utilization_figure(estimates: Sequence):
     n_res = len(RESOURCES)
     bar_h, group_gap = 0.8, 1.0
     group_h = n_res * bar_h + group_gap
-    height = max(2.4, 0.95 + 0.19 * n_res * len(ests) + 0.14 * len(ests))
+    height = max(2.4, 0.95 + 0.125 * n_res * len(ests) + 0.1 * len(ests))
     fig, ax = _figure(8.0, height)
     with _rc():
         centers, labels = [], []

@@ -549,7 +549,8 @@ def _html_training(s) -> str:
 
     f = s["final"]
     parts = [
-        f"<p>{s['epochs']} epoch(s); best epoch {_fmt(s['best_epoch'])}"
+        f"<p>{s['epochs']} epoch(s); "
+        + (f"best epoch {s['best_epoch']}" if s["best_epoch"] is not None else "no best epoch (no validation set)")
         + ("; stopped early" if s["stopped_early"] else "")
         + f". Last epoch: loss {_fmt(f['loss'])}, accuracy {_pct(f['accuracy'])}"
         + (
@@ -561,7 +562,8 @@ def _html_training(s) -> str:
         + ".</p>"
     ]
     if s["epochs"]:
-        parts.append(_inline(plots.training_curves(s["history"]), "training", "training curves"))
+        svg = plots.training_curves({**s["history"], "best_epoch": s["best_epoch"]})
+        parts.append(_inline(svg, "training", "training curves"))
     if not s["history"].get("learning_rate"):
         parts.append('<p class="note">The learning rate was not recorded.</p>')
     return "".join(parts)
@@ -584,9 +586,9 @@ def _html_layers(s) -> str:
             _e(r["node"]) + (f' <span class="note">&larr; {_e(", ".join(r["inputs"]))}</span>' if len(r["inputs"]) > 1 else ""),
             _e(r["op"]),
             _e("(" + ", ".join(map(str, r["output_shape"])) + ")"),
-            _fmt(r["weight_type"]) + (f' <span class="note">({r["weight_values"]})</span>' if r["weight_values"] else ""),
+            _fmt(r["weight_type"]),
             _e(r["activation_type"]),
-            _fmt(r["weight_bits"]),
+            _fmt(r["weight_bits"]) + (f' <span class="note">({r["weight_values"]})</span>' if r["weight_values"] else ""),
             _e(r["activation_bits"]),
             f"{r['parameters']:,}",
             f"{r['macs']:,}",
@@ -656,7 +658,7 @@ def _html_resources(s) -> str:
         f"<h3>Per node on {_e(s['board'])}</h3>",
         f"<p>{_e(main.get('strategy'))}, {_e(main.get('io_type'))}, reuse factor {_e(json.dumps(main.get('reuse_factor')))}: "
         f"{fits} under {limit} of every resource; latency {main['latency_cycles']:,} cycles = {_fmt(main['latency_ns'])} ns, "
-        f"II {main['ii']:,} cycles.</p>",
+        f"II {main['ii']:,} cycle{'' if main['ii'] == 1 else 's'}.</p>",
         _table(head, rows, set(range(2, 9)), total).replace("</tbody>", _row(avail) + _row(util) + "</tbody>"),
     ]
     parts += [f'<p class="note">warning: {_e(w)}</p>' for w in main["warnings"]]

@@ -98,6 +98,10 @@ def test_report_json_holds_every_section_with_the_run_numbers(run):
     assert {b["board"]: b["fits"] for b in res["boards"]} == {k: e.fits for k, e in run["estimates"].items()}
     assert len(res["boards"]) == len(run["estimates"]) > 1
 
+    # the chart draws Estimate objects as it draws their dicts (edgebnn estimate --plot passes objects)
+    objects = list(run["estimates"].values())
+    assert plots.utilization(objects) == plots.utilization([e.to_dict() for e in objects])
+
     v = data["verdict"]
     assert v["verified"] is True and v["legs"] == ["keras_vs_emulator"] and v["fits"] == main.fits
     assert v["text"].startswith("VERIFIED bit for bit")
@@ -338,3 +342,33 @@ def test_layer_resources_labels_every_node():
     for i in range(3):
         assert f">node_{i}</text>" in svg
     assert ">LUT (total 30 of 100)</text>" in svg
+
+
+def test_a_mismatch_is_the_verdict_and_its_first_difference_is_shown(tmp_path):
+    folder = _partial(tmp_path)
+    verify = {
+        "samples": 3,
+        "mismatches": {"keras_vs_emulator": 0, "emulator_vs_csim": 2},
+        "first_mismatches": [
+            {"between": "emulator/csim", "sample": 1, "layer": "dense<1>", "source": "q", "expected": [1, 2], "got": [1, 3]}
+        ],
+        "stream_leftovers": ["layer2_out: 4 values left"],
+        "keras_caveats": [{"node": "bn", "reason": "ties at 0.5"}],
+        "accuracy": {"keras": 2 / 3, "emulator": 2 / 3, "csim": 1 / 3},
+        "deployed": "csim",
+        "classes": 2,
+        "confusion_matrix": [[1, 1], [1, 0]],
+    }
+    (folder / "verify.json").write_text(json.dumps(verify), encoding="utf-8")
+    history = {"epoch": [1, 2], "loss": [1.0, 0.5], "val_loss": [1.1, 0.9], "best_epoch": 2, "stopped_early": True}
+    (folder / "history.json").write_text(json.dumps(history), encoding="utf-8")
+    data = report.build(folder)
+    assert data["verdict"]["verified"] is False and data["verdict"]["text"].startswith("MISMATCH")
+    assert data["verdict"]["legs"] == ["keras_vs_emulator", "emulator_vs_csim"]
+    assert data["sections"]["accuracy"]["csim"] == 1 / 3 and data["sections"]["accuracy"]["samples"] == 3
+    tr = data["sections"]["training"]
+    assert tr["best_epoch"] == 2 and tr["stopped_early"] is True and tr["final"]["val_loss"] == 0.9
+    page = report.render(data)
+    assert '<span class="badge bad">MISMATCH</span>' in page
+    assert "<code>dense&lt;1&gt;</code>" in page and "[1, 3]" in page and "layer2_out: 4 values left" in page
+    assert "ties at 0.5" in page and "stopped early" in page and "best-epoch" in page
