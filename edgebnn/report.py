@@ -138,7 +138,7 @@ def write(run_dir: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path]:
     or not at all; returns their paths ``(html_path, json_path)``."""
     data = build(run_dir)
     run = _open(run_dir)
-    page = render(data, _history_of(run, data))
+    page = render(data)
     text = json.dumps(data, indent=2) + "\n"
     json_path, html_path = run / "report.json", run / "report.html"
     write_file(json_path, lambda fh: fh.write(text), what="report.json")
@@ -386,11 +386,6 @@ def _verdict(sections: dict[str, dict[str, Any]], board: str | None) -> dict[str
     return {"verified": verified, "legs": legs, "fits": fits, "board": board, "text": "; ".join(parts)}
 
 
-def _history_of(run: pathlib.Path, data: dict[str, Any]):
-    section = data["sections"]["training"]
-    return section.get("history") if section["status"] == "ok" else None
-
-
 # ------------------------------------------------------------------------------------------- html
 def _e(value) -> str:
     return html.escape(str(value), quote=True)
@@ -430,8 +425,8 @@ code { background: var(--head); padding: 1px 4px; border-radius: 3px; }
 """
 
 
-def render(data: dict[str, Any], history: dict[str, Any] | None = None) -> str:
-    """The HTML page of a report built by :func:`build` (``history``: the training curves)."""
+def render(data: dict[str, Any]) -> str:
+    """The HTML page of a report built by :func:`build`."""
     run, verdict, sections = data["run"], data["verdict"], data["sections"]
     body = [
         "<!DOCTYPE html>",

@@ -116,6 +116,7 @@ def test_report_html_has_each_section_and_chart_and_no_external_reference(run):
         assert f'class="plot plot-{chart}"' in page
     assert "VERIFIED bit for bit" in page
     _assert_self_contained(page)
+    assert page == report.render(report.build(run["folder"]))  # the same folder, the same bytes
     # every id is unique once the charts are inlined
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
@@ -342,6 +343,9 @@ def test_layer_resources_labels_every_node():
     for i in range(3):
         assert f">node_{i}</text>" in svg
     assert ">LUT (total 30 of 100)</text>" in svg
+    hostile = {**est, "rows": [{**est["rows"][0], "name": "<b>x</b> & $y$"}]}
+    svg = plots.layer_resources(hostile)
+    assert ">&lt;b&gt;x&lt;/b&gt; &amp; $y$</text>" in svg and "<b>" not in svg  # escaped, never mathtext
 
 
 def test_a_mismatch_is_the_verdict_and_its_first_difference_is_shown(tmp_path):
