@@ -41,10 +41,7 @@ def run(
     stages.csim_stage(run_folder, log=log)
     stages.verify_stage(run_folder, log=log)
     est, _ = stages.estimate_stage(run_folder, log=lambda msg: None)
-    import importlib.util
-
-    if importlib.util.find_spec("edgebnn.report") is not None:
-        stages.report_stage(run_folder, log=log)
+    stages.report_stage(run_folder, log=log)
     summary = json.loads((run_folder / "summary.json").read_text())
     log("")
     log(format_summary(summary, est))

@@ -24,6 +24,13 @@ LIGHT = [
     "edgebnn.errors",
     "edgebnn.verify",
     "edgebnn.cli",
+    # the command line's stages, run folder, progress, data and report (matplotlib only once a plot is drawn)
+    "edgebnn.stages",
+    "edgebnn.runfolder",
+    "edgebnn.progress",
+    "edgebnn.data",
+    "edgebnn.report",
+    "edgebnn.plots",
 ]
 # the backends: the hls4ml package, its op lowerings and cost model import hls4ml only once an export runs
 LIGHT += [
@@ -34,7 +41,7 @@ LIGHT += [
     "edgebnn.backends.hls4ml.project",
     "edgebnn.backends.hls4ml.cost",
 ]
-HEAVY = ("tensorflow", "keras", "hls4ml")
+HEAVY = ("tensorflow", "keras", "hls4ml", "matplotlib")
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:

@@ -124,6 +124,14 @@ def test_csim_alone_then_verify_then_estimate_report_and_summary(staged, capsys)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["mismatches"] == result["mismatches"] and summary["resources"]["fits"] == ours["fits"]
 
+    assert cli.main(["report", str(run)]) == EXIT_OK
+    report = json.loads((run / "report.json").read_text())
+    assert report["verdict"]["verified"] is True and "emulator_vs_csim" in report["verdict"]["legs"]
+    assert report["sections"]["accuracy"]["csim"] == result["accuracy"]["csim"]
+    assert report["sections"]["accuracy"]["confusion_matrix"] == result["confusion_matrix"]
+    assert report["sections"]["resources"]["run_board"]["totals"] == ours["totals"]
+    assert (run / "report.html").read_text().count("<svg") >= 4
+
     capsys.readouterr()
     assert cli.main(["summary", str(run), "--json"]) == EXIT_OK
     table = json.loads(capsys.readouterr().out)
