@@ -127,6 +127,15 @@ class RunFolder:
             raise RunFolderError(f"run folder {shown!r} does not exist; make it with `edgebnn train CONFIG -o {shown}`")
         if not run.path.is_dir():
             raise RunFolderError(f"{shown!r} is a file, not a run folder; give the folder `edgebnn train` made")
+        if (
+            (run.path / MARKER).is_file()
+            and (run.path / FILES["summary"]).is_file()
+            and not (run.path / FILES["config"]).is_file()
+        ):
+            raise RunFolderError(
+                f"{shown!r} was made by an edgebnn before 0.2 (it has no config.yaml and run.json, which the stages read); "
+                f"make it again with `edgebnn run CONFIG -o {shown} --force` (`edgebnn estimate {shown}` still reads it)"
+            )
         if not (run.path / MARKER).is_file() or not (run.path / FILES["config"]).is_file():
             raise RunFolderError(
                 f"{shown!r} is not an edgebnn run folder (it has no {MARKER} and config.yaml); make one with "

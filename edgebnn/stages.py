@@ -19,6 +19,7 @@ import pathlib
 import shutil
 import time
 import warnings
+import zipfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -470,8 +471,11 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
     project = None
     if (run / FILES["csim"]).exists():
         path = run.require(FILES["csim"], config)
-        with np.load(path, allow_pickle=False) as saved:
-            outputs, leftovers = saved["outputs"], [str(s) for s in saved["stream_leftovers"]]
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                outputs, leftovers = saved["outputs"], [str(s) for s in saved["stream_leftovers"]]
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # a damaged file
+            raise RunFolderError(f"{str(path)!r} cannot be read ({err}); run `edgebnn csim {run}` again") from None
         if len(outputs) != len(data.x_test):
             raise RunFolderError(
                 f"{str(path)!r} holds {len(outputs)} outputs for {len(data.x_test)} test samples; run csim again"

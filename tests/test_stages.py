@@ -256,3 +256,49 @@ def test_mismatch_in_verify_exits_1(tmp_path, monkeypatch, capsys):
     assert result["mismatches"]["keras_vs_emulator"] > 0
     assert result["first_mismatches"][0]["layer"] == graph.output.name
     assert json.loads((run / "summary.json").read_text())["mismatches"] == result["mismatches"]
+
+
+@pytest.mark.train
+@pytest.mark.csim
+@pytest.mark.parametrize(
+    "damage, stage, says",
+    [
+        ("run.json", "freeze", "run.json' cannot be read"),
+        ("model.keras", "freeze", "model.keras"),
+        ("csim.npz", "verify", "csim.npz' cannot be read"),
+        ("config.yaml", "export", "not valid YAML"),
+    ],
+)
+def test_a_damaged_run_folder_is_refused_in_one_line(staged, tmp_path, capsys, damage, stage, says):
+    import shutil
+
+    _, run = staged
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy, symlinks=True)
+    if damage == "csim.npz" and not (copy / "csim.npz").exists():
+        np.savez(copy / "csim.npz", outputs=np.zeros((360, 10)), stream_leftovers=np.array([], dtype=str))
+    (copy / damage).write_bytes(b"{ not what it should be: \x00\x01")
+    before = sorted(os.listdir(copy))
+    code = cli.main([stage, str(copy)])
+    line = one_line_error(capsys)
+    assert code == EXIT_USER_ERROR, line
+    assert says in line and "internal error" not in line
+    assert sorted(os.listdir(copy)) == before
+
+
+def test_a_run_folder_of_an_earlier_edgebnn_says_how_to_make_it_again(tmp_path, capsys):
+    from graphs import binary_mlp
+
+    from edgebnn.outputs import MARKER
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / MARKER).write_text("edgebnn\n")
+    (old / "summary.json").write_text(json.dumps({"board": "pynq-z2", "export": {"backend": "Vitis"}}))
+    binary_mlp().save(old / "graph.npz")
+    for stage in ("csim", "verify", "report"):
+        assert cli.main([stage, str(old)]) == EXIT_USER_ERROR
+        line = one_line_error(capsys)
+        assert "made by an edgebnn before 0.2" in line and f"`edgebnn run CONFIG -o {old} --force`" in line
+    assert cli.main(["estimate", str(old)]) == EXIT_OK  # the estimate still reads its summary's options
+    assert sorted(os.listdir(old)) == [MARKER, "graph.npz", "summary.json"]
