@@ -287,6 +287,7 @@ def train_stage(
             result = _train(model, data, config, tmp / FILES["checkpoints"], False, log)
             _finish_train(run, result, model, config, start)
         return RunFolder(final)
+    made = [p for p in [final.parent, *final.parent.parents] if not os.path.lexists(p)]  # removed again on failure
     with staged_dir(final, what="run folder") as tmp:  # the empty run folder appears whole
         (tmp / FILES["config"]).write_text(text, encoding="utf-8")
         RunFolder(tmp).write_manifest(manifest)
@@ -298,6 +299,9 @@ def train_stage(
     except BaseException:
         if not (run / FILES["checkpoints"] / "state.json").is_file():  # nothing to resume: leave nothing
             shutil.rmtree(run.path, ignore_errors=True)
+            for parent in made:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()  # only if still empty
         raise
     return run
 
@@ -337,7 +341,15 @@ def load_trained(run: RunFolder, config):
     from . import load_model
 
     path = run.require(FILES["model"], config)
-    return load_model(path)
+    try:
+        return load_model(path)
+    except EdgebnnError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile) as err:  # Keras's words for a damaged file
+        raise RunFolderError(
+            f"{str(path)!r} cannot be loaded as a Keras model ({' '.join(str(err).split())[:160]}); train again with "
+            f"`edgebnn train {run}`"
+        ) from None
 
 
 # ---------------------------------------------------------------------- freeze

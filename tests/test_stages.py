@@ -264,9 +264,9 @@ def test_mismatch_in_verify_exits_1(tmp_path, monkeypatch, capsys):
     "damage, stage, says",
     [
         ("run.json", "freeze", "run.json' cannot be read"),
-        ("model.keras", "freeze", "model.keras"),
+        ("model.keras", "freeze", "model.keras' cannot be loaded as a Keras model"),
         ("csim.npz", "verify", "csim.npz' cannot be read"),
-        ("config.yaml", "export", "not valid YAML"),
+        ("config.yaml", "export", "config.yaml: line 1: character #x0000 is not allowed in YAML"),
     ],
 )
 def test_a_damaged_run_folder_is_refused_in_one_line(staged, tmp_path, capsys, damage, stage, says):
@@ -276,7 +276,8 @@ def test_a_damaged_run_folder_is_refused_in_one_line(staged, tmp_path, capsys, d
     copy = tmp_path / "copy"
     shutil.copytree(run, copy, symlinks=True)
     if damage == "csim.npz" and not (copy / "csim.npz").exists():
-        np.savez(copy / "csim.npz", outputs=np.zeros((360, 10)), stream_leftovers=np.array([], dtype=str))
+        assert cli.main(["csim", str(copy)]) == EXIT_OK
+        capsys.readouterr()
     (copy / damage).write_bytes(b"{ not what it should be: \x00\x01")
     before = sorted(os.listdir(copy))
     code = cli.main([stage, str(copy)])
@@ -302,3 +303,46 @@ def test_a_run_folder_of_an_earlier_edgebnn_says_how_to_make_it_again(tmp_path, 
         assert "made by an edgebnn before 0.2" in line and f"`edgebnn run CONFIG -o {old} --force`" in line
     assert cli.main(["estimate", str(old)]) == EXIT_OK  # the estimate still reads its summary's options
     assert sorted(os.listdir(old)) == [MARKER, "graph.npz", "summary.json"]
+
+
+@pytest.mark.train
+@pytest.mark.csim
+@pytest.mark.slow
+def test_a_run_on_the_users_own_npz_images_is_verified(tmp_path, capsys):
+    """8-bit images in an .npz file beside the config (a relative path), scaled by 1/256 onto the
+    input quantizer's grid, with a validation split: trained, frozen, exported, C-simulated and
+    verified bit for bit by `edgebnn run`."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = np.round(digits.images * 255 / 16).astype(np.uint8)[..., None]  # (N, 8, 8, 1), 0..255
+    labels = digits.target
+    (tmp_path / "data").mkdir()
+    np.savez(
+        tmp_path / "data" / "mine.npz", x_train=images[:1400], y_train=labels[:1400], x_test=images[1400:], y_test=labels[1400:]
+    )
+    with open(EXAMPLE) as fh:
+        config = yaml.safe_load(fh)
+    config["data"] = {"dataset": "npz", "path": "data/mine.npz", "scale": 1 / 256, "validation_fraction": 0.1, "seed": 1}
+    config["model"].insert(0, {"Flatten": {}})
+    for layer in config["model"]:
+        if layer.get("QuantDense", {}).get("units") == 128:
+            layer["QuantDense"]["units"] = 16
+    config["train"]["epochs"] = 3
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(config))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cwd = os.getcwd()
+    os.chdir(elsewhere)  # the data path is read from the config file's folder, not the current one
+    try:
+        code = cli.main(["run", str(tmp_path / "mine.yaml"), "-o", str(tmp_path / "run")])
+    finally:
+        os.chdir(cwd)
+    out = capsys.readouterr().out
+    assert code in (EXIT_OK, 3), out  # verified (3: verified but too big for the board)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["samples"] == len(labels) - 1400
+    assert summary["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": 0}
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert len(history["val_accuracy"]) == 3  # the validation split was used
+    assert "mine.npz" in out
