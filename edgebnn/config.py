@@ -24,9 +24,20 @@ from .errors import EdgebnnError
 SCHEMA: dict[str, Any] = {
     "name": str,
     "board": str,
-    "data": {"dataset": str, "test_fraction": float, "seed": int, "shape": list},
+    "data": {
+        "dataset": str,
+        "path": str,
+        "test_path": str,
+        "label_column": (int, str),
+        "shape": list,
+        "scale": float,
+        "offset": float,
+        "test_fraction": float,
+        "validation_fraction": float,
+        "seed": int,
+    },
     "model": list,
-    "freeze": {"input_type": str},  # the data's fixed-point type, for a float first layer
+    "freeze": {"input_type": str, "output_quantizer": str},  # the data's fixed-point type; a quantizer for a float head
     "train": {
         "epochs": int,
         "batch_size": int,
@@ -36,6 +47,13 @@ SCHEMA: dict[str, Any] = {
         "bop_gamma": float,
         "bop_threshold": float,
         "seed": int,
+        "lr_schedule": str,
+        "lr_step_epochs": int,
+        "lr_step_factor": float,
+        "warmup_epochs": int,
+        "early_stopping": dict,
+        "restore_best": bool,
+        "distribute": str,
     },
     "export": {
         "backend": str,
@@ -51,8 +69,21 @@ SCHEMA: dict[str, Any] = {
 DEFAULTS: dict[str, Any] = {
     "name": "model",
     "board": "pynq-z2",
-    "data": {"dataset": "digits", "test_fraction": 0.2, "seed": 0, "shape": None},  # shape: each sample's (flat)
-    "freeze": {"input_type": None},  # the first layer's input_quantizer (or a leading QuantActivation) gives it
+    "data": {
+        "dataset": "digits",  # digits (scikit-learn's embedded 8x8 digits), npz or csv (a file: path)
+        "path": None,  # the .npz / .csv file, relative to the config file's folder
+        "test_path": None,  # csv: a separate test file (else test_fraction splits path)
+        "label_column": -1,  # csv: the label's column (an index, negative from the end, or a header name)
+        "shape": None,  # each sample's shape (default: as stored; digits: the flat 64 pixels)
+        "scale": 1.0,  # inputs become raw * scale + offset
+        "offset": 0.0,
+        "test_fraction": 0.2,  # the test share when the data have no test set
+        "validation_fraction": 0.0,  # a stratified share of the training set held out for validation
+        "seed": 0,
+    },
+    # input_type: the first layer's input_quantizer (or a leading QuantActivation) gives it;
+    # output_quantizer: a quantizer string for the logits of a float head (freeze's output_quantizer=)
+    "freeze": {"input_type": None, "output_quantizer": None},
     "train": {
         "epochs": 50,
         "batch_size": 64,
@@ -62,6 +93,13 @@ DEFAULTS: dict[str, Any] = {
         "bop_gamma": 1e-4,
         "bop_threshold": 1e-8,
         "seed": 0,
+        "lr_schedule": "exponential",  # exponential (learning_rate_decay per epoch), cosine, step, constant
+        "lr_step_epochs": 10,  # step: every this many epochs ...
+        "lr_step_factor": 0.5,  # ... the rate is multiplied by this
+        "warmup_epochs": 0,  # a linear warmup from learning_rate / warmup_epochs
+        "early_stopping": None,  # {monitor: val_accuracy | val_loss, patience: 10, min_delta: 0}; needs validation
+        "restore_best": True,  # with a validation set the best epoch's weights are the trained model
+        "distribute": None,  # null, mirrored (several local GPUs) or multi_worker (hosts through TF_CONFIG)
     },
     "export": {
         "backend": "Vitis",
@@ -74,7 +112,12 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
-OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")  # bop: Bop on binary kernels, Adam on the rest
+OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
+SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
+MONITORS = {
+    "val_accuracy": "max",
+    "val_loss": "min",
+}  # train.early_stopping.monitor: what improves
 
 
 class ConfigError(EdgebnnError):
@@ -110,7 +153,9 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_config(path: str | os.PathLike) -> dict[str, Any]:
+def load_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The configuration in ``path``, checked and merged over the defaults; relative data paths
+    are made absolute against ``base_dir`` (default: the config file's folder)."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -127,7 +172,13 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         raw = yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader: plain data only
     except yaml.YAMLError as err:
         raise ConfigError(_yaml_message(path, text, err)) from None
-    return check_config(raw, path)
+    config = check_config(raw, path)
+    base = os.path.abspath(os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(path)))
+    for key in ("path", "test_path"):
+        value = config["data"][key]
+        if value is not None and not os.path.isabs(os.path.expanduser(value)):
+            config["data"][key] = os.path.join(base, value)
+    return config
 
 
 def _yaml_message(path: str, text: str, err: yaml.YAMLError) -> str:
@@ -194,6 +245,12 @@ RANGES: dict[str, tuple[Any, str]] = {
     "train.bop_gamma": (lambda v: 0 < v <= 1, "a rate in (0, 1]"),
     "train.bop_threshold": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
     "train.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
+    "train.lr_step_epochs": (lambda v: v >= 1, "an integer >= 1"),
+    "train.lr_step_factor": (lambda v: 0 < v <= 1, "a factor in (0, 1]"),
+    "train.warmup_epochs": (lambda v: v >= 0, "an integer >= 0"),
+    "data.validation_fraction": (lambda v: 0 <= v < 1, "a fraction from 0 (no validation set) up to but excluding 1"),
+    "data.scale": (lambda v: math.isfinite(v) and v != 0, "a finite non-zero number"),
+    "data.offset": (lambda v: math.isfinite(v), "a finite number"),
     "export.reuse_factor": (
         lambda v: all(_is_type(r, int) and r >= 1 for r in (v.values() if isinstance(v, dict) else [v])),
         "an integer >= 1, or a mapping of layer names to integers >= 1",
@@ -215,6 +272,37 @@ def _check_values(config: dict[str, Any], where: str) -> None:
         raise ConfigError(
             f"{where}: key 'data.dataset' is {config['data']['dataset']!r}; available data sets: {', '.join(DATASETS)}"
         )
+    data, train = config["data"], config["train"]
+    if data["dataset"] == "digits" and (data["path"] is not None or data["test_path"] is not None):
+        raise ConfigError(f"{where}: key 'data.path' is for dataset npz or csv; the embedded digits need no file (remove it)")
+    if data["dataset"] in ("npz", "csv") and data["path"] is None:
+        raise ConfigError(f"{where}: key 'data.path' is missing; dataset {data['dataset']} reads a file: give its path")
+    if data["test_path"] is not None and data["dataset"] != "csv":
+        raise ConfigError(f"{where}: key 'data.test_path' is for csv files; an .npz file holds its test set as x_test, y_test")
+    if train["lr_schedule"] not in SCHEDULES:
+        raise ConfigError(f"{where}: key 'train.lr_schedule' is {train['lr_schedule']!r}; use one of {', '.join(SCHEDULES)}")
+    if train["distribute"] not in (None, "mirrored", "multi_worker"):
+        raise ConfigError(f"{where}: key 'train.distribute' is {train['distribute']!r}; use null, mirrored or multi_worker")
+    stop = train["early_stopping"]
+    if stop is not None:
+        known = {"monitor": str, "patience": int, "min_delta": float}
+        for key, value in stop.items():
+            if key not in known:
+                raise ConfigError(f"{where}: unknown key 'train.early_stopping.{key}'; known keys here: {', '.join(known)}")
+            if not _is_type(value, known[key]):
+                raise ConfigError(f"{where}: key 'train.early_stopping.{key}' must be {_TYPE_NAMES[known[key]]}, got {value!r}")
+        if stop.get("monitor", "val_accuracy") not in MONITORS:
+            raise ConfigError(
+                f"{where}: key 'train.early_stopping.monitor' is {stop['monitor']!r}; use one of {', '.join(MONITORS)}"
+            )
+        if stop.get("patience", 10) < 1 or stop.get("min_delta", 0) < 0:
+            raise ConfigError(f"{where}: key 'train.early_stopping' needs patience >= 1 and min_delta >= 0, got {stop!r}")
+        if data["validation_fraction"] == 0 and data["dataset"] != "npz":
+            raise ConfigError(
+                f"{where}: key 'train.early_stopping' watches a validation set; set data.validation_fraction (e.g. 0.1)"
+            )
+    if config["freeze"]["output_quantizer"] is not None:
+        _quantizer(config["freeze"]["output_quantizer"], f"{where}: key 'freeze.output_quantizer'")
     if config["train"]["optimizer"] not in OPTIMIZERS:
         raise ConfigError(
             f"{where}: key 'train.optimizer' must be one of {', '.join(OPTIMIZERS)}, got {config['train']['optimizer']!r}"
@@ -261,7 +349,18 @@ def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
 
 
 # keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
-_NULLABLE = {"export.clock_period_ns", "export.hls_tool", "export.part", "freeze.input_type", "data.shape"}
+_NULLABLE = {
+    "export.clock_period_ns",
+    "export.hls_tool",
+    "export.part",
+    "freeze.input_type",
+    "freeze.output_quantizer",
+    "data.shape",
+    "data.path",
+    "data.test_path",
+    "train.early_stopping",
+    "train.distribute",
+}
 
 _TYPE_NAMES = {
     str: "a string",
@@ -270,6 +369,8 @@ _TYPE_NAMES = {
     list: "a list",
     bool: "true or false",
     (int, dict): "an integer or a mapping of layer names to integers",
+    (int, str): "a column index or a header name",
+    dict: "a mapping",
 }
 
 
@@ -537,3 +638,108 @@ def target_of(config: dict[str, Any], board):
     from .backends.target import Target
 
     return Target(board=board, **config["export"])
+
+
+# ---------------------------------------------------------------------------- edgebnn init
+_STARTER_MODEL = """\
+model:                    # the layers in order; Residual: [...] adds a block's output to its input
+  - QuantDense:
+      units: 128
+      input_quantizer: quantized_bits(8, 0, keep_negative=False)   # the data's grid (digits / 16)
+      kernel_quantizer: ste_sign        # binary weights; 'quantized_bits(4, 0, alpha=1)' for 4-bit ones
+      kernel_constraint: weight_clip(1.0)
+      use_bias: false
+  - BatchNormalization: {momentum: 0.9}  # folded with the next sign into integer thresholds
+  - QuantDense:
+      units: 10
+      input_quantizer: ste_sign
+      kernel_quantizer: ste_sign
+      kernel_constraint: weight_clip(1.0)
+      use_bias: false
+  - BatchNormalization: {momentum: 0.9}
+  - QuantActivation:
+      quantizer: quantized_bits(5, 3)    # 5-bit logits at the output
+"""
+
+_SECTION_NOTES = {
+    "data": "the data set: the embedded digits, or your own .npz / .csv file",
+    "freeze": "what freeze needs beyond the model",
+    "train": "quantization-aware training (a checkpoint every epoch; `edgebnn train RUN --resume`)",
+    "export": "the hls4ml project (`edgebnn boards` lists the boards)",
+}
+
+
+def _examples_dir():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def starter_config(example: str | None = None) -> str:
+    """The text of a commented starter configuration for ``edgebnn init``: every section and key
+    with its default (from :data:`DEFAULTS`) and a small binarized MLP on the digits, or the
+    configuration of ``example`` (a file name in examples/ or examples/zoo/, with or without
+    ``.yaml``, in a source checkout) followed by every key it leaves at its default, commented."""
+
+    if example is not None:
+        folder = _examples_dir()
+        name = example if example.endswith(".yaml") else example + ".yaml"
+        candidates = [folder / name, folder / "zoo" / name]
+        found = next((p for p in candidates if p.is_file()), None)
+        if found is None:
+            names = sorted(p.stem for p in [*folder.glob("*.yaml"), *folder.glob("zoo/*.yaml")]) if folder.is_dir() else []
+            known = ", ".join(names) if names else "none here (the examples come with a source checkout of edgebnn)"
+            raise ConfigError(f"--example {example!r} is not an example configuration; the examples are: {known}")
+        text = found.read_text(encoding="utf-8")
+        given = yaml.safe_load(text) or {}
+        lines = [f"# edgebnn run configuration, from examples/{found.relative_to(folder)}", text.rstrip(), ""]
+        lines.append("# the keys this example leaves at their defaults (uncomment to change one):")
+        for section, defaults in DEFAULTS.items():
+            if isinstance(defaults, dict):
+                rest = {k: v for k, v in defaults.items() if k not in (given.get(section) or {})}
+                if rest:
+                    lines.append(f"# {section}:")
+                    lines += [f"#   {k}: {_yaml_scalar(v)}" for k, v in rest.items()]
+        return "\n".join(lines) + "\n"
+    lines = [
+        "# edgebnn run configuration: edit it, then `edgebnn run THIS_FILE -o runs/NAME`",
+        "# (every key is optional but model; the values shown are the defaults)",
+        f"name: {DEFAULTS['name']}      # names the files and the HLS project",
+        f"board: {DEFAULTS['board']}    # a board name (`edgebnn boards`) or the path of a board .yaml",
+        "",
+    ]
+    comments = _default_comments()
+    for section, defaults in DEFAULTS.items():
+        if not isinstance(defaults, dict):
+            continue
+        lines.append(f"{section}:                # {_SECTION_NOTES[section]}")
+        for key, value in defaults.items():
+            note = comments.get((section, key))
+            lines.append(f"  {key}: {_yaml_scalar(value)}" + (f"   # {note}" if note else ""))
+        lines.append("")
+        if section == "data":
+            lines.append(_STARTER_MODEL)
+    return "\n".join(lines)
+
+
+def _yaml_scalar(value) -> str:
+    """``value`` as YAML reads it back (PyYAML reads ``1e-08`` as a string, ``1.0e-08`` as a number)."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def _default_comments() -> dict[tuple[str, str], str]:
+    """The comment beside each default in this module's source (the one place they are documented)."""
+    import inspect as _inspect
+
+    source = _inspect.getsource(_inspect.getmodule(starter_config))
+    block = source[source.index("DEFAULTS: dict[str, Any] = {") : source.index("\nOPTIMIZERS")]
+    out, section = {}, None
+    for line in block.splitlines():
+        m = re.match(r'\s{4}"(\w+)": \{', line)
+        if m:
+            section = m.group(1)
+            continue
+        m = re.match(r'\s{8}"(\w+)": .*#\s*(.+)$', line)
+        if m and section:
+            out[(section, m.group(1))] = m.group(2).strip()
+    return out

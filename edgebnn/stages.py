@@ -179,6 +179,9 @@ def _train(model, data, config, checkpoint_dir, resume: bool, log):
         if "progress" in params:
             extra["progress"] = on_epoch
         kwargs.update({k: v for k, v in extra.items() if k in params and v is not None})
+        if config["train"].get("distribute"):  # the strategy's variables: built under its scope, by train
+            shape = data.x_train.shape[1:]
+            model = lambda: build_model(config, shape)
         return train_module.train(model, data.x_train, data.y_train, log=log, **kwargs)
 
 

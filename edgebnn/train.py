@@ -25,10 +25,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from .config import MONITORS, SCHEDULES
 from .errors import EdgebnnError
 
-SCHEDULES = ("exponential", "cosine", "step", "constant")
-MONITORS = {"val_accuracy": "max", "val_loss": "min"}
 STATE_VERSION = 1
 
 

@@ -81,11 +81,12 @@ def make_run(folder: pathlib.Path) -> dict:
         seed=t["seed"],
         log=lambda line: None,
     )
-    curves = {k: [float(v) for v in vs] for k, vs in fit.history.items()}
-    n = len(curves["loss"])
+    history = fit.history  # history.json's content: epoch, loss, accuracy, learning_rate, best_epoch, stopped_early
+    n = len(history["loss"])
     # train()'s ExponentialDecay steps once per epoch's batches: epoch e starts at rate * decay**e
     rates = [t["learning_rate"] * t["learning_rate_decay"] ** e for e in range(n)]
-    history = {"epoch": list(range(1, n + 1)), **curves, "learning_rate": rates, "best_epoch": None, "stopped_early": False}
+    assert history["epoch"] == list(range(1, n + 1)) and np.allclose(history["learning_rate"], rates, rtol=1e-6)
+    model = fit.model
     write_json(folder / "history.json", history)
     model.save(folder / "model.keras")
 

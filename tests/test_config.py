@@ -139,7 +139,9 @@ def test_export_section_is_checked_without_hls4ml(tmp_path):
 def test_freeze_input_type_is_checked_at_load_and_against_the_data(tmp_path):
     import numpy as np
 
-    from edgebnn.pipeline import _check_input_type
+    from types import SimpleNamespace
+
+    from edgebnn.stages import _check_input_type
 
     base = "model:\n  - QuantDense: {units: 4, kernel_quantizer: ste_sign}\n"
     assert load_config(write(tmp_path, base))["freeze"]["input_type"] is None
@@ -148,10 +150,12 @@ def test_freeze_input_type_is_checked_at_load_and_against_the_data(tmp_path):
     with pytest.raises(ConfigError, match=r"key 'freeze.input_type': cannot parse fixed-point type 'ufix<5,1>'"):
         load_config(write(tmp_path, base + "freeze: {input_type: 'ufix<5,1>'}\n"))
     digits = np.arange(17, dtype=np.float32) / 16
-    _check_input_type("ufixed<5,1>", (digits, digits[:3]), "c.yaml")  # the digits' pixels lie on it
+    data = SimpleNamespace(x_train=digits, x_val=None, x_test=digits[:3])
+    _check_input_type(config, data, "c.yaml")  # the digits' pixels lie on it
+    config["freeze"]["input_type"] = "ufixed<4,0>"
     with pytest.raises(ConfigError) as err:
-        _check_input_type("ufixed<4,0>", (digits, digits[:3]), "c.yaml")
+        _check_input_type(config, data, "c.yaml")
     assert str(err.value) == (
-        "c.yaml: key 'freeze.input_type': the data set's values are not all on the grid of ufixed<4,0>; give a type "
-        "that holds them, e.g. 'ufixed<5,1>'"
+        "c.yaml: key 'freeze.input_type': 1 of 20 input values are not on the grid of ufixed<4,0> (multiples of 0.0625 "
+        "from 0 to 0.9375), e.g. 1; give an input type that holds them as they are, e.g. 'ufixed<5,1>'"
     )

@@ -346,3 +346,64 @@ def test_a_run_on_the_users_own_npz_images_is_verified(tmp_path, capsys):
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert len(history["val_accuracy"]) == 3  # the validation split was used
     assert "mine.npz" in out
+
+
+def test_init_writes_a_commented_starter_that_loads_with_every_default(tmp_path, capsys):
+    from edgebnn.config import DEFAULTS, load_config
+
+    cfg = tmp_path / "mine.yaml"
+    assert cli.main(["init", str(cfg)]) == EXIT_OK
+    text = cfg.read_text()
+    assert "# a board name" in text and "lr_schedule: exponential" in text and "validation_fraction: 0.0" in text
+    config = load_config(cfg)
+    assert all(config[k] == v for k, v in DEFAULTS.items() if k != "name")
+    assert config["model"][0]["QuantDense"]["kernel_quantizer"] == "ste_sign"
+    assert cli.main(["init", str(cfg)]) == EXIT_USER_ERROR  # no overwrite without --force
+    assert "already exists" in one_line_error(capsys)
+    assert cli.main(["init", str(tmp_path / "zoo.yaml"), "--example", "binary_cnn"]) == EXIT_OK
+    assert (
+        load_config(tmp_path / "zoo.yaml")["model"]
+        == load_config(os.path.join(os.path.dirname(EXAMPLE), "zoo", "binary_cnn.yaml"))["model"]
+    )
+    assert cli.main(["init", str(tmp_path / "x.yaml"), "--example", "nosuch"]) == EXIT_USER_ERROR
+    assert "is not an example configuration; the examples are: " in one_line_error(capsys)
+    assert sorted(os.listdir(tmp_path)) == ["mine.yaml", "zoo.yaml"]
+
+
+@pytest.mark.parametrize(
+    "data, train, says",
+    [
+        ({"dataset": "npz"}, {}, "key 'data.path' is missing; dataset npz reads a file"),
+        ({"dataset": "digits", "path": "x.npz"}, {}, "key 'data.path' is for dataset npz or csv"),
+        ({"dataset": "npz", "path": "x.npz", "test_path": "t.csv"}, {}, "key 'data.test_path' is for csv files"),
+        ({"validation_fraction": 1.0}, {}, "key 'data.validation_fraction' must be a fraction from 0"),
+        ({}, {"early_stopping": {"patience": 3}}, "set data.validation_fraction (e.g. 0.1)"),
+        ({"validation_fraction": 0.1}, {"early_stopping": {"monitor": "acc"}}, "use one of val_accuracy, val_loss"),
+        ({"validation_fraction": 0.1}, {"early_stopping": {"patients": 3}}, "unknown key 'train.early_stopping.patients'"),
+        ({}, {"lr_schedule": "linear"}, "key 'train.lr_schedule' is 'linear'; use one of exponential, cosine, step, constant"),
+        ({}, {"distribute": "tpu"}, "key 'train.distribute' is 'tpu'; use null, mirrored or multi_worker"),
+        ({}, {"warmup_epochs": -1}, "key 'train.warmup_epochs' must be an integer >= 0"),
+        ({}, {"restore_best": "yes"}, "key 'train.restore_best' must be true or false"),
+    ],
+)
+def test_new_config_keys_are_checked_at_load(tmp_path, data, train, says):
+    from edgebnn.config import ConfigError, load_config
+
+    text = yaml.safe_dump({"model": [{"QuantDense": {"units": 4, "kernel_quantizer": "ste_sign"}}], "data": data, "train": train})
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "c.yaml")
+    assert says in str(err.value) and len(str(err.value).splitlines()) == 1
+
+
+def test_relative_data_paths_are_read_from_the_config_files_folder(tmp_path):
+    from edgebnn.config import load_config
+
+    (tmp_path / "c.yaml").write_text(
+        yaml.safe_dump(
+            {"model": [{"QuantDense": {"units": 4}}], "data": {"dataset": "csv", "path": "d/a.csv", "test_path": "/abs/t.csv"}}
+        )
+    )
+    config = load_config(tmp_path / "c.yaml")
+    assert config["data"]["path"] == str(tmp_path / "d" / "a.csv") and config["data"]["test_path"] == "/abs/t.csv"
+    assert load_config(tmp_path / "c.yaml", base_dir="/elsewhere")["data"]["path"] == "/elsewhere/d/a.csv"
