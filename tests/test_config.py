@@ -137,9 +137,9 @@ def test_export_section_is_checked_without_hls4ml(tmp_path):
 
 
 def test_freeze_input_type_is_checked_at_load_and_against_the_data(tmp_path):
-    import numpy as np
-
     from types import SimpleNamespace
+
+    import numpy as np
 
     from edgebnn.stages import _check_input_type
 
