@@ -136,6 +136,16 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     from .freeze import plan
     from .train import seed_everything
 
+    if config["train"].get("distribute") == "multi_worker":
+        from .distribute import tf_config
+
+        workers = tf_config()["cluster"].get("worker", [])
+        if len(workers) > 1:  # before any training: Keras 3's fit fails there, after the workers have met
+            raise ConfigError(
+                f"{os.fspath(where)}: key 'train.distribute': training on {len(workers)} workers stops inside Keras 3's "
+                "fit (its loss reduction under MultiWorkerMirroredStrategy, tensorflow/tensorflow#72388); train on one "
+                "host (distribute: null or mirrored) until edgebnn trains there with a loop of its own"
+            )
     board = load_board(config["board"])
     target = target_of(config, board)
     if check_compile:
