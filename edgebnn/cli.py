@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -243,10 +244,14 @@ def cmd_estimate(args) -> int:
     graph = Graph.load(path)
     boards = list_boards() if board_name == "all" else [load_board(board_name)]
     results = []
-    with progress.bar(len(boards) if len(boards) > 1 else None, "estimating", unit="board") as bar:
+    many = len(boards) > 1 and not args.fit  # fit shows a status line of its own
+    with progress.bar(len(boards), "estimating", unit="board") if many else contextlib.nullcontext(progress._NoBar()) as bar:
         for board in boards:
             if args.fit:
-                found = fit(graph, board, limit=args.limit, target=target, progress=_fit_progress(board.name))
+                shown = _fit_progress(board.name)
+                found = fit(graph, board, limit=args.limit, target=target, progress=shown)
+                if shown is not None:
+                    print("\r\033[K", end="", file=sys.stderr, flush=True)  # the status line gives way to the answer
                 progress.log(f"{board.name}: {found}", at=progress.QUIET)
                 est = found.estimate
                 if est is None:
