@@ -132,7 +132,6 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     the data and their grid, the model's structure (it freezes and exports) and the reuse factors.
     Returns (board, target, data, model) with the model built, seeded, untrained."""
     from .backends.hls4ml import check_compiler, reuse
-    from .boards import load_board
     from .freeze import plan
     from .train import seed_everything
 
@@ -146,8 +145,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
                 "fit (its loss reduction under MultiWorkerMirroredStrategy, tensorflow/tensorflow#72388); train on one "
                 "host (distribute: null or mirrored) until edgebnn trains there with a loop of its own"
             )
-    board = load_board(config["board"])
-    target = target_of(config, board)
+    board, target = _board_and_target(config)
     if check_compile:
         check_compiler()
     data = load_data(config, where)
@@ -388,6 +386,14 @@ def freeze_stage(run_dir, log=progress.log):
     return graph
 
 
+def _board_and_target(config):
+    """The configuration's board profile and the target its export section builds for it."""
+    from .boards import load_board
+
+    board = load_board(config["board"])
+    return board, target_of(config, board)
+
+
 def load_graph(run: RunFolder, config):
     from .graph import Graph
 
@@ -402,10 +408,7 @@ def export_stage(run_dir, log=progress.log):
     run = RunFolder.open(run_dir)
     config = run_config(run)
     graph = load_graph(run, config)
-    from .boards import load_board
-
-    board = load_board(config["board"])
-    target = target_of(config, board)
+    board, target = _board_and_target(config)
     log(f"exporting the HLS project for {board.name} ({board.part}), {target.io_type}, {target.strategy}")
     with warnings.catch_warnings(), progress.working("exporting"):  # shown once, below, as log lines
         warnings.simplefilter("ignore", HLSExportWarning)
@@ -420,11 +423,10 @@ def open_project(run: RunFolder, config, graph=None):
     """The run's exported project, ready to compile (checked current: exported from this graph
     with this export section, and unchanged since)."""
     from .backends.hls4ml import open_project as open_hls
-    from .boards import load_board
 
     run.require(FILES["project"], config)
     graph = graph if graph is not None else load_graph(run, config)
-    return open_hls(run / FILES["project"], graph, target_of(config, load_board(config["board"])), PROJECT_NAME)
+    return open_hls(run / FILES["project"], graph, _board_and_target(config)[1], PROJECT_NAME)
 
 
 # ---------------------------------------------------------------------- csim
@@ -551,15 +553,14 @@ def verified(result: dict[str, Any]) -> bool:
 def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     """The run's graph on its board (as its export section builds it) and on every board profile:
     estimate.json, estimate.txt (the run's board) and estimate.csv (a row per node and board)."""
-    from .boards import list_boards, load_board
+    from .boards import list_boards
     from .estimate import estimate
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
     config = run_config(run)
     graph = load_graph(run, config)
-    board = load_board(config["board"])
-    target = target_of(config, board)
+    board, target = _board_and_target(config)
     boards = [board] + [b for b in list_boards() if b.name != board.name]
     results = []
     with progress.bar(len(boards), "estimating", unit="board") as bar:
@@ -610,9 +611,7 @@ def report_stage(run_dir, log=progress.log):
 # ---------------------------------------------------------------------- summary.json
 def write_summary(run: RunFolder, config) -> dict[str, Any]:
     """summary.json from what the run folder holds now (verify.json, estimate.json)."""
-    from .boards import load_board
-
-    board = load_board(config["board"])
+    board, target = _board_and_target(config)
     summary: dict[str, Any] = {
         "name": config["name"],
         "board": board.name,
@@ -621,7 +620,7 @@ def write_summary(run: RunFolder, config) -> dict[str, Any]:
         "graph": str(run / FILES["graph"]),
         "model": str(run / FILES["model"]),
         "export": config["export"],
-        "target": target_of(config, board).to_dict(),
+        "target": target.to_dict(),
     }
     if (run / FILES["verify"]).exists():
         v = run.read_json(FILES["verify"])

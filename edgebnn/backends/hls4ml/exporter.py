@@ -106,12 +106,7 @@ def export(
     check_graph(graph, target.io_type)
     reuse.check(target, reuse.matrices(graph), graph.name)  # every reuse factor is built as given
 
-    threshold_layer.register(BACKENDS)
-    pad_layer.register(BACKENDS)
-    pool_layer.register(BACKENDS)
-    chain = hls_chain(graph, target.io_type)
-    names = hls_names(graph, chain)
-    layers = layer_list(chain, names)
+    chain, names, layers = _hls_layers(graph, target)
     messages: list[str] = []
     with staged_dir(final, force=force, what="HLS project folder") as tmp:
         config = hls_config(chain, names, str(tmp), project_name, target, trace)
@@ -139,6 +134,17 @@ def export(
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
     return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name))
+
+
+def _hls_layers(graph: Graph, target: Target):
+    """edgebnn's hls4ml layers registered, and the node chain, hls4ml names and layer list hls4ml
+    builds its model from (what export writes and open_project rebuilds)."""
+    threshold_layer.register(BACKENDS)
+    pad_layer.register(BACKENDS)
+    pool_layer.register(BACKENDS)
+    chain = hls_chain(graph, target.io_type)
+    names = hls_names(graph, chain)
+    return chain, names, layer_list(chain, names)
 
 
 def _build_at_o1(script: pathlib.Path) -> None:
@@ -243,12 +249,7 @@ def open_project(path, graph: Graph, target: Target, project_name: str = "myproj
             f"HLS project folder {str(final)!r} is not a complete project exported by edgebnn (no build_lib.sh with its "
             "stamp, or no bridge); export the graph again"
         )
-    threshold_layer.register(BACKENDS)
-    pad_layer.register(BACKENDS)
-    pool_layer.register(BACKENDS)
-    chain = hls_chain(graph, target.io_type)
-    names = hls_names(graph, chain)
-    layers = layer_list(chain, names)
+    chain, names, layers = _hls_layers(graph, target)
     config = hls_config(chain, names, str(final), project_name, target, False)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
