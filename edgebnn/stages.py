@@ -54,13 +54,7 @@ def run_config(run: RunFolder) -> dict[str, Any]:
     """The run folder's configuration (its config.yaml; relative data paths as the original
     configuration file's folder gave them, recorded in run.json)."""
     base = run.manifest().get("config_dir")
-    return _load_config(run / FILES["config"], base)
-
-
-def _load_config(path, base_dir=None) -> dict[str, Any]:
-    if base_dir is not None and "base_dir" in inspect.signature(load_config).parameters:
-        return load_config(path, base_dir=base_dir)
-    return load_config(path)
+    return load_config(run / FILES["config"], base_dir=base)
 
 
 def load_data(config: dict[str, Any], where):
@@ -280,7 +274,7 @@ def train_stage(
         )
     if output is None:
         raise RunFolderError(f"name the run folder to make: `edgebnn train {os.fspath(source)} -o RUN`")
-    config = _load_config(source)
+    config = load_config(source)
     text = pathlib.Path(source).read_text(encoding="utf-8")
     final = check_output(output, force=force, what="run folder", marked_only=True)
     from .backends.hls4ml import check_output_path
