@@ -138,7 +138,9 @@ def test_cli_fit_shows_progress_on_a_terminal_and_advises_only_what_was_not_give
     assert main([*args, "--strategy", "Resource"]) == 0
     out, err = capsys.readouterr()
     assert "nothing fits cora-z7-07s" in out and "; try narrower weights or a larger board" in out and err == ""
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal, outside CI (where bars are off)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert "; try the Resource strategy, narrower weights or a larger board" in out
