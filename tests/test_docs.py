@@ -1,0 +1,88 @@
+"""The documentation site builds: `mkdocs build --strict` of mkdocs.yml and docs/ succeeds (no
+warning: broken links and anchors, pages left out of the nav and docstrings griffe cannot parse
+all fail it), every page of the nav becomes an HTML page, and the API reference holds the
+docstrings of the pipeline's functions as the source states them."""
+
+import ast
+import html
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# (API page, documented object, source file, name of the function or class in it)
+API_OBJECTS = [
+    ("api-freeze.md", "edgebnn.freeze.freeze", "edgebnn/freeze/__init__.py", "freeze"),
+    ("api-freeze.md", "edgebnn.verify.verify", "edgebnn/verify.py", "verify"),
+    ("api-freeze.md", "edgebnn.emulate.emulate", "edgebnn/emulate.py", "emulate"),
+    ("api-backends.md", "edgebnn.estimate.estimate", "edgebnn/estimate/__init__.py", "estimate"),
+    ("api-backends.md", "edgebnn.backends.hls4ml.exporter.export", "edgebnn/backends/hls4ml/exporter.py", "export"),
+    ("api-backends.md", "edgebnn.backends.target.Target", "edgebnn/backends/target.py", "Target"),
+    ("api-quantizers.md", "edgebnn.quantizers.QuantizedBits", "edgebnn/quantizers.py", "QuantizedBits"),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def nav_pages(nav) -> list[str]:
+    """The Markdown files of mkdocs.yml's nav, in order (entries are 'file.md' or {title: entry or [entries]})."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [page for value in nav.values() for page in nav_pages(value)]
+    return [page for entry in nav for page in nav_pages(entry)]
+
+
+def html_of(site: pathlib.Path, page: str) -> pathlib.Path:
+    """Where mkdocs writes a page (directory URLs: docs/x.md -> x/index.html)."""
+    stem = page.removesuffix(".md")
+    return site / "index.html" if stem == "index" else site / stem / "index.html"
+
+
+def text_of(markup: str) -> str:
+    """The words of an HTML page or a docstring line, whitespace collapsed."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", markup))).strip()
+
+
+def summary_line(path: str, name: str) -> str:
+    """The first line of the docstring of the top-level function or class ``name`` in ``path``,
+    as the rendered page shows it (reStructuredText's double backquotes become code)."""
+    tree = ast.parse((ROOT / path).read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == name)
+    return text_of(ast.get_docstring(node).splitlines()[0].replace("`", ""))
+
+
+def test_every_page_of_the_nav_is_built_and_every_doc_is_in_the_nav(site):
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    pages = nav_pages(config["nav"])
+    assert len(pages) == len(set(pages))
+    assert sorted(pages) == sorted(p.name for p in (ROOT / config["docs_dir"]).glob("*.md"))
+    for page in pages:
+        assert html_of(site, page).is_file(), page
+        title = (ROOT / config["docs_dir"] / page).read_text().splitlines()[0].removeprefix("# ")
+        h1 = re.search(r"<h1[^>]*>(.*?)</h1>", html_of(site, page).read_text(), flags=re.S)
+        assert h1 and text_of(h1.group(1)).startswith(text_of(title)), page  # the page's own content, not a shell
+
+
+@pytest.mark.parametrize("page, object_id, path, name", API_OBJECTS, ids=[o[1] for o in API_OBJECTS])
+def test_api_reference_renders_the_docstrings(site, page, object_id, path, name):
+    rendered = html_of(site, page).read_text()
+    assert f'id="{object_id}"' in rendered, f"{object_id} has no entry on {page}"
+    assert summary_line(path, name) in text_of(rendered)
