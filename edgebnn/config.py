@@ -1,8 +1,11 @@
-"""Run configuration files: read as plain YAML data, checked key by key.
+"""Run configuration files: read as plain YAML data, checked against one declared schema.
 
 A configuration describes one run: the data set, the model as a list of layers, training, the
-board and the export options. Every key is checked against the schema below (its type, then
-its range), so a typo stops the run with one line naming the key instead of being ignored.
+board and the export options. The schema is the pydantic models below, one per section: each
+key's type, range, default and one-line description are declared once, on its ``Field``. A key
+the schema does not know, a value of the wrong type or out of range stops the run with one line
+naming the key's path, the value and what is accepted, instead of being ignored or failing later.
+:func:`config_schema` gives the same schema as JSON Schema, for editors.
 
 Configs are data, never code: they are read with a ``yaml.SafeLoader`` that also refuses
 duplicate keys, so a ``!!python/...`` tag is refused, not run.
@@ -10,107 +13,20 @@ duplicate keys, so a ``!!python/...`` tag is refused, not run.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import difflib
 import inspect
-import math
 import os
 import re
-from typing import Any
+import types
+import typing
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from .data import DATASETS
 from .errors import EdgebnnError
-
-SCHEMA: dict[str, Any] = {
-    "name": str,
-    "board": str,
-    "data": {
-        "dataset": str,
-        "path": str,
-        "test_path": str,
-        "label_column": (int, str),
-        "shape": list,
-        "scale": float,
-        "offset": float,
-        "test_fraction": float,
-        "validation_fraction": float,
-        "seed": int,
-    },
-    "model": list,
-    "freeze": {"input_type": str, "output_quantizer": str},  # the data's fixed-point type; a quantizer for a float head
-    "train": {
-        "epochs": int,
-        "batch_size": int,
-        "optimizer": str,
-        "learning_rate": float,
-        "learning_rate_decay": float,
-        "bop_gamma": float,
-        "bop_threshold": float,
-        "seed": int,
-        "lr_schedule": str,
-        "lr_step_epochs": int,
-        "lr_step_factor": float,
-        "warmup_epochs": int,
-        "early_stopping": dict,
-        "restore_best": bool,
-        "distribute": str,
-    },
-    "export": {
-        "backend": str,
-        "io_type": str,
-        "strategy": str,
-        "reuse_factor": (int, dict),  # one for the model, or layer name -> its own
-        "clock_period_ns": float,
-        "hls_tool": str,
-        "part": str,
-    },
-}
-
-DEFAULTS: dict[str, Any] = {
-    "name": "model",
-    "board": "pynq-z2",
-    "data": {
-        "dataset": "digits",  # digits (scikit-learn's embedded 8x8 digits), npz or csv (a file: path)
-        "path": None,  # the .npz / .csv file, relative to the config file's folder
-        "test_path": None,  # csv: a separate test file (else test_fraction splits path)
-        "label_column": -1,  # csv: the label's column (an index, negative from the end, or a header name)
-        "shape": None,  # each sample's shape (default: as stored; digits: the flat 64 pixels)
-        "scale": 1.0,  # inputs become raw * scale + offset
-        "offset": 0.0,
-        "test_fraction": 0.2,  # the test share when the data have no test set
-        "validation_fraction": 0.0,  # a stratified share of the training set held out for validation
-        "seed": 0,
-    },
-    # input_type: the first layer's input_quantizer (or a leading QuantActivation) gives it;
-    # output_quantizer: a quantizer string for the logits of a float head (freeze's output_quantizer=)
-    "freeze": {"input_type": None, "output_quantizer": None},
-    "train": {
-        "epochs": 50,
-        "batch_size": 64,
-        "optimizer": "adam",
-        "learning_rate": 0.01,
-        "learning_rate_decay": 1.0,
-        "bop_gamma": 1e-4,
-        "bop_threshold": 1e-8,
-        "seed": 0,
-        "lr_schedule": "exponential",  # exponential (learning_rate_decay per epoch), cosine, step, constant
-        "lr_step_epochs": 10,  # step: every this many epochs ...
-        "lr_step_factor": 0.5,  # ... the rate is multiplied by this
-        "warmup_epochs": 0,  # a linear warmup from learning_rate / warmup_epochs
-        "early_stopping": None,  # {monitor: val_accuracy | val_loss, patience: 10, min_delta: 0}; needs validation
-        "restore_best": True,  # with a validation set the best epoch's weights are the trained model
-        "distribute": None,  # null, mirrored (several local GPUs) or multi_worker (hosts through TF_CONFIG)
-    },
-    "export": {
-        "backend": "Vitis",
-        "io_type": "io_parallel",
-        "strategy": "Latency",
-        "reuse_factor": 1,
-        "clock_period_ns": None,
-        "hls_tool": None,  # the tool of the backend (Vitis -> vitis_hls, Vivado -> vivado_hls)
-        "part": None,  # the board's
-    },
-}
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
 SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
@@ -118,6 +34,9 @@ MONITORS = {
     "val_accuracy": "max",
     "val_loss": "min",
 }  # train.early_stopping.monitor: what improves
+DISTRIBUTIONS = ("mirrored", "multi_worker")  # train.distribute, besides null
+SEED_MAX = 2**32 - 1  # NumPy's seeds
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"  # ASCII only: the name becomes file names and C++ identifiers
 
 
 class ConfigError(EdgebnnError):
@@ -205,73 +124,310 @@ def _yaml_message(path: str, text: str, err: yaml.YAMLError) -> str:
     return f"{where}: not valid YAML ({problem or 'syntax error'}); fix the syntax there"
 
 
+# ---------------------------------------------------------------------- the schema
+@dataclasses.dataclass(frozen=True)
+class _Accepts:
+    """How a refusal words what a key accepts, where its type and constraints alone would say it
+    badly: ``range`` for a value of the right type that the constraints refuse, ``kind`` for a
+    value of another type (default: the type's name, such as "an integer")."""
+
+    range: str | None = None
+    kind: str | None = None
+
+
+def _non_zero(value: float) -> float:
+    if value == 0:
+        raise ValueError("zero")
+    return value
+
+
+_Seed = Annotated[int, Field(ge=0, le=SEED_MAX), _Accepts(f"an integer from 0 to {SEED_MAX}")]
+_AtLeast1 = Annotated[int, Field(ge=1)]
+_Factor = Annotated[float, Field(gt=0, le=1)]
+
+
+class _Section(BaseModel):
+    # strict: a YAML string is not a number and a bool is not an integer (an int is still a float)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class DataSection(_Section):
+    """``data:`` the data set and how it is split."""
+
+    dataset: Literal[DATASETS] = Field(
+        "digits", description="digits (scikit-learn's embedded 8x8 digits), npz or csv (a file: path)"
+    )
+    path: str | None = Field(None, description="the .npz / .csv file, relative to the config file's folder")
+    test_path: str | None = Field(None, description="csv: a separate test file (else test_fraction splits path)")
+    label_column: Annotated[int | str, _Accepts(kind="a column index or a header name")] = Field(
+        -1, description="csv: the label's column (an index, negative from the end, or a header name)"
+    )
+    shape: list | None = Field(None, description="each sample's shape (default: as stored; digits: the flat 64 pixels)")
+    scale: Annotated[float, AfterValidator(_non_zero), _Accepts("a finite non-zero number")] = Field(
+        1.0, allow_inf_nan=False, description="inputs become raw * scale + offset"
+    )
+    offset: Annotated[float, _Accepts("a finite number")] = Field(0.0, allow_inf_nan=False, description="added to raw * scale")
+    test_fraction: Annotated[float, _Accepts("a fraction between 0 and 1 (exclusive)")] = Field(
+        0.2, gt=0, lt=1, description="the test share when the data have no test set"
+    )
+    validation_fraction: Annotated[float, _Accepts("a fraction from 0 (no validation set) up to but excluding 1")] = Field(
+        0.0, ge=0, lt=1, description="a stratified share of the training set held out for validation"
+    )
+    seed: _Seed = Field(0, description="the random state of the test and validation splits")
+
+
+class FreezeSection(_Section):
+    """``freeze:`` what freeze needs beyond the model."""
+
+    input_type: str | None = Field(
+        None,
+        description="the data's fixed-point type, e.g. 'ufixed<5,1>' (null: the first layer's input_quantizer "
+        "or a leading QuantActivation gives it)",
+    )
+    output_quantizer: str | None = Field(None, description="a quantizer string for the logits of a float head")
+
+
+class EarlyStopping(_Section):
+    """``train.early_stopping:`` stop when the validation set stops improving."""
+
+    monitor: Literal[tuple(MONITORS)] = Field("val_accuracy", description="val_accuracy or val_loss: what must improve")
+    patience: Annotated[int, _Accepts("an integer >= 1")] = Field(
+        10, ge=1, description="epochs without an improvement before training stops"
+    )
+    min_delta: Annotated[float, _Accepts("a finite number >= 0")] = Field(
+        0.0, ge=0, allow_inf_nan=False, description="the least change that counts as an improvement"
+    )
+
+
+class TrainSection(_Section):
+    """``train:`` quantization-aware training."""
+
+    epochs: Annotated[int, _Accepts("at least 1")] = Field(50, ge=1, description="passes over the training set")
+    batch_size: Annotated[int, _Accepts("at least 1")] = Field(64, ge=1, description="samples per gradient step")
+    optimizer: Literal[OPTIMIZERS] = Field(
+        "adam", description="adam, sgd, rmsprop, or bop (Bop flips the binary kernels, Adam trains the rest)"
+    )
+    learning_rate: Annotated[float, _Accepts("a positive finite number")] = Field(
+        0.01, gt=0, allow_inf_nan=False, description="the starting rate (reached at the end of any warmup)"
+    )
+    learning_rate_decay: Annotated[_Factor, _Accepts("a factor in (0, 1] (1 keeps the rate constant)")] = Field(
+        1.0, description="exponential: the rate is multiplied by this every epoch"
+    )
+    bop_gamma: Annotated[_Factor, _Accepts("a rate in (0, 1]")] = Field(
+        1e-4, description="bop: the adaptivity rate of its moving average of the gradients"
+    )
+    bop_threshold: Annotated[float, _Accepts("a finite number >= 0")] = Field(
+        1e-8,
+        ge=0,
+        allow_inf_nan=False,
+        description="bop: a binary weight flips when that average pushes against its sign by more than this",
+    )
+    seed: _Seed = Field(0, description="seeds Python, NumPy and Keras: the initial weights, the batches' order, dropout")
+    lr_schedule: Literal[SCHEDULES] = Field(
+        "exponential", description="exponential (learning_rate_decay per epoch), cosine, step, constant"
+    )
+    lr_step_epochs: Annotated[int, _Accepts("an integer >= 1")] = Field(10, ge=1, description="step: every this many epochs ...")
+    lr_step_factor: Annotated[_Factor, _Accepts("a factor in (0, 1]")] = Field(
+        0.5, description="... the rate is multiplied by this"
+    )
+    warmup_epochs: Annotated[int, _Accepts("an integer >= 0")] = Field(
+        0, ge=0, description="a linear warmup from learning_rate / warmup_epochs"
+    )
+    early_stopping: EarlyStopping | None = Field(
+        None, description="null, or a mapping of monitor, patience and min_delta: stop once the validation set stops improving"
+    )
+    restore_best: bool = Field(True, description="with a validation set the best epoch's weights are the trained model")
+    distribute: Literal[DISTRIBUTIONS] | None = Field(
+        None, description="null, mirrored (several local GPUs) or multi_worker (hosts through TF_CONFIG)"
+    )
+
+
+class ExportSection(_Section):
+    """``export:`` the hls4ml project. The choices of backend, io_type, strategy and hls_tool are
+    the target's (:mod:`edgebnn.backends.target`), checked by :func:`check_export`, letter case free."""
+
+    backend: str = Field("Vitis", description="Vitis or Vivado: hls4ml's backend")
+    io_type: str = Field("io_parallel", description="io_parallel (whole arrays) or io_stream (FIFOs between layers)")
+    strategy: str = Field("Latency", description="Latency (fully parallel) or Resource (each multiplier used reuse_factor times)")
+    reuse_factor: Annotated[
+        _AtLeast1 | dict[str, _AtLeast1],
+        _Accepts(
+            "an integer >= 1, or a mapping of layer names to integers >= 1",
+            kind="an integer or a mapping of layer names to integers",
+        ),
+    ] = Field(1, description="multiplications per multiplier: one for the model, or {layer name: its own}")
+    clock_period_ns: Annotated[float | None, _Accepts("a positive number of ns (or null: the board's)")] = Field(
+        None, gt=0, allow_inf_nan=False, description="the clock the HLS tool aims at (null: the board's)"
+    )
+    hls_tool: str | None = Field(None, description="the tool of the backend (Vitis -> vitis_hls, Vivado -> vivado_hls)")
+    part: str | None = Field(None, description="the FPGA part (null: the board's)")
+
+
+class RunConfig(_Section):
+    """A whole configuration file: every key is optional but ``model``."""
+
+    model_config = ConfigDict(title="edgebnn run configuration")
+
+    name: Annotated[
+        str,
+        _Accepts(
+            "an identifier of at most 64 ASCII letters, digits and underscores (not starting with a digit), "
+            "since it names files and the HLS project"
+        ),
+    ] = Field("model", pattern=NAME_PATTERN, description="names the files and the HLS project")
+    board: str = Field("pynq-z2", description="a board name (`edgebnn boards`) or the path of a board .yaml")
+    data: DataSection = Field(
+        default_factory=DataSection, description="the data set: the embedded digits, or your own .npz / .csv file"
+    )
+    model: list = Field(
+        description="the layers in order, each {Class: {argument: value}}; Residual: [...] adds a block's output to its input"
+    )
+    freeze: FreezeSection = Field(default_factory=FreezeSection, description="what freeze needs beyond the model")
+    train: TrainSection = Field(
+        default_factory=TrainSection,
+        description="quantization-aware training (a checkpoint every epoch; `edgebnn train RUN --resume`)",
+    )
+    export: ExportSection = Field(
+        default_factory=ExportSection, description="the hls4ml project (`edgebnn boards` lists the boards)"
+    )
+
+
+def _sections() -> dict[str, type[BaseModel]]:
+    """The sections of a configuration (a mapping each) by key, in the schema's order."""
+    return {key: field.annotation for key, field in RunConfig.model_fields.items() if _model_of(field.annotation)}
+
+
+def _defaults() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, field in RunConfig.model_fields.items():
+        if not field.is_required():
+            value = field.get_default(call_default_factory=True)
+            out[key] = value.model_dump() if isinstance(value, BaseModel) else value
+    return out
+
+
+# every key but model at its default, derived from the schema (one place for each default)
+DEFAULTS: dict[str, Any] = _defaults()
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of a configuration file (for an editor's completion and checks): the same
+    keys, types, ranges, defaults and descriptions :func:`load_config` enforces, except what
+    needs the code (layer arguments, quantizer strings, the target's choices and limits)."""
+    return RunConfig.model_json_schema()
+
+
 def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
-    """Merge ``raw`` over the defaults after checking every key and type."""
+    """``raw`` checked against the schema and merged over the defaults, as plain data."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of keys such as 'model' and 'train'")
-    _check(raw, SCHEMA, where, "")
-    if "model" not in raw:
-        raise ConfigError(f"{where}: missing key 'model' (a list of layers)")
-    config = copy.deepcopy(DEFAULTS)
-    for key, value in raw.items():
-        if isinstance(value, dict):
-            config[key].update(value)
-        else:
-            config[key] = value
-    _check_values(config, where)
+    try:
+        config = RunConfig.model_validate(raw).model_dump()
+    except ValidationError as err:
+        raise ConfigError(f"{where}: {_refusal(err, raw)}") from None
+    _check_combinations(config, where)
     for i, spec in enumerate(config["model"]):
         _check_layer(spec, f"{where}: model[{i}]")
     check_export(config["export"], where, layer_names(config["model"]))
     return config
 
 
-# ---------------------------------------------------------------------- value ranges
-NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII)
-SEED_MAX = 2**32 - 1  # NumPy's seeds
+# ---------------------------------------------------------------------- refusals in one line
+def _refusal(err: ValidationError, raw: dict) -> str:
+    """The first of pydantic's errors as one sentence: the key's dotted path, the value given and
+    what the key accepts."""
+    errors = err.errors()
+    first = errors[0]
+    path, field, owner = _locate(first["loc"])
+    if first["type"] in ("extra_forbidden", "invalid_key"):  # invalid_key: a key that is not a string
+        key = first["loc"][len(path)] if first["type"] == "extra_forbidden" else first["input"]
+        name = ".".join([*path, _show(key) if key is None else str(key)])
+        known = list(owner.model_fields)
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown key {name!r}{hint}; known keys here: {', '.join(known)}"
+    dotted = ".".join(path)
+    if first["type"] == "missing":
+        return f"missing key {dotted!r} ({field.description})"
+    value = raw
+    for key in path:
+        value = value[key]
+    here = [e for e in errors if _locate(e["loc"])[0] == path]
+    if any(e["type"] == "literal_error" for e in here):
+        return f"key {dotted!r} is {_show(value)}; use one of {', '.join(_choices(field.annotation))}"
+    says = _accepts(field)
+    # a union reports every member's error: a value of one member's type out of its range says more
+    out_of_range = [e for e in here if not e["type"].endswith("_type")]
+    if out_of_range:
+        good = says.range or out_of_range[0]["msg"].replace("Input should be ", "")
+        return f"key {dotted!r} must be {good}, got {_show(value)}"
+    got = _show(value) if value is None else f"{type(value).__name__} {value!r}"
+    return f"key {dotted!r} must be {says.kind or _kind(field.annotation)}, got {got}"
 
 
-def _positive(v) -> bool:
-    return math.isfinite(v) and v > 0
+def _locate(loc: tuple) -> tuple[list[str], Any, type[BaseModel]]:
+    """The schema keys an error location walks through (pydantic adds union members and mapping
+    keys below a key), the last one's field, and the section holding it."""
+    owner: type[BaseModel] = RunConfig
+    path: list[str] = []
+    field = None
+    for part in loc:
+        if not isinstance(part, str) or part not in owner.model_fields:
+            break
+        field = owner.model_fields[part]
+        path.append(part)
+        inner = _model_of(field.annotation)
+        if inner is None:
+            break
+        owner = inner
+    return path, field, owner
 
 
-# key -> (test, what a good value is); checked after the types, on the merged config
-RANGES: dict[str, tuple[Any, str]] = {
-    "data.test_fraction": (lambda v: 0 < v < 1, "a fraction between 0 and 1 (exclusive)"),
-    "data.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
-    "train.epochs": (lambda v: v >= 1, "at least 1"),
-    "train.batch_size": (lambda v: v >= 1, "at least 1"),
-    "train.learning_rate": (_positive, "a positive finite number"),
-    "train.learning_rate_decay": (lambda v: 0 < v <= 1, "a factor in (0, 1] (1 keeps the rate constant)"),
-    "train.bop_gamma": (lambda v: 0 < v <= 1, "a rate in (0, 1]"),
-    "train.bop_threshold": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"),
-    "train.seed": (lambda v: 0 <= v <= SEED_MAX, f"an integer from 0 to {SEED_MAX}"),
-    "train.lr_step_epochs": (lambda v: v >= 1, "an integer >= 1"),
-    "train.lr_step_factor": (lambda v: 0 < v <= 1, "a factor in (0, 1]"),
-    "train.warmup_epochs": (lambda v: v >= 0, "an integer >= 0"),
-    "data.validation_fraction": (lambda v: 0 <= v < 1, "a fraction from 0 (no validation set) up to but excluding 1"),
-    "data.scale": (lambda v: math.isfinite(v) and v != 0, "a finite non-zero number"),
-    "data.offset": (lambda v: math.isfinite(v), "a finite number"),
-    "export.reuse_factor": (
-        lambda v: all(_is_type(r, int) and r >= 1 for r in (v.values() if isinstance(v, dict) else [v])),
-        "an integer >= 1, or a mapping of layer names to integers >= 1",
-    ),
-    "export.clock_period_ns": (lambda v: v is None or _positive(v), "a positive number of ns (or null: the board's)"),
-}
+def _model_of(annotation) -> type[BaseModel] | None:
+    """The section model of a key that holds one (or null)."""
+    for arg in (annotation, *typing.get_args(annotation)):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
 
 
-def _check_values(config: dict[str, Any], where: str) -> None:
-    name = config["name"]
-    if not NAME_PATTERN.fullmatch(name):
-        raise ConfigError(
-            f"{where}: key 'name' must be an identifier of at most 64 ASCII letters, digits and underscores "
-            f"(not starting with a digit), since it names files and the HLS project; got {name!r}"
-        )
-    from .data import DATASETS
+def _accepts(field) -> _Accepts:
+    return next((m for m in field.metadata if isinstance(m, _Accepts)), _Accepts())
 
-    if config["data"]["dataset"] not in DATASETS:
-        raise ConfigError(
-            f"{where}: key 'data.dataset' is {config['data']['dataset']!r}; available data sets: {', '.join(DATASETS)}"
-        )
+
+def _show(value) -> str:
+    return "null" if value is None else repr(value)
+
+
+def _choices(annotation) -> list[str]:
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is Literal:
+        return [str(a) for a in args]
+    nested = [c for a in args if a is not type(None) for c in _choices(a)]
+    return ["null", *nested] if type(None) in args else nested
+
+
+_KINDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list", dict: "a mapping"}
+
+
+def _kind(annotation) -> str:
+    """A type as a refusal names it ("an integer", "a mapping or null")."""
+    if _model_of(annotation) is not None and typing.get_origin(annotation) is None:
+        return "a mapping"
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _kind(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        kinds = [_kind(a) for a in args if a is not type(None)]
+        return " or ".join(kinds + ["null"] * (type(None) in args))
+    return _KINDS.get(origin or annotation, str(annotation))
+
+
+# ---------------------------------------------------------------------- checks across keys
+def _check_combinations(config: dict[str, Any], where: str) -> None:
+    """What the schema cannot say key by key: keys that only make sense together, and the
+    strings whose grammar lives in the code (fixed-point types, quantizers)."""
     data, train = config["data"], config["train"]
     if data["dataset"] == "digits" and (data["path"] is not None or data["test_path"] is not None):
         raise ConfigError(f"{where}: key 'data.path' is for dataset npz or csv; the embedded digits need no file (remove it)")
@@ -279,39 +435,12 @@ def _check_values(config: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: key 'data.path' is missing; dataset {data['dataset']} reads a file: give its path")
     if data["test_path"] is not None and data["dataset"] != "csv":
         raise ConfigError(f"{where}: key 'data.test_path' is for csv files; an .npz file holds its test set as x_test, y_test")
-    if train["lr_schedule"] not in SCHEDULES:
-        raise ConfigError(f"{where}: key 'train.lr_schedule' is {train['lr_schedule']!r}; use one of {', '.join(SCHEDULES)}")
-    if train["distribute"] not in (None, "mirrored", "multi_worker"):
-        raise ConfigError(f"{where}: key 'train.distribute' is {train['distribute']!r}; use null, mirrored or multi_worker")
-    stop = train["early_stopping"]
-    if stop is not None:
-        known = {"monitor": str, "patience": int, "min_delta": float}
-        for key, value in stop.items():
-            if key not in known:
-                raise ConfigError(f"{where}: unknown key 'train.early_stopping.{key}'; known keys here: {', '.join(known)}")
-            if not _is_type(value, known[key]):
-                raise ConfigError(f"{where}: key 'train.early_stopping.{key}' must be {_TYPE_NAMES[known[key]]}, got {value!r}")
-        if stop.get("monitor", "val_accuracy") not in MONITORS:
-            raise ConfigError(
-                f"{where}: key 'train.early_stopping.monitor' is {stop['monitor']!r}; use one of {', '.join(MONITORS)}"
-            )
-        if stop.get("patience", 10) < 1 or stop.get("min_delta", 0) < 0:
-            raise ConfigError(f"{where}: key 'train.early_stopping' needs patience >= 1 and min_delta >= 0, got {stop!r}")
-        if data["validation_fraction"] == 0 and data["dataset"] != "npz":
-            raise ConfigError(
-                f"{where}: key 'train.early_stopping' watches a validation set; set data.validation_fraction (e.g. 0.1)"
-            )
+    if train["early_stopping"] is not None and data["validation_fraction"] == 0 and data["dataset"] != "npz":
+        raise ConfigError(
+            f"{where}: key 'train.early_stopping' watches a validation set; set data.validation_fraction (e.g. 0.1)"
+        )
     if config["freeze"]["output_quantizer"] is not None:
         _quantizer(config["freeze"]["output_quantizer"], f"{where}: key 'freeze.output_quantizer'")
-    if config["train"]["optimizer"] not in OPTIMIZERS:
-        raise ConfigError(
-            f"{where}: key 'train.optimizer' must be one of {', '.join(OPTIMIZERS)}, got {config['train']['optimizer']!r}"
-        )
-    for dotted, (ok, good) in RANGES.items():
-        section, key = dotted.split(".")
-        value = config[section][key]
-        if not ok(value):
-            raise ConfigError(f"{where}: key {dotted!r} must be {good}, got {value!r}")
     if config["freeze"]["input_type"] is not None:
         from .fixed import FixedType
 
@@ -322,66 +451,17 @@ def _check_values(config: dict[str, Any], where: str) -> None:
 
 
 def check_train(values: dict[str, Any], where: str = "train") -> None:
-    """Refuse training arguments out of range (the ``train.*`` rows of :data:`RANGES`)."""
-    for dotted, (ok, good) in RANGES.items():
-        section, key = dotted.split(".")
-        if section == "train" and key in values:
-            value = values[key]
-            if not _is_type(value, SCHEMA["train"][key]) or not ok(value):
-                raise ConfigError(f"{where}: {key} must be {good}, got {value!r}")
-
-
-def _check(raw: dict, schema: dict, where: str, prefix: str) -> None:
-    for key, value in raw.items():
-        name = f"{prefix}{key}"
-        if key not in schema:
-            known = ", ".join(schema)
-            raise ConfigError(f"{where}: unknown key {name!r}; known keys here: {known}")
-        expected = schema[key]
-        if isinstance(expected, dict):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}: key {name!r} must be a mapping")
-            _check(value, expected, where, name + ".")
-        elif value is None and name in _NULLABLE:
+    """Refuse training arguments of the wrong type or out of range, as the ``train`` section of a
+    configuration would (its keys with a range; the others are left to the caller)."""
+    for key, value in values.items():
+        field = TrainSection.model_fields.get(key)
+        good = _accepts(field).range if field is not None else None
+        if good is None:
             continue
-        elif not _is_type(value, expected):
-            raise ConfigError(f"{where}: key {name!r} must be {_TYPE_NAMES[expected]}, got {type(value).__name__} {value!r}")
-
-
-# keys whose null means "the default of the target" (the board's clock, the backend's HLS tool)
-_NULLABLE = {
-    "export.clock_period_ns",
-    "export.hls_tool",
-    "export.part",
-    "freeze.input_type",
-    "freeze.output_quantizer",
-    "data.shape",
-    "data.path",
-    "data.test_path",
-    "train.early_stopping",
-    "train.distribute",
-}
-
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    list: "a list",
-    bool: "true or false",
-    (int, dict): "an integer or a mapping of layer names to integers",
-    (int, str): "a column index or a header name",
-    dict: "a mapping",
-}
-
-
-def _is_type(value, expected) -> bool:
-    if isinstance(expected, tuple):
-        return any(_is_type(value, e) for e in expected)
-    if isinstance(value, bool):
-        return expected is bool
-    if expected is float:
-        return isinstance(value, (int, float))
-    return isinstance(value, expected)
+        try:
+            TrainSection.model_validate({key: value})
+        except ValidationError:
+            raise ConfigError(f"{where}: {key} must be {good}, got {value!r}") from None
 
 
 # -------------------------------------------------------------------------------- layers
@@ -642,31 +722,24 @@ def target_of(config: dict[str, Any], board):
 
 # ---------------------------------------------------------------------------- edgebnn init
 _STARTER_MODEL = """\
-model:                    # the layers in order; Residual: [...] adds a block's output to its input
+model:                    # {}
   - QuantDense:
       units: 128
       input_quantizer: quantized_bits(8, 0, keep_negative=False)   # the data's grid (digits / 16)
       kernel_quantizer: ste_sign        # binary weights; 'quantized_bits(4, 0, alpha=1)' for 4-bit ones
       kernel_constraint: weight_clip(1.0)
       use_bias: false
-  - BatchNormalization: {momentum: 0.9}  # folded with the next sign into integer thresholds
+  - BatchNormalization: {{momentum: 0.9}}  # folded with the next sign into integer thresholds
   - QuantDense:
       units: 10
       input_quantizer: ste_sign
       kernel_quantizer: ste_sign
       kernel_constraint: weight_clip(1.0)
       use_bias: false
-  - BatchNormalization: {momentum: 0.9}
+  - BatchNormalization: {{momentum: 0.9}}
   - QuantActivation:
       quantizer: quantized_bits(5, 3)    # 5-bit logits at the output
 """
-
-_SECTION_NOTES = {
-    "data": "the data set: the embedded digits, or your own .npz / .csv file",
-    "freeze": "what freeze needs beyond the model",
-    "train": "quantization-aware training (a checkpoint every epoch; `edgebnn train RUN --resume`)",
-    "export": "the hls4ml project (`edgebnn boards` lists the boards)",
-}
 
 
 def _examples_dir():
@@ -677,9 +750,10 @@ def _examples_dir():
 
 def starter_config(example: str | None = None) -> str:
     """The text of a commented starter configuration for ``edgebnn init``: every section and key
-    with its default (from :data:`DEFAULTS`) and a small binarized MLP on the digits, or the
-    configuration of ``example`` (a file name in examples/ or examples/zoo/, with or without
-    ``.yaml``, in a source checkout) followed by every key it leaves at its default, commented."""
+    with its default and description (both from the schema) and a small binarized MLP on the
+    digits, or the configuration of ``example`` (a file name in examples/ or examples/zoo/, with
+    or without ``.yaml``, in a source checkout) followed by every key it leaves at its default,
+    commented."""
 
     if example is not None:
         folder = _examples_dir()
@@ -694,52 +768,42 @@ def starter_config(example: str | None = None) -> str:
         given = yaml.safe_load(text) or {}
         lines = [f"# edgebnn run configuration, from examples/{found.relative_to(folder)}", text.rstrip(), ""]
         lines.append("# the keys this example leaves at their defaults (uncomment to change one):")
-        for section, defaults in DEFAULTS.items():
-            if isinstance(defaults, dict):
-                rest = {k: v for k, v in defaults.items() if k not in (given.get(section) or {})}
-                if rest:
-                    lines.append(f"# {section}:")
-                    lines += [f"#   {k}: {_yaml_scalar(v)}" for k, v in rest.items()]
+        for section, model in _sections().items():
+            rest = [key for key in model.model_fields if key not in (given.get(section) or {})]
+            if rest:
+                lines.append(f"# {section}:")
+                for key in rest:
+                    line, inner = _starter_lines(model, section, key)
+                    lines += [f"#   {line}", *(f"#     {sub}" for sub in inner)]
         return "\n".join(lines) + "\n"
+    top = RunConfig.model_fields
     lines = [
         "# edgebnn run configuration: edit it, then `edgebnn run THIS_FILE -o runs/NAME`",
         "# (every key is optional but model; the values shown are the defaults)",
-        f"name: {DEFAULTS['name']}      # names the files and the HLS project",
-        f"board: {DEFAULTS['board']}    # a board name (`edgebnn boards`) or the path of a board .yaml",
+        f"name: {_yaml_scalar(DEFAULTS['name'])}      # {top['name'].description}",
+        f"board: {_yaml_scalar(DEFAULTS['board'])}    # {top['board'].description}",
         "",
     ]
-    comments = _default_comments()
-    for section, defaults in DEFAULTS.items():
-        if not isinstance(defaults, dict):
-            continue
-        lines.append(f"{section}:                # {_SECTION_NOTES[section]}")
-        for key, value in defaults.items():
-            note = comments.get((section, key))
-            lines.append(f"  {key}: {_yaml_scalar(value)}" + (f"   # {note}" if note else ""))
+    for section, model in _sections().items():
+        lines.append(f"{section}:                # {top[section].description}")
+        for key in model.model_fields:
+            line, inner = _starter_lines(model, section, key)
+            lines += [f"  {line}", *(f"  #   {sub}" for sub in inner)]
         lines.append("")
         if section == "data":
-            lines.append(_STARTER_MODEL)
+            lines.append(_STARTER_MODEL.format(top["model"].description))
     return "\n".join(lines)
+
+
+def _starter_lines(model: type[BaseModel], section: str, key: str) -> tuple[str, list[str]]:
+    """A key's line (its default and description) and, for a sub-section that is null by default,
+    the lines of its keys, to write in place of the null."""
+    field = model.model_fields[key]
+    inner = _model_of(field.annotation)
+    subs = [f"{k}: {_yaml_scalar(f.default)}   # {f.description}" for k, f in inner.model_fields.items()] if inner else []
+    return f"{key}: {_yaml_scalar(DEFAULTS[section][key])}   # {field.description}", subs
 
 
 def _yaml_scalar(value) -> str:
     """``value`` as YAML reads it back (PyYAML reads ``1e-08`` as a string, ``1.0e-08`` as a number)."""
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
-
-
-def _default_comments() -> dict[tuple[str, str], str]:
-    """The comment beside each default in this module's source (the one place they are documented)."""
-    import inspect as _inspect
-
-    source = _inspect.getsource(_inspect.getmodule(starter_config))
-    block = source[source.index("DEFAULTS: dict[str, Any] = {") : source.index("\nOPTIMIZERS")]
-    out, section = {}, None
-    for line in block.splitlines():
-        m = re.match(r'\s{4}"(\w+)": \{', line)
-        if m:
-            section = m.group(1)
-            continue
-        m = re.match(r'\s{8}"(\w+)": .*#\s*(.+)$', line)
-        if m and section:
-            out[(section, m.group(1))] = m.group(2).strip()
-    return out
