@@ -159,3 +159,199 @@ def test_freeze_input_type_is_checked_at_load_and_against_the_data(tmp_path):
         "c.yaml: key 'freeze.input_type': 1 of 20 input values are not on the grid of ufixed<4,0> (multiples of 0.0625 "
         "from 0 to 0.9375), e.g. 1; give an input type that holds them as they are, e.g. 'ufixed<5,1>'"
     )
+
+
+# ---------------------------------------------------------------------- the schema's refusals
+SECTION_KEYS = "name, board, data, model, freeze, train, export"
+EXPORT_KEYS = "backend, io_type, strategy, reuse_factor, clock_period_ns, hls_tool, part"
+
+
+@pytest.mark.parametrize(
+    "text,says",
+    [
+        # a key the schema does not know, with the keys it knows at that level
+        ("bord: pynq-z2\n", f"unknown key 'bord' (did you mean 'board'?); known keys here: {SECTION_KEYS}"),
+        (
+            "export: {clock_period: 5}\n",
+            f"unknown key 'export.clock_period' (did you mean 'clock_period_ns'?); known keys here: {EXPORT_KEYS}",
+        ),
+        ("export: {fpga: x}\n", f"unknown key 'export.fpga'; known keys here: {EXPORT_KEYS}"),
+        ("1: 2\n", f"unknown key '1'; known keys here: {SECTION_KEYS}"),
+        # a value of the wrong type: its type and value, and the type the key takes
+        ("train: {batch_size: 32.0}\n", "key 'train.batch_size' must be an integer, got float 32.0"),
+        ("train: {learning_rate: '0.1'}\n", "key 'train.learning_rate' must be a number, got str '0.1'"),
+        ("data: {shape: 64}\n", "key 'data.shape' must be a list or null, got int 64"),
+        ("data: {label_column: 1.5}\n", "key 'data.label_column' must be a column index or a header name, got float 1.5"),
+        ("export: [1]\n", "key 'export' must be a mapping, got list [1]"),
+        (
+            "export: {reuse_factor: [4]}\n",
+            "key 'export.reuse_factor' must be an integer or a mapping of layer names to integers, got list [4]",
+        ),
+        # YAML's true is not an integer, nor a number
+        ("train: {seed: true}\n", "key 'train.seed' must be an integer, got bool True"),
+        ("train: {learning_rate: false}\n", "key 'train.learning_rate' must be a number, got bool False"),
+        (
+            "export: {reuse_factor: true}\n",
+            "key 'export.reuse_factor' must be an integer or a mapping of layer names to integers, got bool True",
+        ),
+        # a value out of range: what the key accepts
+        ("train: {epochs: 0}\n", "key 'train.epochs' must be at least 1, got 0"),
+        ("train: {seed: -1}\n", "key 'train.seed' must be an integer from 0 to 4294967295, got -1"),
+        ("data: {test_fraction: 1.0}\n", "key 'data.test_fraction' must be a fraction between 0 and 1 (exclusive), got 1.0"),
+        ("data: {scale: 0}\n", "key 'data.scale' must be a finite non-zero number, got 0"),
+        ("train: {learning_rate: .inf}\n", "key 'train.learning_rate' must be a positive finite number, got inf"),
+        (
+            "export: {clock_period_ns: -5}\n",
+            "key 'export.clock_period_ns' must be a positive number of ns (or null: the board's), got -5",
+        ),
+        (
+            "export: {reuse_factor: {quant_dense: 0}}\n",
+            "key 'export.reuse_factor' must be an integer >= 1, or a mapping of layer names to integers >= 1, "
+            "got {'quant_dense': 0}",
+        ),
+        (
+            "name: my model\n",
+            "key 'name' must be an identifier of at most 64 ASCII letters, digits and underscores (not starting with a "
+            "digit), since it names files and the HLS project, got 'my model'",
+        ),
+        # a choice: the value and every accepted one
+        ("train: {optimizer: adamw}\n", "key 'train.optimizer' is 'adamw'; use one of adam, sgd, rmsprop, bop"),
+        ("train: {lr_schedule: linear}\n", "key 'train.lr_schedule' is 'linear'; use one of exponential, cosine, step, constant"),
+        ("train: {distribute: tpu}\n", "key 'train.distribute' is 'tpu'; use one of null, mirrored, multi_worker"),
+        ("data: {dataset: mnist}\n", "key 'data.dataset' is 'mnist'; use one of digits, npz, csv"),
+        ("train: {optimizer: 3}\n", "key 'train.optimizer' is 3; use one of adam, sgd, rmsprop, bop"),
+        # null where the key has no "default of the target" to fall back to
+        ("train: {epochs: null}\n", "key 'train.epochs' must be an integer, got null"),
+        ("train: {optimizer: null}\n", "key 'train.optimizer' is null; use one of adam, sgd, rmsprop, bop"),
+        ("board: null\n", "key 'board' must be a string, got null"),
+        ("train:\n", "key 'train' must be a mapping, got null"),
+        # the keys of train.early_stopping, a section of its own
+        (
+            "train: {early_stopping: {patients: 3}}\n",
+            "unknown key 'train.early_stopping.patients' (did you mean 'patience'?); "
+            "known keys here: monitor, patience, min_delta",
+        ),
+        ("train: {early_stopping: {patience: 0}}\n", "key 'train.early_stopping.patience' must be an integer >= 1, got 0"),
+        ("train: {early_stopping: {patience: true}}\n", "key 'train.early_stopping.patience' must be an integer, got bool True"),
+        (
+            "train: {early_stopping: {min_delta: -0.1}}\n",
+            "key 'train.early_stopping.min_delta' must be a finite number >= 0, got -0.1",
+        ),
+        (
+            "train: {early_stopping: {monitor: acc}}\n",
+            "key 'train.early_stopping.monitor' is 'acc'; use one of val_accuracy, val_loss",
+        ),
+        ("train: {early_stopping: 5}\n", "key 'train.early_stopping' must be a mapping or null, got int 5"),
+    ],
+)
+def test_each_refusal_names_the_key_the_value_and_what_is_accepted(tmp_path, text, says):
+    path = write(tmp_path, "model: []\n" + text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: {says}"
+
+
+def test_only_the_first_refusal_is_reported(tmp_path):
+    path = write(tmp_path, "model: []\ntrain: {epochs: 0, batch_size: 0, optimizer: adamw}\nexport: {fpga: x}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: key 'train.epochs' must be at least 1, got 0"
+
+
+def test_numbers_nulls_and_early_stopping_that_the_schema_accepts(tmp_path):
+    text = (
+        "model: []\n"
+        "data: {scale: 2, offset: -1, shape: null, path: null, test_path: null, label_column: label, validation_fraction: 0.1}\n"
+        "freeze: {input_type: null, output_quantizer: null}\n"
+        "train: {learning_rate: 1, early_stopping: {patience: 3}, distribute: null}\n"
+        "export: {clock_period_ns: null, hls_tool: null, part: null}\n"
+    )
+    config = load_config(write(tmp_path, text))
+    assert config["data"]["scale"] == 2.0 and isinstance(config["data"]["scale"], float)  # a YAML int is a number
+    assert config["data"]["label_column"] == "label" and config["train"]["learning_rate"] == 1.0
+    # early_stopping comes back whole: the keys not given at their defaults
+    assert config["train"]["early_stopping"] == {"monitor": "val_accuracy", "patience": 3, "min_delta": 0.0}
+    assert config["export"]["clock_period_ns"] is None and config["train"]["distribute"] is None
+
+
+def test_check_train_refuses_what_the_train_section_refuses():
+    from edgebnn.config import check_train
+
+    check_train({"epochs": 3, "learning_rate": 1, "optimizer": "not checked here"}, "train()")
+    for values, says in (
+        ({"epochs": 0}, "train(): epochs must be at least 1, got 0"),
+        ({"epochs": True}, "train(): epochs must be at least 1, got True"),
+        ({"warmup_epochs": -1}, "train(): warmup_epochs must be an integer >= 0, got -1"),
+        ({"learning_rate": float("nan")}, "train(): learning_rate must be a positive finite number, got nan"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            check_train(values, "train()")
+        assert str(info.value) == says
+
+
+# ---------------------------------------------------------------------- defaults, documented once
+def _schema_keys():
+    """(section, key, field) of every key of every section, early_stopping's keys as train.early_stopping."""
+    from edgebnn.config import EarlyStopping, RunConfig
+
+    for section, field in RunConfig.model_fields.items():
+        model = field.annotation
+        if isinstance(model, type) and hasattr(model, "model_fields"):
+            for key, inner in model.model_fields.items():
+                yield section, key, inner
+    for key, inner in EarlyStopping.model_fields.items():
+        yield "train.early_stopping", key, inner
+
+
+def test_every_default_is_in_the_starter_file_with_its_description():
+    import re
+
+    import yaml
+
+    from edgebnn.config import DEFAULTS, EarlyStopping, RunConfig, starter_config
+
+    text = starter_config()
+    top = RunConfig.model_fields
+    for key in ("name", "board"):
+        assert re.search(rf"^{key}: {re.escape(DEFAULTS[key])} +# {re.escape(top[key].description)}$", text, re.M), key
+    for section, key, field in _schema_keys():
+        assert field.description and "\n" not in field.description, (section, key)
+        if section == "train.early_stopping":  # null by default: its keys are shown commented, to write in its place
+            default, line = EarlyStopping.model_fields[key].default, rf"^  #   {key}: (.+?)   # "
+        else:
+            default, line = DEFAULTS[section][key], rf"^  {key}: (.+?)   # "
+            block = text[text.index(f"\n{section}:") :]
+            assert re.search(rf"^{section}: +# {re.escape(top[section].description)}$", block, re.M), section
+        found = re.search(line + re.escape(field.description) + "$", text, re.M)
+        assert found and yaml.safe_load(found.group(1)) == default, (section, key)
+    assert "# " + top["model"].description in text
+    assert check_config(yaml.safe_load(text)) == {**DEFAULTS, "model": yaml.safe_load(text)["model"]}
+
+
+def test_config_schema_is_json_schema_of_every_section_and_key():
+    import json
+
+    from edgebnn.config import DEFAULTS, config_schema
+
+    schema = json.loads(json.dumps(config_schema()))  # plain JSON, for an editor
+    assert schema["title"] == "edgebnn run configuration" and schema["additionalProperties"] is False
+    assert list(schema["properties"]) == ["name", "board", "data", "model", "freeze", "train", "export"]
+    assert schema["required"] == ["model"] and schema["properties"]["model"]["type"] == "array"
+    defs = schema["$defs"]
+
+    def resolve(prop):
+        refs = [prop, *prop.get("anyOf", [])]
+        ref = next(p["$ref"] for p in refs if "$ref" in p)
+        return defs[ref.rsplit("/", 1)[1]]
+
+    for section in ("data", "freeze", "train", "export"):
+        body = resolve(schema["properties"][section])
+        assert body["additionalProperties"] is False and list(body["properties"]) == list(DEFAULTS[section])
+        for key, prop in body["properties"].items():
+            assert prop["default"] == DEFAULTS[section][key] and prop["description"], (section, key)
+    train = resolve(schema["properties"]["train"])["properties"]
+    assert train["epochs"]["minimum"] == 1 and train["optimizer"]["enum"] == ["adam", "sgd", "rmsprop", "bop"]
+    assert train["seed"]["maximum"] == 2**32 - 1 and train["learning_rate"]["exclusiveMinimum"] == 0
+    stop = resolve(train["early_stopping"])
+    assert stop["properties"]["monitor"]["enum"] == ["val_accuracy", "val_loss"] and stop["additionalProperties"] is False
+    assert resolve(schema["properties"]["data"])["properties"]["dataset"]["enum"] == ["digits", "npz", "csv"]
