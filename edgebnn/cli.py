@@ -56,6 +56,11 @@ def cmd_run(args) -> int:
     from .pipeline import run
 
     summary = run(args.config, args.output, force=args.force, log=progress.log, resume=args.resume)
+    if summary is None:  # a multi_worker task other than the chief: the chief runs the later stages
+        progress.log(
+            "trained with the other workers; the chief writes the run folder and runs the later stages", at=progress.QUIET
+        )
+        return EXIT_OK
     if any(summary["mismatches"].values()) or summary.get("stream_leftovers"):
         return EXIT_MISMATCH
     return EXIT_OK if summary["resources"]["fits"] else EXIT_DOES_NOT_FIT
@@ -88,6 +93,9 @@ def cmd_train(args) -> int:
     from .stages import train_stage
 
     run = train_stage(args.source, args.output, force=args.force, resume=args.resume)
+    if run is None:  # a multi_worker task other than the chief
+        progress.log("trained with the other workers; the chief wrote the run folder", at=progress.QUIET)
+        return EXIT_OK
     progress.log(f"trained: {run / 'model.keras'}; next: `edgebnn freeze {run}`", at=progress.QUIET)
     return EXIT_OK
 

@@ -240,6 +240,9 @@ class TrainSection(_Section):
     distribute: Literal[DISTRIBUTIONS] | None = Field(
         None, description="null, mirrored (several local GPUs) or multi_worker (hosts through TF_CONFIG)"
     )
+    worker_timeout: Annotated[float, _Accepts("a positive number of seconds")] = Field(
+        600.0, gt=0, allow_inf_nan=False, description="multi_worker: seconds each host waits for the others to start"
+    )
 
 
 class ExportSection(_Section):

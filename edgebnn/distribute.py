@@ -21,6 +21,7 @@ from typing import Any
 from .errors import EdgebnnError
 
 NAMES = ("mirrored", "multi_worker")
+WORKER_TIMEOUT = 600.0  # seconds a task waits for the others to start (train.worker_timeout)
 
 _made: dict[str, Any] = {}  # one strategy per name and process (a second MultiWorkerMirroredStrategy fails)
 
@@ -74,9 +75,10 @@ def _is_address(text: str) -> bool:
     return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
 
 
-def strategy(name: str | None):
+def strategy(name: str | None, timeout: float = WORKER_TIMEOUT):
     """The ``tf.distribute`` strategy called ``name`` (None, "mirrored" or "multi_worker"); the
-    same object for the same name within a process."""
+    same object for the same name within a process. A multi_worker task waits at most
+    ``timeout`` seconds for every task of TF_CONFIG to start."""
     import tensorflow as tf
 
     if name is None:
@@ -87,15 +89,65 @@ def strategy(name: str | None):
         if name == "mirrored":
             _made[name] = tf.distribute.MirroredStrategy()
         else:
-            tf_config()
+            config = tf_config()
+            _limit_registration(config, timeout)
             try:
                 _made[name] = tf.distribute.MultiWorkerMirroredStrategy()
+            except tf.errors.DeadlineExceededError:
+                raise DistributeError(
+                    f"distribute: {_task(config)} waited {timeout:.0f} s for {_others(config)} of TF_CONFIG and the cluster "
+                    "did not come together; start the same edgebnn command on every host within that time (or raise "
+                    "train.worker_timeout) and check that each host:port is reachable from the others"
+                ) from None
             except (RuntimeError, ValueError) as err:
                 raise DistributeError(
                     f"distribute: cannot start multi_worker ({str(err).splitlines()[0]}); make the strategy before any other "
                     "TensorFlow work in the process"
                 ) from None
     return _made[name]
+
+
+def _task(config: dict[str, Any]) -> str:
+    return f"{config['task']['type']} {config['task']['index']}"
+
+
+def _others(config: dict[str, Any]) -> str:
+    me = (config["task"]["type"], config["task"]["index"])
+    others = [f"{job} {i} ({host})" for job, hosts in config["cluster"].items() for i, host in enumerate(hosts) if (job, i) != me]
+    return ", ".join(others) or "no other task"
+
+
+def _limit_registration(config: dict[str, Any], timeout: float) -> None:
+    """Bound how long this task waits for the whole cluster to register. TensorFlow's default is
+    to wait forever inside a call that holds the interpreter, so neither Ctrl-C nor SIGTERM
+    would end a task whose peers never start. MultiWorkerMirroredStrategy keeps a coordination
+    service configured before it; this one is its own but for the registration timeout."""
+    from . import progress
+
+    progress.log(f"distribute: {_task(config)} waits up to {timeout:.0f} s for {_others(config)}")
+    try:
+        from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+        from tensorflow.python.distribute import multi_worker_util
+        from tensorflow.python.eager import context
+        from tensorflow.python.training.server_lib import ClusterSpec
+    except ImportError:  # another TensorFlow layout: its own default (no limit)
+        return
+    if context.context().coordination_service is not None:
+        return
+    cluster = ClusterSpec(config["cluster"])
+    jobs = [
+        coordination_config_pb2.CoordinatedJob(name=job, num_tasks=cluster.num_tasks(job))
+        for job in ("chief", "worker")
+        if job in cluster.jobs
+    ]
+    context.context().configure_coordination_service(
+        service_type="standalone",
+        service_leader=multi_worker_util.coordination_leader(cluster),
+        coordinated_jobs=jobs,
+        cluster_register_timeout_in_ms=int(timeout * 1000),
+    )
+    # the leader (chief, or worker 0) waits for the others' registration within that time too
+    context.context().coordination_service.cluster_register_with_barrier = True
 
 
 @contextlib.contextmanager

@@ -731,6 +731,8 @@ class _FoldedBatchnorm:
     freeze; "batch" folds both with the batch's. freeze reads the folded quantized kernel and the
     folded bias (:meth:`folded_bias`), so the layer deploys as a plain quantized layer."""
 
+    synchronized = False  # the batch's statistics over all replicas (set by edgebnn.train's replicated loop)
+
     # the folded BatchNorm's keyword arguments (besides the layer's own)
     BATCHNORM_KEYS = (
         "momentum",
@@ -802,7 +804,7 @@ class _FoldedBatchnorm:
         x = _apply(self.input_quantizer, inputs, training)
         raw = self._latent_product(x) + self.bias
         axes = list(range(len(raw.shape) - 1))
-        mean, variance = ops.moments(raw, axes=axes)
+        mean, variance = ops.moments(raw, axes=axes, synchronized=self.synchronized)
         moving = self.ema_freeze_delay is None or self.ema_freeze_delay < 0
         bn_training = ops.convert_to_tensor(True) if moving else ops.less_equal(self.iteration, self.ema_freeze_delay)
         m = self.momentum

@@ -20,9 +20,9 @@ def run(
     force: bool = False,
     log: Callable[[str], None] = print,
     resume: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Run every stage for one configuration (:mod:`edgebnn.stages`); returns the summary (also in
-    summary.json).
+    summary.json), or None in a multi_worker task other than the chief, which only trains.
 
     Everything that can be checked without training is checked first, before the output folder
     is touched: the configuration's keys and ranges, the board, the export options, g++, the
@@ -36,6 +36,8 @@ def run(
         run_folder = stages.train_stage(output_dir, resume=True, log=log)
     else:
         run_folder = stages.train_stage(config_path, output_dir, force=force, log=log, check_compile=True)
+    if run_folder is None:  # a multi_worker task other than the chief: it only trains
+        return None
     stages.freeze_stage(run_folder, log=log)
     stages.export_stage(run_folder, log=log)
     stages.csim_stage(run_folder, log=log)

@@ -438,6 +438,29 @@ def _alpha_tensor(alpha, dtype):
     return ops.convert_to_tensor(np.asarray(alpha, dtype=np.float32), dtype=dtype)
 
 
+def _replica():
+    """Under a ``tf.distribute`` strategy of several replicas (edgebnn.train's replicated loop), a
+    function ``(shape, dtype, seed) -> draws`` that folds the replica's index into the seed: every
+    replica keeps the same generator state (so the replicas stay identical), yet each replica's
+    share of the global batch gets draws of its own instead of the same sequence as the others.
+    None otherwise (one device: Keras's own draws, unchanged)."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return None
+    index = context.replica_id_in_sync_group
+
+    def draws(shape, dtype, seed):
+        # a hash of (seed, replica): seed + [0, replica] would replay the next step's draws
+        seed = tf.random.experimental.stateless_fold_in(tf.cast(seed, "int64"), tf.cast(index, "int64"))
+        return tf.random.stateless_uniform(shape, seed=seed, dtype=dtype)
+
+    return draws
+
+
 class _Stochastic:
     """Owns the ``keras.random.SeedGenerator`` of a quantizer with stochastic rounding.
 
@@ -453,6 +476,9 @@ class _Stochastic:
         """Uniform [0, 1) draws of x's shape when rounding stochastically, else None."""
         if not (self.use_stochastic_rounding and training):
             return None
+        replica = _replica()
+        if replica is not None:
+            return replica(ops.shape(x), x.dtype, self._seed_generator.next())
         return keras.random.uniform(ops.shape(x), dtype=x.dtype, seed=self._seed_generator)
 
     def __deepcopy__(self, memo):

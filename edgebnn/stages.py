@@ -130,15 +130,10 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     from .train import seed_everything
 
     if config["train"].get("distribute") == "multi_worker":
-        from .distribute import tf_config
+        from .distribute import strategy
 
-        workers = tf_config()["cluster"].get("worker", [])
-        if len(workers) > 1:  # before any training: Keras 3's fit fails there, after the workers have met
-            raise ConfigError(
-                f"{os.fspath(where)}: key 'train.distribute': training on {len(workers)} workers stops inside Keras 3's "
-                "fit (its loss reduction under MultiWorkerMirroredStrategy, tensorflow/tensorflow#72388); train on one "
-                "host (distribute: null or mirrored) until edgebnn trains there with a loop of its own"
-            )
+        # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
+        strategy("multi_worker", config["train"]["worker_timeout"])
     board, target = _board_and_target(config)
     if check_compile:
         check_compiler()
@@ -259,6 +254,8 @@ def train_stage(
             raise RunFolderError(
                 f"run folder {str(run)!r} has no checkpoint to resume from; train it again with `edgebnn train {run}`"
             )
+        if not _writes_run(config):
+            return _train_as_worker(model, data, config, run.path, ckpt if resume else None, log)
         if not resume and ckpt.exists():
             shutil.rmtree(ckpt)  # training again from the start: the old checkpoints are train's own outputs
         log(f"data: {_describe(data)}")
@@ -275,6 +272,9 @@ def train_stage(
     if output is None:
         raise RunFolderError(f"name the run folder to make: `edgebnn train {os.fspath(source)} -o RUN`")
     config = load_config(source)
+    if not _writes_run(config):  # the chief checks and writes the run folder; this worker only trains
+        board, target, data, model = prepare(config, source, check_compile)
+        return _train_as_worker(model, data, config, pathlib.Path(output), None, log)
     text = pathlib.Path(source).read_text(encoding="utf-8")
     final = check_output(output, force=force, what="run folder", marked_only=True)
     from .backends.hls4ml import check_output_path
@@ -309,6 +309,30 @@ def train_stage(
                     parent.rmdir()  # only if still empty
         raise
     return run
+
+
+def _writes_run(config) -> bool:
+    """Whether this process writes the run folder: always, except a multi_worker task other than
+    the chief (docs/distributed.md)."""
+    if config["train"].get("distribute") != "multi_worker":
+        return True
+    from .distribute import is_chief
+
+    return is_chief()
+
+
+def _train_as_worker(model, data, config, run_path: pathlib.Path, checkpoints, log) -> None:
+    """A multi_worker task other than the chief: it trains in step with the others (resuming from
+    the run folder's checkpoint when ``checkpoints`` is given) and writes nothing; the chief writes
+    the run folder. Returns None (there is no run folder of its own)."""
+    from .distribute import tf_config
+
+    cluster = tf_config()
+    task = cluster["task"]
+    log(f"data: {_describe(data)}")
+    log(f"{task['type']} {task['index']}: training {model.name} with the other workers; the chief writes {os.fspath(run_path)!r}")
+    _train(model, data, config, checkpoints, checkpoints is not None, log)
+    return None
 
 
 def _describe(data) -> str:

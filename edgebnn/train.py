@@ -25,7 +25,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .config import MONITORS, SCHEDULES
+from .config import MONITORS, SCHEDULES, check_train
 from .errors import EdgebnnError
 
 STATE_VERSION = 1
@@ -354,6 +354,98 @@ def _optimizer(optimizer: str, lr, bop_gamma: float, bop_threshold: float):
     )
 
 
+class _ReplicatedLoop:
+    """edgebnn's own training loop under a ``tf.distribute`` strategy (Keras 3's ``fit`` stops under
+    a ``MultiWorkerMirroredStrategy`` of several workers, tensorflow/tensorflow#72388).
+
+    Each step takes the global batch the single-device loop would take (the epoch's permutation,
+    ``batch_size`` samples) and splits it over the replicas in order; each replica's loss is its
+    samples' summed cross-entropy over the global batch size (plus its share of the model's
+    regularization losses), so the all-reduced gradient sum is the global batch's mean gradient.
+    Batch normalization computes the global batch's statistics (``synchronized``) and the
+    optimizer (Adam, SGD, RMSprop, Bop) applies the same all-reduced gradients on every replica:
+    every replica holds the same weights, flips and generator states after every step.
+    """
+
+    def __init__(self, model, strategy, batch_size: int):
+        import tensorflow as tf
+
+        self.model, self.strategy, self.batch_size = model, strategy, batch_size
+        self.replicas = strategy.num_replicas_in_sync
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        replicas = self.replicas
+
+        def replica_step(xb, yb, size):
+            with tf.GradientTape() as tape:
+                logits = model(xb, training=True)
+                per_sample = loss(yb, logits)
+                regularization = tf.add_n(model.losses) if model.losses else tf.constant(0.0)
+                objective = tf.reduce_sum(per_sample) / size + regularization / replicas
+            variables = model.trainable_variables
+            grads = tape.gradient(objective, variables)
+            model.optimizer.apply_gradients(zip(grads, variables))
+            hits = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tf.cast(yb, tf.int32)), tf.float32)
+            return tf.reduce_sum(per_sample), tf.reduce_sum(hits), regularization / replicas
+
+        @tf.function(reduce_retracing=True)
+        def step(xb, yb, size):
+            outs = strategy.run(replica_step, args=(xb, yb, size))
+            return [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in outs]
+
+        @tf.function(reduce_retracing=True)
+        def predict(xb):
+            return model(xb, training=False)
+
+        self._step, self._predict, self._tf = step, predict, tf
+
+    def _distributed(self, array):
+        parts = self._parts
+        return self.strategy.experimental_distribute_values_from_function(
+            lambda ctx: self._tf.constant(array[parts[ctx.replica_id_in_sync_group]])
+        )
+
+    def epoch(self, x, y, order, callbacks) -> dict[str, float]:
+        total_loss = total_hits = total_regularization = 0.0
+        steps = 0
+        for batch, start in enumerate(range(0, len(order), self.batch_size)):
+            callbacks.on_train_batch_begin(batch)
+            chosen = order[start : start + self.batch_size]
+            self._parts = np.array_split(np.arange(len(chosen)), self.replicas)
+            xb, yb = x[chosen], y[chosen]
+            loss, hits, regularization = self._step(
+                self._distributed(xb), self._distributed(yb), self._tf.constant(float(len(chosen)))
+            )
+            total_loss, total_hits = total_loss + float(loss), total_hits + float(hits)
+            total_regularization, steps = total_regularization + float(regularization), steps + 1
+            callbacks.on_train_batch_end(batch)
+        return {"loss": total_loss / len(order) + total_regularization / max(steps, 1), "accuracy": total_hits / len(order)}
+
+    def evaluate(self, x, y) -> dict[str, float]:
+        """val_loss and val_accuracy on this process alone (every replica holds the same weights)."""
+        logits = np.concatenate([np.asarray(self._predict(x[i : i + 1024])) for i in range(0, len(x), 1024)])
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        labels = np.asarray(y).astype(np.int64).ravel()
+        regularization = float(sum(float(keras.ops.convert_to_numpy(v)) for v in self.model.losses))
+        loss = float(-log_probs[np.arange(len(labels)), labels].mean()) + regularization
+        return {"val_loss": loss, "val_accuracy": float((logits.argmax(axis=-1) == labels).mean())}
+
+
+@contextlib.contextmanager
+def _synchronized_batch_statistics(model) -> Any:
+    """Batch normalization over the global batch (all replicas) while the loop trains; the model's
+    own setting again afterwards (its saved configuration does not change)."""
+    layers = [layer for layer in model._flatten_layers(include_self=False) if hasattr(layer, "synchronized")]
+    before = [layer.synchronized for layer in layers]
+    for layer in layers:
+        layer.synchronized = True
+    try:
+        yield
+    finally:
+        for layer, value in zip(layers, before):
+            layer.synchronized = value
+
+
 def _improved(value: float, best: float | None, mode: str, min_delta: float) -> bool:
     if best is None:
         return True
@@ -384,6 +476,7 @@ def train(
     early_stopping: dict | None = None,
     restore_best: bool = True,
     distribute: str | None = None,
+    worker_timeout: float = 600.0,
     progress: Callable[[int, int, dict], None] | None = None,
     callbacks: list | None = None,
 ) -> TrainResult:
@@ -403,7 +496,8 @@ def train(
 
     ``distribute`` (``"mirrored"``, ``"multi_worker"``; see :mod:`edgebnn.distribute`): ``model``
     must then be a function returning the model, which train calls under the strategy's scope
-    (or a model built under :func:`edgebnn.distribute.scope`). Only the chief writes checkpoints.
+    (or a model built under :func:`edgebnn.distribute.scope`). Only the chief writes checkpoints;
+    a multi_worker task waits at most ``worker_timeout`` seconds for the others to start.
     ``progress(epoch, epochs, logs)`` is called after every epoch (1-based epoch); ``callbacks`` are
     Keras callbacks given to every epoch's ``fit``.
     """
@@ -424,6 +518,7 @@ def train(
         "distribute": distribute,
     }
     _check_arguments(args)
+    check_train({"worker_timeout": worker_timeout}, where="train()")  # not in args: it does not change the result
     stopping = _early_stopping(early_stopping, validation)
     args["early_stopping"] = stopping
     if resume and checkpoint_dir is None:
@@ -433,7 +528,7 @@ def train(
         state = _read_state(folder)  # before any work: no checkpoint, no training
     from . import distribute as dist
 
-    strategy = dist.strategy(distribute) if distribute else None
+    strategy = dist.strategy(distribute, worker_timeout) if distribute else None
     chief = dist.is_chief() if distribute else True
     seed_everything(seed)
     x = np.asarray(x)
@@ -483,24 +578,37 @@ def train(
 
         own_folder = pathlib.Path(tempfile.mkdtemp(prefix="edgebnn-worker-checkpoints-"))
     done = start
+    loop = hooks = None
+    if strategy is not None:  # edgebnn's loop: Keras's fit is not used under a strategy (see _ReplicatedLoop)
+        loop = _ReplicatedLoop(model, strategy, batch_size)
+        hooks = keras.callbacks.CallbackList(list(callbacks or []), model=model, add_history=False, add_progbar=False)
+        hooks.on_train_begin()
     try:
         for epoch in range(start, epochs):
             if stopped:
                 break
             rate = float(keras.ops.convert_to_numpy(lr(epoch * steps)))
             order = np.random.default_rng([seed, epoch]).permutation(len(x))
-            fit = model.fit(
-                x[order],
-                y[order],
-                batch_size=batch_size,
-                epochs=epoch + 1,
-                initial_epoch=epoch,
-                shuffle=False,
-                verbose=0,
-                validation_data=validation,
-                callbacks=list(callbacks or []),
-            )
-            logs = {k: float(v[-1]) for k, v in fit.history.items()}
+            if loop is not None:
+                with _synchronized_batch_statistics(model):
+                    hooks.on_epoch_begin(epoch)
+                    logs = loop.epoch(x, y, order, hooks)
+                if validation is not None:
+                    logs.update(loop.evaluate(*validation))
+                hooks.on_epoch_end(epoch, logs)
+            else:
+                fit = model.fit(
+                    x[order],
+                    y[order],
+                    batch_size=batch_size,
+                    epochs=epoch + 1,
+                    initial_epoch=epoch,
+                    shuffle=False,
+                    verbose=0,
+                    validation_data=validation,
+                    callbacks=list(callbacks or []),
+                )
+                logs = {k: float(v[-1]) for k, v in fit.history.items()}
             history["epoch"].append(epoch + 1)
             for key in history:
                 if key not in ("epoch", "learning_rate"):

@@ -407,18 +407,3 @@ def test_relative_data_paths_are_read_from_the_config_files_folder(tmp_path):
     config = load_config(tmp_path / "c.yaml")
     assert config["data"]["path"] == str(tmp_path / "d" / "a.csv") and config["data"]["test_path"] == "/abs/t.csv"
     assert load_config(tmp_path / "c.yaml", base_dir="/elsewhere")["data"]["path"] == "/elsewhere/d/a.csv"
-
-
-def test_training_on_several_workers_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
-    """Keras 3's fit fails under a MultiWorkerMirroredStrategy of 2 workers (tried on loopback):
-    the run says so in one line before training, instead of an internal error after the workers met."""
-    cfg = quick_config(tmp_path)
-    config = yaml.safe_load(cfg.read_text())
-    config["train"]["distribute"] = "multi_worker"
-    cfg.write_text(yaml.safe_dump(config))
-    tf_config = {"cluster": {"worker": ["127.0.0.1:23401", "127.0.0.1:23402"]}, "task": {"type": "worker", "index": 0}}
-    monkeypatch.setenv("TF_CONFIG", json.dumps(tf_config))
-    assert cli.main(["train", str(cfg), "-o", str(tmp_path / "run")]) == EXIT_USER_ERROR
-    line = one_line_error(capsys)
-    assert "key 'train.distribute': training on 2 workers stops inside Keras 3's fit" in line
-    assert sorted(os.listdir(tmp_path)) == ["quick.yaml"]
