@@ -200,6 +200,7 @@ EXPORT_KEYS = "backend, io_type, strategy, reuse_factor, clock_period_ns, hls_to
         ("data: {test_fraction: 1.0}\n", "key 'data.test_fraction' must be a fraction between 0 and 1 (exclusive), got 1.0"),
         ("data: {scale: 0}\n", "key 'data.scale' must be a finite non-zero number, got 0"),
         ("train: {learning_rate: .inf}\n", "key 'train.learning_rate' must be a positive finite number, got inf"),
+        ("train: {worker_timeout: 0}\n", "key 'train.worker_timeout' must be a positive number of seconds, got 0"),
         (
             "export: {clock_period_ns: -5}\n",
             "key 'export.clock_period_ns' must be a positive number of ns (or null: the board's), got -5",
@@ -283,6 +284,7 @@ def test_check_train_refuses_what_the_train_section_refuses():
         ({"epochs": True}, "train(): epochs must be at least 1, got True"),
         ({"warmup_epochs": -1}, "train(): warmup_epochs must be an integer >= 0, got -1"),
         ({"learning_rate": float("nan")}, "train(): learning_rate must be a positive finite number, got nan"),
+        ({"worker_timeout": -1}, "train(): worker_timeout must be a positive number of seconds, got -1"),
     ):
         with pytest.raises(ConfigError) as info:
             check_train(values, "train()")
