@@ -559,6 +559,25 @@ def _check_layer(spec, where: str) -> None:
     for key in kwargs:
         if key not in allowed:
             raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}")
+    from . import quantizers
+
+    for key in QUANTIZER_KEYS:
+        if isinstance(kwargs.get(key), str):
+            try:
+                quantizers.check(kwargs[key])
+            except ValueError as err:
+                raise ConfigError(f"{where}.{cls_name}.{key}: {err}") from None
+
+
+# a layer's arguments that take a quantizer (a string in a configuration)
+QUANTIZER_KEYS = (
+    "input_quantizer",
+    "kernel_quantizer",
+    "depthwise_quantizer",
+    "pointwise_quantizer",
+    "bias_quantizer",
+    "quantizer",
+)
 
 
 # the layers with a weight matrix, whose reuse factor the export section may set by name
@@ -653,7 +672,7 @@ def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
     key = int(path) if path.isdigit() else path
     if key in names:
         kwargs["name"] = names[key]
-    for q in ("input_quantizer", "kernel_quantizer", "depthwise_quantizer", "pointwise_quantizer", "bias_quantizer", "quantizer"):
+    for q in QUANTIZER_KEYS:
         if q in kwargs:
             kwargs[q] = _quantizer(kwargs[q], f"{where}.{q}")
     for c in ("kernel_constraint", "depthwise_constraint", "pointwise_constraint"):

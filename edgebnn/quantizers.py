@@ -1933,6 +1933,19 @@ def get(identifier) -> Quantizer | None:
     raise ValueError(f"cannot interpret {identifier!r} as a quantizer; pass an alias such as 'ste_sign'")
 
 
+def check(text: str) -> None:
+    """Refuse a quantizer string whose name or arguments :func:`get` would refuse, without
+    building it (no Keras variable, so no TensorFlow work: configurations are checked at load,
+    before a distribution strategy exists). A value out of range is refused when it is built."""
+    name, args, kwargs = _parse_call(text)
+    if name not in _ALIASES:
+        raise ValueError(f"unknown quantizer {text!r}; known: {', '.join(sorted(_ALIASES))}")
+    try:
+        inspect.signature(_ALIASES[name]).bind(*args, **kwargs)
+    except TypeError as err:
+        raise ValueError(f"quantizer {text!r}: {err}") from None
+
+
 def serialize(q: Quantizer | None):
     return None if q is None else keras.saving.serialize_keras_object(q)
 

@@ -1,6 +1,7 @@
 import os
 
 import pytest
+import yaml
 
 from edgebnn.config import ConfigError, build_model, check_config, load_config
 
@@ -40,8 +41,11 @@ def test_bad_configs_name_the_key(tmp_path, text, pattern):
 
 
 def test_bad_quantizer_string_is_named():
-    config = check_config({"model": [{"QuantDense": {"units": 3, "kernel_quantizer": "ste_sgn"}}]})
     with pytest.raises(ConfigError, match=r"model\[0\]\.QuantDense\.kernel_quantizer: unknown quantizer 'ste_sgn'"):
+        check_config({"model": [{"QuantDense": {"units": 3, "kernel_quantizer": "ste_sgn"}}]})
+    # a value out of range is refused where the quantizer is built, before any training
+    config = check_config({"model": [{"QuantDense": {"units": 3, "kernel_quantizer": "quantized_bits(0, 0)"}}]})
+    with pytest.raises(ConfigError, match=r"model\[0\]\.QuantDense\.kernel_quantizer: .*needs at least 1 bit"):
         build_model(config, (4,))
 
 
@@ -357,3 +361,24 @@ def test_config_schema_is_json_schema_of_every_section_and_key():
     stop = resolve(train["early_stopping"])
     assert stop["properties"]["monitor"]["enum"] == ["val_accuracy", "val_loss"] and stop["additionalProperties"] is False
     assert resolve(schema["properties"]["data"])["properties"]["dataset"]["enum"] == ["digits", "npz", "csv"]
+
+
+@pytest.mark.parametrize(
+    "quantizer, says",
+    [
+        ("ste_sgn", "model[0].QuantDense.input_quantizer: unknown quantizer 'ste_sgn'; known: approx_sign, binary,"),
+        (
+            "quantized_bits(8, 0, keep_neg=False)",
+            "model[0].QuantDense.input_quantizer: quantizer 'quantized_bits(8, 0, keep_neg=False)': got an unexpected "
+            "keyword argument 'keep_neg'",
+        ),
+        ("ste_sign(", "model[0].QuantDense.input_quantizer: cannot parse quantizer 'ste_sign('"),
+    ],
+)
+def test_a_layers_quantizer_string_is_checked_at_load(tmp_path, quantizer, says):
+    """At load, before any model is built (a quantizer is parsed and its arguments bound, not built)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"model": [{"QuantDense": {"units": 4, "input_quantizer": quantizer}}]}))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: {says}") and "\n" not in str(info.value)
