@@ -86,3 +86,18 @@ def test_api_reference_renders_the_docstrings(site, page, object_id, path, name)
     rendered = html_of(site, page).read_text()
     assert f'id="{object_id}"' in rendered, f"{object_id} has no entry on {page}"
     assert summary_line(path, name) in text_of(rendered)
+
+
+def test_the_configuration_reference_shows_every_key_of_every_section(site):
+    """Each key of the run configuration's schema has its own entry (griffe-pydantic's fields),
+    with the description the schema declares."""
+    from edgebnn.config import RunConfig
+
+    rendered = html_of(site, "api-config.md").read_text(encoding="utf-8")
+    for section, field in RunConfig.model_fields.items():
+        model = field.annotation
+        if not (isinstance(model, type) and hasattr(model, "model_fields")):
+            continue
+        for key, spec in model.model_fields.items():
+            assert f'id="edgebnn.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
+            assert spec.description and html.escape(spec.description, quote=False) in rendered, f"{section}.{key}"
