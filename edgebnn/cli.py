@@ -234,7 +234,8 @@ def cmd_estimate(args) -> int:
         from .stages import estimate_stage, run_config
 
         config = run_config(run)
-        if not given and not args.fit and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
+        own = not given and args.types is None and not args.fit
+        if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
             _print_estimates([est], args)
             _write_estimates(results, args)
@@ -257,17 +258,21 @@ def cmd_estimate(args) -> int:
         for board in boards:
             if args.fit:
                 shown = _fit_progress(board.name)
-                found = fit(graph, board, limit=args.limit, target=target, progress=shown)
+                found = fit(graph, board, limit=args.limit, target=target, types=args.types, progress=shown)
                 if shown is not None:
                     print("\r\033[K", end="", file=sys.stderr, flush=True)  # the status line gives way to the answer
                 progress.log(f"{board.name}: {found}", at=progress.QUIET)
                 est = found.estimate
                 if est is None:
                     est = estimate(
-                        graph, board, utilization_limit=args.limit, target=target.replace(reuse_factor=found.tried[-1][0])
+                        graph,
+                        board,
+                        utilization_limit=args.limit,
+                        target=target.replace(reuse_factor=found.tried[-1][0]),
+                        types=args.types,
                     )
             else:
-                est = estimate(graph, board, utilization_limit=args.limit, target=target)
+                est = estimate(graph, board, utilization_limit=args.limit, target=target, types=args.types)
             results.append(est)
             bar.update(1)
     _print_estimates(results, args)
@@ -407,6 +412,31 @@ def _reuse_factor_arg(text: str):
             raise argparse.ArgumentTypeError(f"{pair!r} in {text!r} is not NODE=RF with an integer RF (e.g. d0=4,d1=2)")
         mapping[name.strip()] = int(value)
     return mapping
+
+
+def _types_arg(text: str):
+    """``--types``: the types a what-if design is built with where they differ from the graph's,
+    as estimate's ``types=`` takes them: a YAML/JSON file, or the mapping itself written inline
+    (``'{"*": {"accum": "fixed<16,6>"}}'``). Read as plain data (``yaml.safe_load``)."""
+    import yaml
+
+    source = text
+    if os.path.isfile(text):
+        try:
+            with open(text, encoding="utf-8") as fh:
+                source = fh.read()
+        except (OSError, UnicodeDecodeError) as err:
+            raise argparse.ArgumentTypeError(f"cannot read types file {text!r} ({err})") from None
+    try:
+        value = yaml.safe_load(source)
+    except yaml.YAMLError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a file nor a mapping of node names (or '*') to {{accum|result|weight: type}}, "
+            """e.g. '{"*": {"accum": "fixed<16,6>"}}'"""
+        )
+    return value
 
 
 def _example(*lines: str) -> str:
@@ -573,6 +603,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
     e.add_argument(
         "--hls-tool", default=None, choices=HLS_TOOLS, help="HLS tool whose scheduling sets the latency (default: the backend's)"
+    )
+    e.add_argument(
+        "--types",
+        type=_types_arg,
+        default=None,
+        metavar="FILE|MAPPING",
+        help="what if the design used other types: node (or '*') -> {accum|result|weight: type}, "
+        """as a YAML/JSON file or inline, e.g. '{"*": {"accum": "fixed<16,6>"}}' (the graph's own by default)""",
     )
     e.add_argument("--limit", type=float, default=DEFAULT_LIMIT, help="utilization limit for 'fits' (default 0.8)")
     e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")

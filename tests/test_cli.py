@@ -180,3 +180,31 @@ def test_estimate_takes_a_reuse_factor_per_node(tmp_path, capsys):
     assert main(["estimate", str(path), "--reuse-factor", "nosuch=2"]) == 2
     err = capsys.readouterr().err
     assert "nosuch" in err and err.count("\n") == 1
+
+
+def test_estimate_takes_other_types_inline_or_from_a_file(tmp_path, capsys):
+    """A what-if on the design's types (estimate's types=), e.g. hls4ml's default fixed<16,6> accumulators."""
+    from graphs import binary_mlp
+
+    from edgebnn.cli import main
+    from edgebnn.estimate import estimate
+
+    path = tmp_path / "graph.npz"
+    graph = binary_mlp()
+    graph.save(path)
+    types = {"*": {"accum": "fixed<16,6>", "result": "fixed<16,6>"}}
+    want = estimate(graph, "pynq-z2", types=types)
+    assert want.table() != estimate(graph, "pynq-z2").table()  # the types change the estimate
+    (tmp_path / "types.yaml").write_text('"*": {accum: "fixed<16,6>", result: "fixed<16,6>"}\n')
+    for given in ('{"*": {"accum": "fixed<16,6>", "result": "fixed<16,6>"}}', str(tmp_path / "types.yaml")):
+        assert main(["estimate", str(path), "--types", given]) == 0
+        assert want.table() in capsys.readouterr().out
+    for bad, says in (
+        ("[1, 2]", "argument --types: '[1, 2]' is neither a file nor a mapping of node names"),
+        ('{"nosuch": {"accum": "fixed<16,6>"}}', "types names node 'nosuch', which graph"),
+        ('{"*": {"accum": "fixed<1x>"}}', "types['*']['accum'] = 'fixed<1x>' is not a fixed-point type"),
+    ):
+        assert main(["estimate", str(path), "--types", bad]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+    assert sorted(os.listdir(tmp_path)) == ["graph.npz", "types.yaml"]
