@@ -412,9 +412,19 @@ class _ReplicatedLoop:
             chosen = order[start : start + self.batch_size]
             self._parts = np.array_split(np.arange(len(chosen)), self.replicas)
             xb, yb = x[chosen], y[chosen]
-            loss, hits, regularization = self._step(
-                self._distributed(xb), self._distributed(yb), self._tf.constant(float(len(chosen)))
-            )
+            try:
+                loss, hits, regularization = self._step(
+                    self._distributed(xb), self._distributed(yb), self._tf.constant(float(len(chosen)))
+                )
+            except (self._tf.errors.UnavailableError, self._tf.errors.DeadlineExceededError) as err:
+                from .distribute import DistributeError
+
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+                raise DistributeError(
+                    f"distribute: another task of the cluster stopped during training ({type(err).__name__}: {first}); "
+                    "this one stops too: start every host again, with `edgebnn train RUN --resume` to continue from "
+                    "the chief's last checkpoint"
+                ) from None
             total_loss, total_hits = total_loss + float(loss), total_hits + float(hits)
             total_regularization, steps = total_regularization + float(regularization), steps + 1
             callbacks.on_train_batch_end(batch)

@@ -129,11 +129,12 @@ def test_a_host_whose_peers_never_start_stops_after_worker_timeout_in_one_line(t
 
 # ------------------------------------------------------------------------ two workers
 # Each worker trains through edgebnn.train with Bop, Dropout, a stochastic-rounding quantizer and
-# BatchNormalization, then saves its weights, its generator states and one stochastic draw of its
+# BatchNormalization (1001 samples: every epoch ends with a batch of one sample, so one replica
+# gets none), then saves its weights, its generator states and one stochastic draw of its
 # own replica (as the replicated loop's steps draw them).
 WORKER_SCRIPT = textwrap.dedent(
     """
-    import json, os, sys
+    import json, os, sys, time
     import numpy as np
     from edgebnn import distribute
     strategy = distribute.strategy("multi_worker")  # before any other TensorFlow work
@@ -160,7 +161,7 @@ WORKER_SCRIPT = textwrap.dedent(
             q.QuantActivation("quantized_bits(5,3)"),
         ])
 
-    result = T.train(build, x[:1000], y[:1000], epochs=2, batch_size=50, optimizer="bop", seed=3,
+    result = T.train(build, x[:1001], y[:1001], epochs=2, batch_size=50, optimizer="bop", seed=3,
                      distribute="multi_worker", validation=(x[1000:1200], y[1000:1200]), log=lambda line: None)
     model = result.model
     quantizer = model.get_layer("stochastic").quantizer
@@ -171,6 +172,30 @@ WORKER_SCRIPT = textwrap.dedent(
         json.dump({"rng": _rng_state(model), "history": result.history}, fh)
     if index == 0:
         model.save(sys.argv[2])
+
+    # the same training interrupted (Ctrl-C on every host) after epoch 1, then resumed from the
+    # chief's checkpoint: the weights of the uninterrupted run
+    class Stop(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt
+
+    arguments = dict(epochs=2, batch_size=50, optimizer="bop", seed=3, distribute="multi_worker",
+                     validation=(x[1000:1200], y[1000:1200]), log=lambda line: None, checkpoint_dir=sys.argv[3])
+    try:
+        T.train(build, x[:1001], y[:1001], callbacks=[Stop()], **arguments)
+    except T.TrainingInterrupted as stop:
+        assert stop.epoch == 1, stop.epoch
+    else:
+        raise SystemExit("the training was not interrupted")
+    # hosts resume with a later command; here the other worker waits for the chief's checkpoint
+    state = os.path.join(sys.argv[3], "state.json")
+    for _ in range(1200):
+        if os.path.isfile(state) and json.load(open(state))["epoch"] == 1:
+            break
+        time.sleep(0.1)
+    resumed = T.train(build, x[:1001], y[:1001], resume=True, **arguments).model
+    np.savez(sys.argv[1] + ".resumed.npz", *[np.asarray(w) for w in resumed.get_weights()])
     """
 )
 
@@ -188,7 +213,8 @@ def test_two_workers_hold_one_model_that_freezes_and_verifies(tmp_path):
     script.write_text(WORKER_SCRIPT)
     model_path = tmp_path / "model.keras"
     outs = [tmp_path / f"worker{i}.npz" for i in range(2)]
-    results = _run_workers([[sys.executable, str(script), str(o), str(model_path)] for o in outs], tmp_path)
+    checkpoints = tmp_path / "checkpoints"  # the chief's; the other worker resumes from it too (one file system)
+    results = _run_workers([[sys.executable, str(script), str(o), str(model_path), str(checkpoints)] for o in outs], tmp_path)
     for r in results:
         assert r.returncode == 0, r.stderr[-3000:]
     a, b = (np.load(o) for o in outs)
@@ -200,6 +226,9 @@ def test_two_workers_hold_one_model_that_freezes_and_verifies(tmp_path):
     assert states[0]["history"]["accuracy"][-1] > 0.5  # it learned from the whole global batch
     # each replica rounds its share of the batch with draws of its own, from the same state
     assert a["draws"].shape == (4, 24) and not np.array_equal(a["draws"], b["draws"])
+    for o in outs:  # interrupted and resumed: the uninterrupted run's weights, bit for bit
+        resumed = np.load(f"{o}.resumed.npz")
+        assert all(np.array_equal(resumed[f"arr_{i}"], a[f"arr_{i}"]) for i in range(len(weights)))
 
     from sklearn.datasets import load_digits
 
