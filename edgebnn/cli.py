@@ -237,6 +237,8 @@ def cmd_estimate(args) -> int:
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
+            for other in results:
+                progress.log(_board_line(other), at=progress.VERBOSE)
             _print_estimates([est], args)
             _write_estimates(results, args)
             return EXIT_OK
@@ -274,6 +276,7 @@ def cmd_estimate(args) -> int:
             else:
                 est = estimate(graph, board, utilization_limit=args.limit, target=target, types=args.types)
             results.append(est)
+            progress.log(_board_line(est), at=progress.VERBOSE)
             bar.update(1)
     _print_estimates(results, args)
     _write_estimates(results, args)
@@ -291,6 +294,12 @@ def _run_folder(path: str):
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.yaml")):
         return RunFolder.open(path)
     return None
+
+
+def _board_line(est) -> str:
+    """One board's estimate in a line (``--verbose``)."""
+    use = ", ".join(f"{k.upper()} {est.utilization[k]:.1f}%" for k in _BAR_KEYS)
+    return f"estimated {est.board.name}: {use}, reuse factor {est.reuse_factor}, fits: {'yes' if est.fits else 'no'}"
 
 
 def _print_estimates(results, args) -> None:
@@ -461,7 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
         talk = parser.add_mutually_exclusive_group()
         talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
         talk.add_argument(
-            "-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help="print every step in detail"
+            "-v",
+            "--verbose",
+            action="store_const",
+            const=progress.VERBOSE,
+            dest=dest,
+            help="print every training epoch's line (off a terminal the default prints the first, the last and "
+            "every (epochs // 10)-th) and a line per board estimated",
         )
 
     verbosity(p, "verbosity_top")  # before the command (edgebnn -q run ...) or after it
@@ -493,23 +508,6 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("config", metavar="CONFIG.yaml", help="the configuration file to write")
     i.add_argument("--example", default=None, help="start from a configuration in examples/ (default: the digits BNN)")
     i.add_argument("--force", action="store_true", help="overwrite an existing file")
-
-    r = command(
-        "run",
-        cmd_run,
-        "train, freeze, export, C-simulate, verify, estimate and report one configuration",
-        _example(
-            "edgebnn run examples/digits_bnn.yaml -o runs/digits", "edgebnn run examples/digits_bnn.yaml -o runs/digits --resume"
-        ),
-    )
-    r.add_argument("config", metavar="CONFIG.yaml", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
-    r.add_argument("-o", "--output", required=True, metavar="RUN", help="run folder (must not exist unless --force or --resume)")
-    r.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing run folder, only if edgebnn wrote it (it holds .edgebnn-output), once the new one is trained",
-    )
-    r.add_argument("--resume", action="store_true", help="continue the interrupted training of RUN from its last checkpoint")
 
     tr = command(
         "train",
@@ -556,25 +554,6 @@ def build_parser() -> argparse.ArgumentParser:
         _example("edgebnn verify runs/digits"),
     )
     run_arg(v)
-    rp = command(
-        "report",
-        cmd_report,
-        "write report.html (one self-contained page) and report.json",
-        _example("edgebnn report runs/digits && chromium runs/digits/report.html"),
-    )
-    run_arg(rp)
-    sm = command(
-        "summary",
-        cmd_summary,
-        "per-layer precision, parameters per bit width and MACs of a run's model (or of a configuration's, untrained)",
-        _example("edgebnn summary runs/digits", "edgebnn summary examples/digits_bnn.yaml --json"),
-    )
-    sm.add_argument("source", metavar="RUN|CONFIG.yaml", help="a run folder or a configuration file")
-    sm.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-    b = command("boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
-    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
     e = command(
         "estimate",
         cmd_estimate,
@@ -617,6 +596,42 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
     e.add_argument("--json", metavar="FILE.json", help="also write the estimates as JSON")
     e.add_argument("--csv", metavar="FILE.csv", help="also write the estimates as CSV (a row per node and board)")
+    rp = command(
+        "report",
+        cmd_report,
+        "write report.html (one self-contained page) and report.json",
+        _example("edgebnn report runs/digits && chromium runs/digits/report.html"),
+    )
+    run_arg(rp)
+    r = command(
+        "run",
+        cmd_run,
+        "train, freeze, export, C-simulate, verify, estimate and report one configuration",
+        _example(
+            "edgebnn run examples/digits_bnn.yaml -o runs/digits", "edgebnn run examples/digits_bnn.yaml -o runs/digits --resume"
+        ),
+    )
+    r.add_argument("config", metavar="CONFIG.yaml", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
+    r.add_argument("-o", "--output", required=True, metavar="RUN", help="run folder (must not exist unless --force or --resume)")
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing run folder, only if edgebnn wrote it (it holds .edgebnn-output), once the new one is trained",
+    )
+    r.add_argument("--resume", action="store_true", help="continue the interrupted training of RUN from its last checkpoint")
+
+    sm = command(
+        "summary",
+        cmd_summary,
+        "per-layer precision, parameters per bit width and MACs of a run's model (or of a configuration's, untrained)",
+        _example("edgebnn summary runs/digits", "edgebnn summary examples/digits_bnn.yaml --json"),
+    )
+    sm.add_argument("source", metavar="RUN|CONFIG.yaml", help="a run folder or a configuration file")
+    sm.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    b = command("boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
     return p
 
 
@@ -702,13 +717,9 @@ def main(argv=None) -> int:
         _debug_traceback()
         print(f"edgebnn: error: {_one_line(err) or type(err).__name__}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except BrokenPipeError:  # e.g. `edgebnn boards | head -1`: not a bug
+    except BrokenPipeError:  # e.g. `edgebnn estimate RUN --board all | head -3`: the reader has what it wanted
         _silence_stdout()
-        print(
-            "edgebnn: error: the output pipe was closed before edgebnn finished writing; nothing was left half-written",
-            file=sys.stderr,
-        )
-        return EXIT_USER_ERROR
+        return EXIT_OK  # quietly, as Unix tools end in a pipe
     except KeyboardInterrupt as exc:
         line = getattr(exc, "line", None)  # training: whether a checkpoint was kept, how to resume
         _SIGNALLED.setdefault("signum", signal.SIGTERM if getattr(exc, "terminated", False) else signal.SIGINT)

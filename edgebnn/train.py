@@ -62,12 +62,17 @@ class TrainResult:
 
 
 class _Progress:
+    """The log line of an epoch (loss, accuracy, validation accuracy): every epoch at ``--verbose``
+    (:data:`edgebnn.progress.VERBOSE`), else the first, the last and every ``epochs // 10``-th."""
+
     def __init__(self, epochs: int, log: Callable[[str], None]):
         self.epochs = epochs
         self.log = log
 
     def __call__(self, epoch: int, logs: dict) -> None:  # epoch: 0-based
-        every = max(1, self.epochs // 10)
+        from . import progress
+
+        every = 1 if progress.level() >= progress.VERBOSE else max(1, self.epochs // 10)
         if (epoch + 1) % every == 0 or epoch == 0 or epoch + 1 == self.epochs:
             val = ""
             if "val_accuracy" in logs:

@@ -208,3 +208,85 @@ def test_estimate_takes_other_types_inline_or_from_a_file(tmp_path, capsys):
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1
     assert sorted(os.listdir(tmp_path)) == ["graph.npz", "types.yaml"]
+
+
+def test_a_closed_output_pipe_ends_quietly_with_exit_0(tmp_path):
+    # `edgebnn estimate RUN --board all | head -3`: the reader closed the pipe; no error line
+    import subprocess
+    import sys
+
+    from graphs import binary_mlp
+
+    binary_mlp().save(tmp_path / "graph.npz")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgebnn", "estimate", str(tmp_path / "graph.npz"), "--board", "all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.readline()
+    proc.stdout.close()  # as head does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert err == ""
+
+
+def test_a_closed_output_pipe_in_process_is_not_a_user_error(monkeypatch, capsys):
+    import sys
+
+    class Closed:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert cli.main(["boards"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_verbose_logs_every_training_epoch_off_a_terminal():
+    from edgebnn import progress
+    from edgebnn.train import _Progress
+
+    def epochs_logged(level):
+        lines = []
+        report = _Progress(30, lines.append)
+        old = progress.level()
+        progress.set_level(level)
+        try:
+            for epoch in range(30):
+                report(epoch, {"loss": 0.5, "accuracy": 0.9, "val_accuracy": 0.8})
+        finally:
+            progress.set_level(old)
+        return [int(line.split()[1].split("/")[0]) for line in lines], lines
+
+    shown, _ = epochs_logged(progress.NORMAL)
+    assert shown == [1, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30]  # the first, every epochs // 10-th, the last
+    shown, lines = epochs_logged(progress.VERBOSE)
+    assert shown == list(range(1, 31))
+    assert all("loss" in line and "train accuracy" in line and "validation accuracy" in line for line in lines)
+
+
+def test_verbose_estimate_prints_a_line_per_board(tmp_path, capsys):
+    from graphs import binary_mlp
+
+    from edgebnn.boards import list_boards
+
+    binary_mlp().save(tmp_path / "graph.npz")
+    assert cli.main(["estimate", str(tmp_path / "graph.npz"), "--board", "all"]) == 0
+    normal = capsys.readouterr().out
+    assert cli.main(["estimate", str(tmp_path / "graph.npz"), "--board", "all", "-v"]) == 0
+    verbose = capsys.readouterr().out
+    extra = [line for line in verbose.splitlines() if line.startswith("estimated ")]
+    assert [line.split()[1].rstrip(":") for line in extra] == [b.name for b in list_boards()]
+    assert "estimated " not in normal and verbose != normal
+
+
+def test_help_lists_the_commands_in_pipeline_order(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines() if line[4:5].strip()]
+    assert listed == [
+        "init", "train", "freeze", "export", "csim", "verify", "estimate", "report", "run", "summary", "boards",
+    ]  # fmt: skip
