@@ -138,8 +138,8 @@ class RunFolder:
             )
         if not (run.path / MARKER).is_file() or not (run.path / FILES["config"]).is_file():
             raise RunFolderError(
-                f"{shown!r} is not an edgebnn run folder (it has no {MARKER} and config.yaml); make one with "
-                f"`edgebnn train CONFIG -o {shown}`"
+                f"{shown!r} is not an edgebnn run folder (it has no {MARKER} and config.yaml); give the folder "
+                "`edgebnn train CONFIG -o RUN` made, or make one with RUN a new folder's path"
             )
         return run
 
@@ -191,9 +191,13 @@ class RunFolder:
             return content_key(self.path / name, PROJECT_NAME)
         return sha256_file(self.path / name)
 
-    def require(self, name: str, config: dict[str, Any] | None = None) -> pathlib.Path:
-        """The path of ``name``, after checking it exists and is current (the inputs recorded for
-        the stage that made it have not changed since)."""
+    def require(self, name: str, config: dict[str, Any] | None = None, _checked: set[str] | None = None) -> pathlib.Path:
+        """The path of ``name``, after checking it exists and is current: the inputs recorded for
+        the stage that made it have not changed since, and those made by an earlier stage are
+        current themselves (csim.npz is out of date once its hls_project is, after an edited
+        ``export`` section), so the line names the earliest stage to run again."""
+        checked = set() if _checked is None else _checked
+        checked.add(name)
         stage = MADE_BY.get(name)
         path = self.path / name
         if not path.exists():
@@ -203,7 +207,11 @@ class RunFolder:
             raise RunFolderError(
                 f"{str(path)!r} is not recorded in run.json as made by `edgebnn {stage}`; run `edgebnn {stage} {self.path}`"
             )
-        for dep, recorded in record.get("inputs", {}).items():
+        inputs = record.get("inputs", {})
+        for dep in inputs:  # the earlier stages' outputs first: the earliest stage out of date is named
+            if dep in MADE_BY and dep not in checked and (self.path / dep).exists():
+                self.require(dep, config, checked)
+        for dep, recorded in inputs.items():
             try:
                 now = self.digest(dep, config)
             except OSError:

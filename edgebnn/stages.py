@@ -37,6 +37,7 @@ EXPORT_INPUTS = ["graph.npz", "config:export", "config:board"]
 CSIM_INPUTS = ["hls_project", "graph.npz", "config:data"]
 VERIFY_INPUTS = ["model.keras", "graph.npz", "config:data"]
 ESTIMATE_INPUTS = ["graph.npz", "config:export", "config:board"]
+REPORT_INPUTS = ["history.json", "graph.npz", "verify.json", "estimate.json"]  # those the run has so far
 
 
 class Interrupted(KeyboardInterrupt):
@@ -109,10 +110,17 @@ def _check_export_untrained(model, input_type, target, where) -> None:
 
 
 def _check_labels(data, model, where) -> None:
-    """Every label is a class of the model (0 .. outputs - 1)."""
+    """The model's output is flat (one score per class, what the loss compares with a label) and
+    every label is a class of the model (0 .. outputs - 1)."""
     from .data import DataError, check_labels
 
-    classes = int(np.prod(model.output_shape[1:]))
+    shape = tuple(model.output_shape[1:])
+    if len(shape) != 1:
+        raise ConfigError(
+            f"{os.fspath(where)}: key 'model': the model's output has shape {shape} per sample, not one score per "
+            "class; add a Flatten (or a GlobalAveragePooling2D after convolutions) before the last layer"
+        )
+    classes = int(shape[0])
     try:
         for name, y in (("training", data.y_train), ("validation", data.y_val), ("test", data.y_test)):
             if y is not None and len(y):
@@ -134,7 +142,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
 
         # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
         strategy("multi_worker", config["train"]["worker_timeout"])
-    board, target = _board_and_target(config)
+    board, target = _board_and_target(config, where)
     if check_compile:
         check_compiler()
     data = load_data(config, where)
@@ -224,6 +232,41 @@ def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bo
         outputs._open_outputs -= 1
 
 
+def _checkpoint_state(path: pathlib.Path) -> dict[str, Any] | None:
+    """checkpoints/state.json as a dict, or None when missing or unreadable (train says why)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            state = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _finished(run: RunFolder, config: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """The line saying there is nothing to resume when the checkpoint's training has finished
+    (every epoch, or stopped early) and model.keras is that training's, current with this
+    configuration; else None (resuming trains)."""
+    epochs = config["train"]["epochs"]
+    done = state.get("epoch")
+    if not isinstance(done, int) or state.get("epochs") != epochs:
+        return None
+    if done < epochs and not state.get("stopped_early"):
+        return None
+    try:
+        run.require(FILES["model"], config)
+        run.require(FILES["history"], config)
+    except RunFolderError:
+        return None
+    trained = run.read_json(FILES["history"]).get("epoch") or []
+    if len(trained) != done:
+        return None
+    if done < epochs:
+        return f"already trained: stopped early after epoch {done} of {epochs}; nothing to do"
+    return f"already trained all {epochs} epochs; nothing to do"
+
+
 def _completed_epoch(state: pathlib.Path) -> int | None:
     import json
 
@@ -248,8 +291,13 @@ def train_stage(
         run = RunFolder.open(source)
         config = run_config(run)
         where = run / FILES["config"]
-        board, target, data, model = prepare(config, where, check_compile)
         ckpt = run / FILES["checkpoints"]
+        state = _checkpoint_state(ckpt / "state.json") if resume else None
+        finished = _finished(run, config, state) if state is not None else None
+        if finished is not None:  # nothing to train: every file stays as it is
+            _result(log, finished)
+            return run if _writes_run(config) else None
+        board, target, data, model = prepare(config, where, check_compile)
         if resume and not (ckpt / "state.json").is_file():
             raise RunFolderError(
                 f"run folder {str(run)!r} has no checkpoint to resume from; train it again with `edgebnn train {run}`"
@@ -259,10 +307,15 @@ def train_stage(
         if not resume and ckpt.exists():
             shutil.rmtree(ckpt)  # training again from the start: the old checkpoints are train's own outputs
         log(f"data: {_describe(data)}")
-        log(f"{'resuming' if resume else 'training'} {model.name} for {config['train']['epochs']} epochs")
+        epochs = config["train"]["epochs"]
+        done = (state or {}).get("epoch")
+        if resume and isinstance(done, int):
+            log(f"resuming {model.name} at epoch {done + 1} of {epochs}")
+        else:
+            log(f"training {model.name} for {epochs} epochs")
         with _interruptible(run.path, config, resumable=True):
             result = _train(model, data, config, ckpt, resume, log)
-        _finish_train(run, result, model, config, start)
+        _finish_train(run, result, model, config, start, log)
         return run
     if resume:
         raise RunFolderError(
@@ -290,7 +343,7 @@ def train_stage(
             run.write_text(FILES["config"], text)
             run.write_manifest(manifest)
             result = _train(model, data, config, tmp / FILES["checkpoints"], False, log)
-            _finish_train(run, result, model, config, start)
+            _finish_train(run, result, model, config, start, log)
         return RunFolder(final)
     made = [p for p in [final.parent, *final.parent.parents] if not os.path.lexists(p)]  # removed again on failure
     with staged_dir(final, what="run folder") as tmp:  # the empty run folder appears whole
@@ -300,7 +353,7 @@ def train_stage(
     try:
         with _interruptible(run.path, config, resumable=True):
             result = _train(model, data, config, run / FILES["checkpoints"], False, log)
-        _finish_train(run, result, model, config, start)
+        _finish_train(run, result, model, config, start, log)
     except BaseException:
         if not (run / FILES["checkpoints"] / "state.json").is_file():  # nothing to resume: leave nothing
             shutil.rmtree(run.path, ignore_errors=True)
@@ -343,13 +396,16 @@ def _describe(data) -> str:
     return f"{source}, {len(data.x_train)} training{val} and {len(data.x_test)} test samples"
 
 
-def _finish_train(run: RunFolder, result, model, config, start: float) -> None:
+def _finish_train(run: RunFolder, result, model, config, start: float, log=progress.log) -> None:
     """Save the trained model and its history, atomically, and record the stage."""
     trained = getattr(result, "model", None) or model
     _save_model(trained, run / FILES["model"])
     history = _history(result, trained)
     run.write_json(FILES["history"], history)
     run.record("train", run.inputs(TRAIN_INPUTS, config), time.perf_counter() - start, epochs=len(history.get("epoch", [])))
+    best, ran = history.get("best_epoch"), len(history.get("epoch", []))
+    if isinstance(best, int) and config["train"].get("restore_best", True):  # a validation set chose it
+        _result(log, f"model.keras holds the best epoch {best} of {ran} (by validation)")
 
 
 def _save_model(model, path: pathlib.Path) -> None:
@@ -404,11 +460,17 @@ def freeze_stage(run_dir, log=progress.log):
     return graph
 
 
-def _board_and_target(config):
-    """The configuration's board profile and the target its export section builds for it."""
-    from .boards import load_board
+def _board_and_target(config, where=None):
+    """The configuration's board profile and the target its export section builds for it; an
+    unknown board is refused naming the configuration file ``where`` and its key."""
+    from .boards import BoardError, load_board
 
-    board = load_board(config["board"])
+    try:
+        board = load_board(config["board"])
+    except BoardError as err:
+        if where is None:
+            raise
+        raise ConfigError(f"{os.fspath(where)}: key 'board': {err}") from None
     return board, target_of(config, board)
 
 
@@ -426,7 +488,7 @@ def export_stage(run_dir, log=progress.log):
     run = RunFolder.open(run_dir)
     config = run_config(run)
     graph = load_graph(run, config)
-    board, target = _board_and_target(config)
+    board, target = _board_and_target(config, run / FILES["config"])
     log(f"exporting the HLS project for {board.name} ({board.part}), {target.io_type}, {target.strategy}")
     with warnings.catch_warnings(), progress.working("exporting"):  # shown once, below, as log lines
         warnings.simplefilter("ignore", HLSExportWarning)
@@ -444,7 +506,7 @@ def open_project(run: RunFolder, config, graph=None):
 
     run.require(FILES["project"], config)
     graph = graph if graph is not None else load_graph(run, config)
-    return open_hls(run / FILES["project"], graph, _board_and_target(config)[1], PROJECT_NAME)
+    return open_hls(run / FILES["project"], graph, _board_and_target(config, run / FILES["config"])[1], PROJECT_NAME)
 
 
 # ---------------------------------------------------------------------- csim
@@ -460,8 +522,9 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     graph = load_graph(run, config)
     project = open_project(run, config, graph)
     data = load_data(config, run / FILES["config"])
-    log("compiling the C-simulation (g++)")
-    with progress.working("compiling the C-simulation (g++)"):
+    building = "using the cached C-simulation build" if _csim_cached(project) else "compiling the C-simulation (g++)"
+    log(building)
+    with progress.working(building):
         project.compile()
     log(f"running the C-simulation on {len(data.x_test)} test samples")
     with progress.working(f"C-simulation of {len(data.x_test)} samples"):
@@ -477,10 +540,40 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     )
     accuracy = _accuracy(out, data.y_test)
     run.record("csim", run.inputs(CSIM_INPUTS, config), time.perf_counter() - start, accuracy=accuracy)
-    log(f"deployed accuracy (C-simulation) {100 * accuracy:.2f}% on {len(out)} test samples")
+    _result(log, f"deployed accuracy (C-simulation) {100 * accuracy:.2f}% on {len(out)} test samples")
     if len(leftovers):
-        log(f"  the C-simulation left data in {len(leftovers)} stream(s): the hardware would stall there")
+        _result(log, f"  the C-simulation left data in {len(leftovers)} stream(s): the hardware would stall there")
     return out
+
+
+def _result(log, msg: str) -> None:
+    """A stage's result line: printed also with --quiet (progress.QUIET) when the stage logs
+    through the command line's progress.log; any other ``log`` gets it as every other line."""
+    if log is progress.log:
+        progress.log(msg, at=progress.QUIET)
+    else:
+        log(msg)
+
+
+def _csim_cached(project) -> bool:
+    """Whether compile() will load a library already built from this project's content (in the
+    project folder, or in the shared cache) instead of running g++: asked of the backend's cache
+    the way compile() asks it; False when it cannot tell."""
+    from .backends.hls4ml import csim_cache
+
+    try:
+        config = project.model.config
+        lib = csim_cache.library_path(project.path, config.get_project_name(), config.get_config_value("Stamp"))
+        key = csim_cache.content_key(project.path, config.get_project_name())
+        if csim_cache.local_hit(lib, key) is not None:
+            return True
+        shared = csim_cache.shared_dir()
+        if shared is None:
+            return False
+        want = (shared / f"{key}.sha256").read_text().strip()
+        return csim_cache.library_sha256(shared / f"{key}.so") == want
+    except Exception:  # noqa: BLE001 - only the line's wording depends on it; compile() decides
+        return False
 
 
 def _accuracy(outputs: np.ndarray, y: np.ndarray) -> float:
@@ -578,7 +671,7 @@ def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     run = RunFolder.open(run_dir)
     config = run_config(run)
     graph = load_graph(run, config)
-    board, target = _board_and_target(config)
+    board, target = _board_and_target(config, run / FILES["config"])
     boards = [board] + [b for b in list_boards() if b.name != board.name]
     results = []
     with progress.bar(len(boards), "estimating", unit="board") as bar:
@@ -620,8 +713,12 @@ def report_stage(run_dir, log=progress.log):
 
     run = RunFolder.open(run_dir)
     start = time.perf_counter()
+    config = run_config(run)
+    read = [name for name in REPORT_INPUTS if (run / name).exists()]
+    for name in read:  # current, as for every other stage: else the line names the stage to run again
+        run.require(name, config)
     html, js = report.write(run.path)
-    run.record("report", {}, time.perf_counter() - start)
+    run.record("report", {name: run.digest(name) for name in read}, time.perf_counter() - start)
     log(f"report: {html}")
     return html, js
 
@@ -629,7 +726,7 @@ def report_stage(run_dir, log=progress.log):
 # ---------------------------------------------------------------------- summary.json
 def write_summary(run: RunFolder, config) -> dict[str, Any]:
     """summary.json from what the run folder holds now (verify.json, estimate.json)."""
-    board, target = _board_and_target(config)
+    board, target = _board_and_target(config, run / FILES["config"])
     summary: dict[str, Any] = {
         "name": config["name"],
         "board": board.name,
