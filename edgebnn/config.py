@@ -746,7 +746,8 @@ def target_of(config: dict[str, Any], board):
 _STARTER_MODEL = """\
 model:                    # {}
   - QuantDense:
-      units: 128
+      units: 32                         # fits the pynq-z2 at the default Latency strategy; 128 units need
+                                        # export strategy: Resource, reuse_factor: 8 (examples/digits_bnn.yaml)
       input_quantizer: quantized_bits(8, 0, keep_negative=False)   # the data's grid (digits / 16)
       kernel_quantizer: ste_sign        # binary weights; 'quantized_bits(4, 0, alpha=1)' for 4-bit ones
       kernel_constraint: weight_clip(1.0)
@@ -788,15 +789,20 @@ def starter_config(example: str | None = None) -> str:
             raise ConfigError(f"--example {example!r} is not an example configuration; the examples are: {known}")
         text = found.read_text(encoding="utf-8")
         given = yaml.safe_load(text) or {}
-        lines = [f"# edgebnn run configuration, from examples/{found.relative_to(folder)}", text.rstrip(), ""]
-        lines.append("# the keys this example leaves at their defaults (uncomment to change one):")
+        body, tail = text.rstrip().splitlines(), []
         for section, model in _sections().items():
             rest = [key for key in model.model_fields if key not in (given.get(section) or {})]
-            if rest:
-                lines.append(f"# {section}:")
-                for key in rest:
-                    line, inner = _starter_lines(model, section, key)
-                    lines += [f"#   {line}", *(f"#     {sub}" for sub in inner)]
+            if not rest:
+                continue
+            keys = []
+            for key in rest:
+                line, inner = _starter_lines(model, section, key)
+                keys += [f"# {line}", *(f"#   {sub}" for sub in inner)]
+            if not _insert_in_section(body, section, keys):  # a section the example leaves out: after it
+                tail += [f"# {section}:", *(f"#   {k[2:]}" for k in keys)]
+        lines = [f"# edgebnn run configuration, from examples/{found.relative_to(folder)}", *body, ""]
+        if tail:
+            lines += ["# the sections this example leaves at their defaults (uncomment to change one):", *tail]
         return "\n".join(lines) + "\n"
     top = RunConfig.model_fields
     lines = [
@@ -817,13 +823,43 @@ def starter_config(example: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _insert_in_section(lines: list[str], section: str, keys: list[str]) -> bool:
+    """Write the commented ``keys`` (``# key: value ...``) at the end of the top-level ``section``
+    of a configuration's ``lines``, indented as its keys, so that uncommenting them gives valid
+    YAML (a section in flow style, ``data: {...}``, is rewritten in block style first). False when
+    the section is not there."""
+    head = next((i for i, line in enumerate(lines) if re.match(rf"{section}:(\s|$)", line)), None)
+    if head is None:
+        return False
+    flow = re.match(rf"{section}:\s*(\{{.*\}})\s*(#.*)?$", lines[head])
+    if flow:
+        mapping = yaml.safe_load(flow.group(1)) or {}
+        block = [f"  {k}: {_yaml_scalar(v)}" for k, v in mapping.items()]
+        lines[head : head + 1] = [*([flow.group(2)] if flow.group(2) else []), f"{section}:", *block]
+        head += 1 if flow.group(2) else 0
+    last, indent = head, "  "
+    for j in range(head + 1, len(lines)):
+        line = lines[j]
+        if line.strip() and not line[0].isspace() and not line.startswith("#"):
+            break  # the next section
+        if line.strip() and line[0].isspace() and not line.lstrip().startswith("#"):
+            if last == head:
+                indent = line[: len(line) - len(line.lstrip())]
+            last = j
+    lines[last + 1 : last + 1] = [indent + k for k in keys]
+    return True
+
+
 def _starter_lines(model: type[BaseModel], section: str, key: str) -> tuple[str, list[str]]:
     """A key's line (its default and description) and, for a sub-section that is null by default,
-    the lines of its keys, to write in place of the null."""
+    the lines of its keys, to write in place of the null: the key is then written without a value
+    (null in YAML), so that uncommenting its keys makes it their mapping."""
     field = model.model_fields[key]
     inner = _model_of(field.annotation)
-    subs = [f"{k}: {_yaml_scalar(f.default)}   # {f.description}" for k, f in inner.model_fields.items()] if inner else []
-    return f"{key}: {_yaml_scalar(DEFAULTS[section][key])}   # {field.description}", subs
+    if inner and DEFAULTS[section][key] is None:
+        subs = [f"{k}: {_yaml_scalar(f.default)}   # {f.description}" for k, f in inner.model_fields.items()]
+        return f"{key}:   # {field.description}", subs
+    return f"{key}: {_yaml_scalar(DEFAULTS[section][key])}   # {field.description}", []
 
 
 def _yaml_scalar(value) -> str:

@@ -325,7 +325,7 @@ def test_every_default_is_in_the_starter_file_with_its_description():
         if section == "train.early_stopping":  # null by default: its keys are shown commented, to write in its place
             default, line = EarlyStopping.model_fields[key].default, rf"^  #   {key}: (.+?)   # "
         else:
-            default, line = DEFAULTS[section][key], rf"^  {key}: (.+?)   # "
+            default, line = DEFAULTS[section][key], rf"^  {key}:(.*?)   # "
             block = text[text.index(f"\n{section}:") :]
             assert re.search(rf"^{section}: +# {re.escape(top[section].description)}$", block, re.M), section
         found = re.search(line + re.escape(field.description) + "$", text, re.M)
@@ -382,3 +382,97 @@ def test_a_layers_quantizer_string_is_checked_at_load(tmp_path, quantizer, says)
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value).startswith(f"{path}: {says}") and "\n" not in str(info.value)
+
+
+def _uncommented_blocks(text):
+    """Each block of commented keys in ``text`` (consecutive lines ``# key: ...``, a ``# section:``
+    at the left margin starting a new one) uncommented on its own: the texts a user gets."""
+    import re
+
+    lines = text.splitlines()
+    blocks, current = [], []
+    for i, line in enumerate(lines):
+        if re.match(r"\s*# ?\s*[A-Za-z_]\w*:(\s|$)", line):
+            if current and line.startswith("# ") and not line.startswith("#  "):
+                blocks.append(current)
+                current = []
+            current.append(i)
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    for block in blocks:
+        out = list(lines)
+        for i in block:
+            out[i] = re.sub(r"^(\s*)# ?", r"\1", out[i], count=1)
+        yield [lines[i] for i in block], "\n".join(out) + "\n"
+
+
+def _starters():
+    import pathlib
+
+    from edgebnn.config import starter_config
+
+    examples = pathlib.Path(__file__).resolve().parent.parent / "examples"
+    yield "starter", starter_config()
+    for path in sorted([*examples.glob("*.yaml"), *examples.glob("zoo/*.yaml")]):
+        yield path.stem, starter_config(path.stem)
+
+
+def test_every_commented_block_of_a_starter_loads_when_uncommented(tmp_path):
+    import re
+
+    from edgebnn.config import ConfigError, load_config
+
+    seen = 0
+    for name, text in _starters():
+        load_config(_write(tmp_path, "as_is.yaml", text))
+        for block, uncommented in _uncommented_blocks(text):
+            seen += 1
+            path = _write(tmp_path, "uncommented.yaml", uncommented)
+            try:
+                load_config(path)
+            except ConfigError as err:  # early stopping watches a validation set, which the block says
+                assert "watches a validation set; set data.validation_fraction" in str(err), (name, block, err)
+                fixed = re.sub(r"^(\s+)validation_fraction: 0.0", r"\1validation_fraction: 0.1", uncommented, flags=re.M)
+                if fixed == uncommented:
+                    fixed = uncommented.replace("\ndata:\n", "\ndata:\n  validation_fraction: 0.1\n", 1)
+                load_config(_write(tmp_path, "uncommented.yaml", fixed))
+    assert seen > 12
+
+
+def test_init_example_keeps_one_data_section_when_its_defaults_are_uncommented(tmp_path):
+    import re
+
+    import yaml
+
+    from edgebnn.config import load_config, starter_config
+
+    text = starter_config("binary_cnn")
+    uncommented = re.sub(r"^(\s*)# ?(\s*\w+:(\s|$))", r"\1\2", text, flags=re.M)  # every key, early stopping too
+    uncommented = uncommented.replace("  validation_fraction: 0.0", "  validation_fraction: 0.1")
+    config = load_config(_write(tmp_path, "cnn.yaml", uncommented))  # no "key 'data' is given twice"
+    assert config["data"]["shape"] == [8, 8, 1] and config["data"]["test_fraction"] == 0.2
+    assert yaml.safe_load(text)["export"]["reuse_factor"] == {"quant_conv2d_1": 4}
+
+
+def _write(folder, name, text):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.train
+@pytest.mark.csim
+@pytest.mark.slow
+def test_the_starter_is_verified_and_fits_its_board(tmp_path, capsys):
+    from edgebnn import cli
+    from edgebnn.config import starter_config
+
+    text = starter_config().replace("epochs: 50 ", "epochs: 2 ")
+    assert "epochs: 2 " in text
+    config = _write(tmp_path, "my.yaml", text)
+    assert cli.main(["run", str(config), "-o", str(tmp_path / "runs" / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "VERIFIED bit for bit, and fits pynq-z2" in out
