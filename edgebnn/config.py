@@ -556,9 +556,13 @@ def _check_layer(spec, where: str) -> None:
     if cls_name in WEIGHTED_LAYERS:
         allowed |= _KERAS_DENSE_KWARGS
     allowed |= set(getattr(classes[cls_name], "BATCHNORM_KEYS", ()))
+    _check_cut_calls(kwargs, f"{where}.{cls_name}")
     for key in kwargs:
         if key not in allowed:
-            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}")
+            hint = ""
+            if str(key).rstrip().endswith(")"):
+                hint = f" (the tail of a call cut at a comma? {_QUOTE_HINT})"
+            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(allowed))}")
     from . import quantizers
 
     for key in QUANTIZER_KEYS:
@@ -567,6 +571,32 @@ def _check_layer(spec, where: str) -> None:
                 quantizers.check(kwargs[key])
             except ValueError as err:
                 raise ConfigError(f"{where}.{cls_name}.{key}: {err}") from None
+
+
+_QUOTE_HINT = "quote quantizer strings that contain commas, e.g. quantizer: 'quantized_bits(5, 3)'"
+
+
+def _check_cut_calls(kwargs: dict, where: str) -> None:
+    """Refuse a call that YAML's flow style cut at its commas: ``{quantizer: quantized_bits(5, 3)}``
+    reads as ``quantizer: 'quantized_bits(5'`` and a key ``'3)'`` without a value; say so and
+    how to quote it."""
+    items = list(kwargs.items())
+    for i, (key, value) in enumerate(items):
+        if not (isinstance(value, str) and value.count("(") > value.count(")")):
+            continue
+        parts = [value]
+        for rest, rest_value in items[i + 1 :]:
+            if rest_value is not None:
+                break
+            parts.append(str(rest))
+            if str(rest).rstrip().endswith(")"):
+                break
+        if len(parts) == 1:  # no cut tail follows: the quantizer's own check says what is wrong
+            continue
+        raise ConfigError(
+            f"{where}.{key}: {value!r} has an unclosed '(' (in a flow mapping {{...}} YAML splits a value at its commas); "
+            f"quote quantizer strings that contain commas, here {key}: {', '.join(parts)!r}"
+        )
 
 
 # a layer's arguments that take a quantizer (a string in a configuration)

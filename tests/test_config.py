@@ -476,3 +476,35 @@ def test_the_starter_is_verified_and_fits_its_board(tmp_path, capsys):
     assert cli.main(["run", str(config), "-o", str(tmp_path / "runs" / "a")]) == 0
     out = capsys.readouterr().out
     assert "VERIFIED bit for bit, and fits pynq-z2" in out
+
+
+@pytest.mark.parametrize(
+    "layer, says",
+    [
+        (
+            "QuantActivation: {quantizer: quantized_bits(5, 3)}",
+            "model[0].QuantActivation.quantizer: 'quantized_bits(5' has an unclosed '(' (in a flow mapping {...} YAML "
+            "splits a value at its commas); quote quantizer strings that contain commas, here quantizer: 'quantized_bits(5, 3)'",
+        ),
+        (
+            "QuantDense: {units: 4, input_quantizer: quantized_bits(8, 0, keep_negative=False), kernel_quantizer: ste_sign}",
+            "quote quantizer strings that contain commas, here input_quantizer: 'quantized_bits(8, 0, keep_negative=False)'",
+        ),
+        (  # a tail alone (the head was given in another way): the unknown key says what it may be
+            "QuantActivation: {quantizer: ste_sign, '3)': null}",
+            "model[0].QuantActivation: unknown key '3)' (the tail of a call cut at a comma? quote quantizer strings that "
+            "contain commas, e.g. quantizer: 'quantized_bits(5, 3)'); known keys:",
+        ),
+    ],
+)
+def test_a_quantizer_cut_at_its_commas_by_flow_style_says_to_quote_it(tmp_path, layer, says):
+    from edgebnn.config import ConfigError, load_config
+
+    path = tmp_path / "flow.yaml"
+    path.write_text(f"model:\n  - {layer}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert says in str(err.value)
+    path.write_text(f"model:\n  - {layer.replace('quantized_bits(5, 3)', repr('quantized_bits(5, 3)'))}\n")
+    if "'3)'" not in layer and "keep_negative" not in layer:
+        load_config(path)  # quoted, it loads
