@@ -51,7 +51,18 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
     _quiet_tensorflow()
 
 
+def _check_config_first(path: str) -> None:
+    """Refuse a configuration file's mistakes that need no Keras (every key but the layers'
+    arguments) before TensorFlow's seconds of start-up; the stage checks it in full."""
+    if os.path.isfile(path):
+        from .config import load_config
+
+        load_config(path, layers=False)
+
+
 def cmd_run(args) -> int:
+    if not args.resume:
+        _check_config_first(args.config)
     _with_tensorflow(hls4ml=True)
     from .pipeline import run
 
@@ -89,6 +100,8 @@ def _stem(path: str) -> str:
 
 
 def cmd_train(args) -> int:
+    if not args.resume:
+        _check_config_first(args.source)
     _with_tensorflow()
     from .stages import train_stage
 
@@ -163,6 +176,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_summary(args) -> int:
+    _check_config_first(args.source)
     _with_tensorflow()
     from .summary import summary
 
@@ -230,12 +244,14 @@ def cmd_estimate(args) -> int:
             _check_out_path(out, option, suffix)  # before the work, not after it
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
-        _with_tensorflow()  # its configuration's quantizers are Keras objects
-        from .stages import estimate_stage, run_config
+        from .config import load_config
 
-        config = run_config(run)
+        config = load_config(run / "config.yaml", layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
+            _with_tensorflow()  # estimate_stage reads the configuration in full (its layers: Keras)
+            from .stages import estimate_stage
+
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
             for other in results:
                 progress.log(_board_line(other), at=progress.VERBOSE)

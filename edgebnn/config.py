@@ -72,9 +72,12 @@ class StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+def load_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = None, layers: bool = True) -> dict[str, Any]:
     """The configuration in ``path``, checked and merged over the defaults; relative data paths
-    are made absolute against ``base_dir`` (default: the config file's folder)."""
+    are made absolute against ``base_dir`` (default: the config file's folder). With ``layers``
+    false the model's layers (their arguments and quantizer strings) are not checked, which needs
+    Keras (and so TensorFlow): the command line checks the rest first, in a fraction of a second,
+    and reads a run folder's checked configuration for estimate without them."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -91,7 +94,7 @@ def load_config(path: str | os.PathLike, base_dir: str | os.PathLike | None = No
         raw = yaml.load(text, Loader=StrictLoader)  # StrictLoader is a SafeLoader: plain data only
     except yaml.YAMLError as err:
         raise ConfigError(_yaml_message(path, text, err)) from None
-    config = check_config(raw, path)
+    config = check_config(raw, path, layers=layers)
     base = os.path.abspath(os.fspath(base_dir) if base_dir is not None else os.path.dirname(os.path.abspath(path)))
     for key in ("path", "test_path"):
         value = config["data"][key]
@@ -320,8 +323,9 @@ def config_schema() -> dict[str, Any]:
     return RunConfig.model_json_schema()
 
 
-def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
-    """``raw`` checked against the schema and merged over the defaults, as plain data."""
+def check_config(raw: Any, where: str = "config", layers: bool = True) -> dict[str, Any]:
+    """``raw`` checked against the schema and merged over the defaults, as plain data (the model's
+    layers too unless ``layers`` is false, see :func:`load_config`)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: the top level must be a mapping of keys such as 'model' and 'train'")
     try:
@@ -329,7 +333,7 @@ def check_config(raw: Any, where: str = "config") -> dict[str, Any]:
     except ValidationError as err:
         raise ConfigError(f"{where}: {_refusal(err, raw)}") from None
     _check_combinations(config, where)
-    for i, spec in enumerate(config["model"]):
+    for i, spec in enumerate(config["model"] if layers else ()):
         _check_layer(spec, f"{where}: model[{i}]")
     check_export(config["export"], where, layer_names(config["model"]))
     return config

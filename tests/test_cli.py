@@ -290,3 +290,40 @@ def test_help_lists_the_commands_in_pipeline_order(capsys):
     assert listed == [
         "init", "train", "freeze", "export", "csim", "verify", "estimate", "report", "run", "summary", "boards",
     ]  # fmt: skip
+
+
+def _modules_after(code: str) -> dict:
+    """Run ``code`` (which sets ``result``) in a fresh interpreter; the result and whether Keras
+    or TensorFlow was imported."""
+    import subprocess
+    import sys
+
+    script = code + "\nimport json, sys\nprint(json.dumps([result, [m for m in ('keras', 'tensorflow') if m in sys.modules]]))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True).stdout
+    result, imported = json.loads(out.splitlines()[-1])
+    return {"result": result, "imported": imported}
+
+
+@pytest.mark.parametrize("command", ["train", "run", "summary"])
+def test_a_config_error_is_reported_before_tensorflow_is_imported(tmp_path, command):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: []\ntrain: {epochz: 3}\n")
+    args = [command, str(bad)] + (["-o", str(tmp_path / "out")] if command != "summary" else [])
+    got = _modules_after(f"from edgebnn import cli\nresult = cli.main({args!r})")
+    assert got == {"result": 2, "imported": []}
+
+
+def test_estimate_of_a_run_folder_on_another_board_needs_no_tensorflow(tmp_path):
+    import shutil
+
+    from graphs import binary_mlp
+
+    from edgebnn.outputs import MARKER
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / MARKER).write_text("")
+    shutil.copy(EXAMPLE, run / "config.yaml")
+    binary_mlp().save(run / "graph.npz")
+    got = _modules_after(f"from edgebnn import cli\nresult = cli.main(['estimate', {str(run)!r}, '--board', 'zcu104'])")
+    assert got == {"result": 0, "imported": []}
