@@ -51,11 +51,12 @@ class Interrupted(KeyboardInterrupt):
 
 
 # ---------------------------------------------------------------------- configuration and data
-def run_config(run: RunFolder) -> dict[str, Any]:
+def run_config(run: RunFolder, layers: bool = True) -> dict[str, Any]:
     """The run folder's configuration (its config.yaml; relative data paths as the original
-    configuration file's folder gave them, recorded in run.json)."""
+    configuration file's folder gave them, recorded in run.json). ``layers=False`` leaves the
+    model's layers unchecked, which would import Keras (the sections' digests are the same)."""
     base = run.manifest().get("config_dir")
-    return load_config(run / FILES["config"], base_dir=base)
+    return load_config(run / FILES["config"], base_dir=base, layers=layers)
 
 
 def load_data(config: dict[str, Any], where):
@@ -713,7 +714,7 @@ def report_stage(run_dir, log=progress.log):
 
     run = RunFolder.open(run_dir)
     start = time.perf_counter()
-    config = run_config(run)
+    config = run_config(run, layers=False)  # its sections' digests, without importing Keras
     read = [name for name in REPORT_INPUTS if (run / name).exists()]
     for name in read:  # current, as for every other stage: else the line names the stage to run again
         run.require(name, config)

@@ -8,6 +8,8 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -184,6 +186,9 @@ def test_report_refuses_after_the_export_section_changed(done, tmp_path, capsys)
     assert cli.main(["report", str(copy)]) == EXIT_USER_ERROR
     line = one_line_error(capsys)
     assert "out of date" in line and "'export' section changed" in line and f"`edgebnn export {copy}`" in line, line
+    # in a process of its own too: loading the configuration imports TensorFlow, whose start-up logging stays quiet
+    done_ = subprocess.run([sys.executable, "-m", "edgebnn", "report", str(copy)], capture_output=True, text=True, timeout=300)
+    assert done_.returncode == EXIT_USER_ERROR and done_.stderr.splitlines() == [line], done_.stderr
 
 
 @pytest.mark.train
