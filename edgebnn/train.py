@@ -424,9 +424,8 @@ class _ReplicatedLoop:
             except (self._tf.errors.UnavailableError, self._tf.errors.DeadlineExceededError) as err:
                 from .distribute import DistributeError
 
-                first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
                 raise DistributeError(
-                    f"distribute: another task of the cluster stopped during training ({type(err).__name__}: {first}); "
+                    f"distribute: another task of the cluster stopped during training (TensorFlow: {type(err).__name__}); "
                     "this one stops too: start every host again, with `edgebnn train RUN --resume` to continue from "
                     "the chief's last checkpoint"
                 ) from None
