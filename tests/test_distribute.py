@@ -196,6 +196,19 @@ WORKER_SCRIPT = textwrap.dedent(
         time.sleep(0.1)
     resumed = T.train(build, x[:1001], y[:1001], resume=True, **arguments).model
     np.savez(sys.argv[1] + ".resumed.npz", *[np.asarray(w) for w in resumed.get_weights()])
+
+    # worker 1 dies at the start of epoch 1: worker 0 stops with one line instead of hanging
+    class Die(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1 and index == 1:
+                os._exit(0)
+
+    del arguments["checkpoint_dir"]
+    try:
+        T.train(build, x[:1001], y[:1001], callbacks=[Die()], **arguments)
+    except distribute.DistributeError as err:
+        with open(sys.argv[1] + ".stopped.txt", "w") as fh:
+            fh.write(str(err))
     """
 )
 
@@ -226,6 +239,8 @@ def test_two_workers_hold_one_model_that_freezes_and_verifies(tmp_path):
     assert states[0]["history"]["accuracy"][-1] > 0.5  # it learned from the whole global batch
     # each replica rounds its share of the batch with draws of its own, from the same state
     assert a["draws"].shape == (4, 24) and not np.array_equal(a["draws"], b["draws"])
+    stopped = pathlib.Path(f"{outs[0]}.stopped.txt").read_text()  # worker 0, after worker 1 died
+    assert stopped.startswith("distribute: another task of the cluster stopped during training") and "\n" not in stopped
     for o in outs:  # interrupted and resumed: the uninterrupted run's weights, bit for bit
         resumed = np.load(f"{o}.resumed.npz")
         assert all(np.array_equal(resumed[f"arr_{i}"], a[f"arr_{i}"]) for i in range(len(weights)))
