@@ -12,6 +12,7 @@ import threading
 from . import progress
 from .backends.target import BACKENDS, HLS_TOOLS, IO_TYPES, STRATEGIES
 from .errors import (
+    EXIT_BROKEN_PIPE,
     EXIT_CODES,
     EXIT_DOES_NOT_FIT,
     EXIT_INTERNAL_ERROR,
@@ -735,7 +736,9 @@ def main(argv=None) -> int:
         return EXIT_USER_ERROR
     except BrokenPipeError:  # e.g. `edgebnn estimate RUN --board all | head -3`: the reader has what it wanted
         _silence_stdout()
-        return EXIT_OK  # quietly, as Unix tools end in a pipe
+        # quietly, as Unix tools end in a pipe; not 0: the command stopped before its end (a run
+        # would not have finished), which `set -o pipefail` should see
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as exc:
         line = getattr(exc, "line", None)  # training: whether a checkpoint was kept, how to resume
         _SIGNALLED.setdefault("signum", signal.SIGTERM if getattr(exc, "terminated", False) else signal.SIGINT)

@@ -14,6 +14,7 @@ EXIT_USER_ERROR = 2
 EXIT_DOES_NOT_FIT = 3
 EXIT_INTERNAL_ERROR = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a Unix tool whose reader stopped reading ends
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 # The one table of exit codes: the CLI's --help and the README show it, the tests read it.
@@ -25,6 +26,7 @@ EXIT_CODES = (
     (EXIT_INTERNAL_ERROR, "internal error: a bug in edgebnn (please report it; EDGEBNN_DEBUG=1 shows the traceback)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); nothing half-written is left behind (training keeps its last checkpoint)"),
     (EXIT_TERMINATED, "terminated (SIGTERM); nothing half-written is left behind (training keeps its last checkpoint)"),
+    (EXIT_BROKEN_PIPE, "the output's reader stopped reading (e.g. `| head`): edgebnn stopped there, quietly, as Unix tools do"),
 )
 
 
