@@ -143,6 +143,10 @@ class Fit:
         e = self.estimate
         return (
             f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
-            f"{self.reuse_factor} (latency {e.latency_cycles} cycles, II {e.ii}; tried "
-            f"{len(self.tried)} value(s))"
+            f"{self.reuse_factor} (latency {_count(e.latency_cycles, 'cycle')}, II {e.ii}; tried "
+            f"{_count(len(self.tried), 'value')})"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

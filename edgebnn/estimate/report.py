@@ -125,7 +125,8 @@ class Estimate:
             rule,
             *(line(r) for r in body[-3:]),
             f"fits under {100 * self.utilization_limit:g}% of every resource: {'yes' if self.fits else 'no'}; "
-            f"latency {self.latency_cycles} cycles = {self.latency_ns:g} ns, II {self.ii} cycles",
+            f"latency {self.latency_cycles} cycle{'' if self.latency_cycles == 1 else 's'} = {self.latency_ns:g} ns, "
+            f"II {self.ii} cycle{'' if self.ii == 1 else 's'}",
         ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
