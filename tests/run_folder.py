@@ -129,3 +129,27 @@ def make_run(folder: pathlib.Path) -> dict:
     )
     write_json(folder / "summary.json", {"name": config["name"], "board": board.name})
     return {"config": config, "graph": graph, "report": report, "y_test": y_te, "history": history, "estimates": estimates}
+
+
+EXAMPLE = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "digits_bnn.yaml")
+
+
+def quick_config(folder, epochs=2, **export):
+    """examples/digits_bnn.yaml with ``epochs`` and 16 units in its hidden layers (a short
+    training and C-simulation build), the ``export`` keys given, written as folder/quick.yaml."""
+    config = yaml.safe_load(pathlib.Path(EXAMPLE).read_text())
+    config["train"]["epochs"] = epochs
+    for layer in config["model"]:
+        if layer.get("QuantDense", {}).get("units") == 128:
+            layer["QuantDense"]["units"] = 16
+    config["export"].update(export)
+    path = folder / "quick.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def one_line_error(capsys) -> str:
+    """The one line a refused command wrote on stderr."""
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    return err.strip()

@@ -13,11 +13,11 @@ import textwrap
 import numpy as np
 import pytest
 import yaml
+from run_folder import EXAMPLE, quick_config
 
 from edgebnn import cli, distribute
 from edgebnn.errors import EXIT_OK
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "digits_bnn.yaml")
 WORKER_TIMEOUT = 600  # seconds for one training of two workers (about 30 s on 2 cores)
 
 
@@ -257,12 +257,10 @@ def test_two_workers_hold_one_model_that_freezes_and_verifies(tmp_path):
 @pytest.mark.csim
 @pytest.mark.slow
 def test_edgebnn_train_on_two_workers_then_the_stages_verify_bit_for_bit(tmp_path, capsys):
-    config = yaml.safe_load(pathlib.Path(EXAMPLE).read_text())
-    config["train"].update({"epochs": 2, "distribute": "multi_worker", "optimizer": "bop"})
+    config = yaml.safe_load(quick_config(tmp_path, epochs=2).read_text())
+    (tmp_path / "quick.yaml").unlink()
+    config["train"].update({"distribute": "multi_worker", "optimizer": "bop"})
     config["data"]["validation_fraction"] = 0.1
-    for layer in config["model"]:
-        if layer.get("QuantDense", {}).get("units") == 128:
-            layer["QuantDense"]["units"] = 16
     (tmp_path / "mw.yaml").write_text(yaml.safe_dump(config))
     run = tmp_path / "run"
     command = [sys.executable, "-m", "edgebnn", "train", "mw.yaml", "-o", str(run)]

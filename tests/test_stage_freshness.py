@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 import yaml
-from test_stages import one_line_error, quick_config
+from run_folder import one_line_error, quick_config
 
 from edgebnn import cli
 from edgebnn.errors import EXIT_OK, EXIT_USER_ERROR

@@ -11,30 +11,10 @@ import sys
 import numpy as np
 import pytest
 import yaml
+from run_folder import EXAMPLE, one_line_error, quick_config
 
 from edgebnn import cli
 from edgebnn.errors import EXIT_MISMATCH, EXIT_OK, EXIT_USER_ERROR
-
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "digits_bnn.yaml")
-
-
-def quick_config(folder, epochs=2, **export):
-    with open(EXAMPLE) as fh:
-        config = yaml.safe_load(fh)
-    config["train"]["epochs"] = epochs
-    for layer in config["model"]:
-        if layer.get("QuantDense", {}).get("units") == 128:
-            layer["QuantDense"]["units"] = 16
-    config["export"].update(export)
-    path = folder / "quick.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def one_line_error(capsys) -> str:
-    err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1, err
-    return err.strip()
 
 
 def digests(run, names):
