@@ -106,12 +106,23 @@ def cmd_train(args) -> int:
     _with_tensorflow()
     from .stages import train_stage
 
+    model = os.path.join(args.source, "model.keras") if args.output is None else None
+    before = _modified(model)
     run = train_stage(args.source, args.output, force=args.force, resume=args.resume)
     if run is None:  # a multi_worker task other than the chief
         progress.log("trained with the other workers; the chief wrote the run folder", at=progress.QUIET)
         return EXIT_OK
+    if before is not None and _modified(model) == before:  # a finished run resumed: it said "nothing to do"
+        return EXIT_OK
     progress.log(f"trained: {run / 'model.keras'}; next: `edgebnn freeze {run}`", at=progress.QUIET)
     return EXIT_OK
+
+
+def _modified(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns if path is not None else None
+    except OSError:
+        return None
 
 
 def cmd_freeze(args) -> int:

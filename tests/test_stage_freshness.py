@@ -199,6 +199,7 @@ def test_resume_of_a_finished_training_does_nothing(done, tmp_path):
     code, out = run_cli(["train", str(copy), "--resume"])
     assert code == EXIT_OK
     assert "already trained all 2 epochs; nothing to do" in out, out
+    assert "trained:" not in out and "next:" not in out  # nothing was trained
     assert snapshot(copy) == before
     assert run_cli(["report", str(copy)])[0] == EXIT_OK  # every later stage is still current
 
