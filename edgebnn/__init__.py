@@ -39,7 +39,7 @@ import os as _os
 import sys as _sys
 import types as _types
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def _running_the_cli() -> bool:

@@ -261,7 +261,6 @@ def cmd_estimate(args) -> int:
         config = load_config(run / "config.yaml", layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
-            _with_tensorflow()  # estimate_stage reads the configuration in full (its layers: Keras)
             from .stages import estimate_stage
 
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*

@@ -167,6 +167,7 @@ class RunFolder:
         data = self.manifest()
         data["versions"] = tool_versions()
         data["stages"][stage] = {
+            "edgebnn": _version(),  # a section's digest covers its defaults, which a later version may add to
             "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "seconds": round(seconds, 2),
             "inputs": inputs,
@@ -218,6 +219,9 @@ class RunFolder:
                 now = None
             if now != recorded:
                 what = f"the configuration's {dep.partition(':')[2]!r} section" if dep.startswith("config:") else dep
+                made_with = record.get("edgebnn", self.manifest().get("versions", {}).get("edgebnn"))
+                if dep.startswith("config:") and made_with != _version():  # the keys and defaults may differ
+                    what += f" (as edgebnn {_version()} reads it: edgebnn {made_with or 'before 0.2'} made it)"
                 raise RunFolderError(
                     f"{name} in {str(self.path)!r} is out of date: {what} changed since `edgebnn {stage}` made it; "
                     f"run `edgebnn {stage} {self.path}` again"
@@ -259,3 +263,9 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__

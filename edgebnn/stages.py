@@ -670,7 +670,7 @@ def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
-    config = run_config(run)
+    config = run_config(run, layers=False)  # estimation reads the graph, not the layers (no Keras)
     graph = load_graph(run, config)
     board, target = _board_and_target(config, run / FILES["config"])
     boards = [board] + [b for b in list_boards() if b.name != board.name]

@@ -227,3 +227,32 @@ def test_resume_says_at_which_epoch(done, tmp_path, monkeypatch):
         stages.train_stage(copy, resume=True, log=lines.append)
     name = yaml.safe_load((copy / "config.yaml").read_text())["name"]
     assert f"resuming {name} at epoch 2 of 2" in lines, lines
+
+
+@pytest.mark.train
+@pytest.mark.csim
+def test_the_runs_own_estimate_needs_no_tensorflow(done, tmp_path):
+    """edgebnn estimate RUN reads the graph and the configuration's sections, not its layers."""
+    copy = copy_of(done, tmp_path)
+    script = (
+        "import json, sys\nfrom edgebnn import cli\n"
+        f"code = cli.main(['estimate', {str(copy)!r}, '-q'])\n"
+        "print(json.dumps([code, [m for m in ('keras', 'tensorflow') if m in sys.modules]]))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == [EXIT_OK, []]
+    assert (copy / "estimate.json").is_file()
+
+
+@pytest.mark.train
+@pytest.mark.csim
+def test_a_section_made_by_another_edgebnn_version_says_so(done, tmp_path, capsys):
+    """A later edgebnn may add keys (with defaults) to a section, which changes its digest."""
+    copy = copy_of(done, tmp_path)
+    manifest = json.loads((copy / "run.json").read_text())
+    manifest["stages"]["train"]["edgebnn"] = "0.0.1"
+    (copy / "run.json").write_text(json.dumps(manifest))
+    edit_config(copy, "train", "seed", 7)
+    assert cli.main(["freeze", str(copy)]) == EXIT_USER_ERROR
+    line = one_line_error(capsys)
+    assert "the configuration's 'train' section (as edgebnn" in line and "edgebnn 0.0.1 made it)" in line, line
