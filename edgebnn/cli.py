@@ -156,6 +156,15 @@ def cmd_csim(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    if args.require_csim:  # before the work: a gate that needs all three legs
+        from .runfolder import FILES, RunFolder, RunFolderError
+
+        run = RunFolder.open(args.run)
+        if not (run / FILES["csim"]).exists():
+            raise RunFolderError(
+                f"run folder {str(run)!r} has no {FILES['csim']} yet and --require-csim asks for the C-simulation leg; "
+                f"run `edgebnn csim {run}` first"
+            )
     _with_tensorflow(hls4ml=True)
     from .stages import verified, verify_stage
 
@@ -578,9 +587,14 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         cmd_verify,
         "check Keras = emulator = C-simulation bit for bit on the test set (verify.json; exit 1 on a mismatch)",
-        _example("edgebnn verify runs/digits"),
+        _example("edgebnn verify runs/digits", "edgebnn verify runs/digits --require-csim   # a CI gate: all three legs"),
     )
     run_arg(v)
+    v.add_argument(
+        "--require-csim",
+        action="store_true",
+        help="refuse (exit 2) when the C-simulation has not run, instead of verifying Keras = emulator alone",
+    )
     e = command(
         "estimate",
         cmd_estimate,

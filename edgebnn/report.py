@@ -544,7 +544,7 @@ def _html_training(s) -> str:
 
     f = s["final"]
     parts = [
-        f"<p>{s['epochs']} epoch(s); "
+        f"<p>{s['epochs']} epoch{'' if s['epochs'] == 1 else 's'}; "
         + (f"best epoch {s['best_epoch']}" if s["best_epoch"] is not None else "no best epoch (no validation set)")
         + ("; stopped early" if s["stopped_early"] else "")
         + f". Last epoch: loss {_fmt(f['loss'])}, accuracy {_pct(f['accuracy'])}"

@@ -56,6 +56,11 @@ def test_verify_before_csim_checks_the_emulator_leg_and_says_so(staged, capsys):
     _, run = staged
     if (run / "csim.npz").exists():
         pytest.fail("this test runs before the C-simulation (it is the module's first verify)")
+    before = sorted(os.listdir(run))
+    assert cli.main(["verify", str(run), "--require-csim"]) == EXIT_USER_ERROR  # a CI gate wants all three legs
+    line = one_line_error(capsys)
+    assert "has no csim.npz yet and --require-csim asks for the C-simulation leg" in line and f"`edgebnn csim {run}`" in line
+    assert sorted(os.listdir(run)) == before  # refused before any work
     assert cli.main(["verify", str(run)]) == EXIT_OK
     out = capsys.readouterr().out
     assert "emulator vs C-simulation not run" in out and "VERIFIED" not in out
@@ -76,7 +81,7 @@ def test_csim_alone_then_verify_then_estimate_report_and_summary(staged, capsys)
         csim = saved["outputs"]
     assert csim.shape == (360, 10)
     capsys.readouterr()
-    assert cli.main(["verify", str(run)]) == EXIT_OK
+    assert cli.main(["verify", str(run), "--require-csim"]) == EXIT_OK
     assert "VERIFIED bit for bit" in capsys.readouterr().out
     result = json.loads((run / "verify.json").read_text())
     assert result["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": 0}
