@@ -295,7 +295,12 @@ def confusion_matrix(matrix: Sequence[Sequence[int]]) -> str:
     with _rc():
         rows = m.sum(axis=1, keepdims=True)
         share = np.divide(m, rows, out=np.zeros(m.shape, dtype=np.float64), where=rows > 0)
-        ax.pcolormesh(np.arange(n + 1) - 0.5, np.arange(n + 1) - 0.5, share, cmap="Blues", vmin=0.0, vmax=1.0)
+        mesh = ax.pcolormesh(np.arange(n + 1) - 0.5, np.arange(n + 1) - 0.5, share, cmap="Blues", vmin=0.0, vmax=1.0)
+        # the shade is a share of the row (a class's samples), not the count written in the cell
+        bar = fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.04)
+        bar.solids.set_rasterized(False)  # vector, as every chart of the page (matplotlib rasterizes long bars)
+        bar.set_label("share of the true label's samples", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
         for i in range(n):
             for j in range(m.shape[1]):
                 if m[i, j]:

@@ -676,11 +676,13 @@ def _html_resources(s) -> str:
             _e(b["board"]),
             _e(b["part"] or ""),
             *(_upct(b["utilization_percent"].get(k)) for k in ("lut", "ff", "dsp", "bram18")),
+            # most boards have no UltraRAM, and the designs use none there: a dash, not "board has 0"
+            "—" if b["utilization_percent"].get("uram") is None else _upct(b["utilization_percent"]["uram"]),
             '<span class="good">yes</span>' if b["fits"] else '<span class="badv">no</span>',
         ]
         for b in s["boards"]
     ]
-    parts.append(_table(["board", "part", "LUT", "FF", "DSP", "BRAM18", "fits"], brow, {2, 3, 4, 5}))
+    parts.append(_table(["board", "part", "LUT", "FF", "DSP", "BRAM18", "URAM", "fits"], brow, {2, 3, 4, 5, 6}))
     return "".join(parts)
 
 

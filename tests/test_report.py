@@ -115,6 +115,10 @@ def test_report_html_has_each_section_and_chart_and_no_external_reference(run):
     for chart in ("training", "layers", "utilization", "confusion"):
         assert f'class="plot plot-{chart}"' in page
     assert "VERIFIED bit for bit" in page
+    # the every-board table has each resource the per-node table has, URAM too (a dash where unused)
+    boards = page[page.index("<th>board</th><th>part</th>") :].split("</table>")[0]
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", boards) == ["board", "part", "LUT", "FF", "DSP", "BRAM18", "URAM", "fits"]
+    assert "share of the true label" in page  # the confusion matrix's colour scale
     _assert_self_contained(page)
     assert page == report.render(report.build(run["folder"]))  # the same folder, the same bytes
     # every id is unique once the charts are inlined
@@ -330,6 +334,7 @@ def test_training_curves_and_confusion_matrix_are_deterministic():
     m = [[5, 1], [0, 7]]
     cm = plots.confusion_matrix(m)
     assert cm == plots.confusion_matrix(np.array(m)) and ">7</text>" in cm and ">5</text>" in cm
+    assert "share of the true label" in cm  # the colour scale says what the shade means
     assert "<image" not in cm  # drawn as vectors
 
 
