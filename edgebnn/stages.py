@@ -523,10 +523,9 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     graph = load_graph(run, config)
     project = open_project(run, config, graph)
     data = load_data(config, run / FILES["config"])
-    building = "using the cached C-simulation build" if _csim_cached(project) else "compiling the C-simulation (g++)"
-    log(building)
-    with progress.working(building):
+    with progress.working("compiling the C-simulation (g++), unless a build of the same content is cached"):
         project.compile()
+    log("compiled the C-simulation (g++)" if project.built else "using the cached C-simulation build")
     log(f"running the C-simulation on {len(data.x_test)} test samples")
     with progress.working(f"C-simulation of {len(data.x_test)} samples"):
         out = project.predict(data.x_test.astype(np.float64), processes=processes)
@@ -554,27 +553,6 @@ def _result(log, msg: str) -> None:
         progress.log(msg, at=progress.QUIET)
     else:
         log(msg)
-
-
-def _csim_cached(project) -> bool:
-    """Whether compile() will load a library already built from this project's content (in the
-    project folder, or in the shared cache) instead of running g++: asked of the backend's cache
-    the way compile() asks it; False when it cannot tell."""
-    from .backends.hls4ml import csim_cache
-
-    try:
-        config = project.model.config
-        lib = csim_cache.library_path(project.path, config.get_project_name(), config.get_config_value("Stamp"))
-        key = csim_cache.content_key(project.path, config.get_project_name())
-        if csim_cache.local_hit(lib, key) is not None:
-            return True
-        shared = csim_cache.shared_dir()
-        if shared is None:
-            return False
-        want = (shared / f"{key}.sha256").read_text().strip()
-        return csim_cache.library_sha256(shared / f"{key}.so") == want
-    except Exception:  # noqa: BLE001 - only the line's wording depends on it; compile() decides
-        return False
 
 
 def _accuracy(outputs: np.ndarray, y: np.ndarray) -> float:

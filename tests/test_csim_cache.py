@@ -76,7 +76,7 @@ def mlp(cache, tmp_path_factory):
     folder = tmp_path_factory.mktemp("cache")
     project = export_quietly(graph, folder / "a", board=PYNQ)
     calls, _ = timed_compile(project)
-    assert calls == [project.path]  # the spy sees the build
+    assert calls == [project.path] and project.built is True  # the spy sees the build
     x = edge_inputs(graph, 200)
     y = project.predict(x)
     assert np.array_equal(y, emulate(graph, x))
@@ -89,6 +89,7 @@ def test_a_second_compile_loads_the_library_the_folder_holds(mlp):
     before = lib.stat().st_mtime_ns
     calls, took = timed_compile(project)
     assert calls == [] and took < 1.0, (calls, took)
+    assert project.built is False  # what csim reports: the cached build
     assert lib.stat().st_mtime_ns == before
     assert np.array_equal(project.predict(x), y)
 
@@ -143,7 +144,7 @@ def test_an_identical_project_elsewhere_gets_the_shared_library(mlp, cache):
     graph, project, folder, x, y = mlp
     twin = export_quietly(graph, folder / "twin", board=PYNQ)
     calls, took = timed_compile(twin)
-    assert calls == [] and took < 1.0, (calls, took)
+    assert calls == [] and took < 1.0 and twin.built is False, (calls, took)
     assert library(twin).parent == pathlib.Path(twin.path, "firmware") and library(twin) != library(project)
     assert library(twin).read_bytes() == library(project).read_bytes()
     assert np.array_equal(twin.predict(x), y)

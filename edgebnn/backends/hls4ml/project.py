@@ -50,6 +50,7 @@ class HLSProject:
         self._export_kwargs = dict(export_kwargs or {})  # target and project_name, for trace's twin
         self.target = self._export_kwargs.get("target")
         self._compiled = False
+        self.built: bool | None = None  # whether the last compile() ran g++ (False: it loaded a cached build)
         self._library: tuple[str, str] | None = None  # (path, SHA-256) of the loaded C-simulation library
         # hls::stream warnings the C-simulation printed (a stream destroyed with data left in
         # it: the RTL would stall there), one per stream, from every predict so far
@@ -99,6 +100,7 @@ class HLSProject:
             sha = csim_cache.fetch_shared(shared, key, lib)
             if sha is not None:
                 csim_cache.record_local(lib, key, sha)
+        self.built = sha is None
         if sha is not None:
             _load_library(self.model, lib)
         else:
