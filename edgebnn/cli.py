@@ -265,13 +265,11 @@ def cmd_estimate(args) -> int:
             _check_out_path(out, option, suffix)  # before the work, not after it
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
-        from .config import load_config
+        from .stages import estimate_stage, run_config
 
-        config = load_config(run / "config.yaml", layers=False)  # checked in full when trained; no Keras here
+        config = run_config(run, layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
-            from .stages import estimate_stage
-
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
             for other in results:
                 progress.log(_board_line(other), at=progress.VERBOSE)
