@@ -403,8 +403,8 @@ class _ReplicatedLoop:
 
         self._step, self._predict, self._tf = step, predict, tf
 
-    def _distributed(self, array):
-        parts = self._parts
+    def _distributed(self, array, parts):
+        """``array`` split over the replicas: replica i gets the rows ``parts[i]``."""
         return self.strategy.experimental_distribute_values_from_function(
             lambda ctx: self._tf.constant(array[parts[ctx.replica_id_in_sync_group]])
         )
@@ -415,11 +415,11 @@ class _ReplicatedLoop:
         for batch, start in enumerate(range(0, len(order), self.batch_size)):
             callbacks.on_train_batch_begin(batch)
             chosen = order[start : start + self.batch_size]
-            self._parts = np.array_split(np.arange(len(chosen)), self.replicas)
+            parts = np.array_split(np.arange(len(chosen)), self.replicas)
             xb, yb = x[chosen], y[chosen]
             try:
                 loss, hits, regularization = self._step(
-                    self._distributed(xb), self._distributed(yb), self._tf.constant(float(len(chosen)))
+                    self._distributed(xb, parts), self._distributed(yb, parts), self._tf.constant(float(len(chosen)))
                 )
             except (self._tf.errors.UnavailableError, self._tf.errors.DeadlineExceededError) as err:
                 from .distribute import DistributeError
