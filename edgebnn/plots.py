@@ -106,12 +106,14 @@ def _pct(value: float | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------- training
-def training_curves(history: Mapping[str, Any]) -> str:
+def training_curves(history: Mapping[str, Any], narrow: bool = False) -> str:
     """Loss, accuracy (train and, when present, validation) and the learning rate per epoch, as SVG;
-    the best epoch (``history["best_epoch"]``) is marked in every panel."""
+    the best epoch (``history["best_epoch"]``) is marked in every panel. The panels stand side by
+    side, or one above the other when ``narrow`` (for a phone's width)."""
     epochs = list(history.get("epoch") or range(1, len(history.get("loss", [])) + 1))
     has_lr = bool(history.get("learning_rate"))
-    fig, axes = _figure(10.0, 3.0, ncols=3 if has_lr else 2)
+    n = 3 if has_lr else 2
+    fig, axes = _figure(4.2, 2.3 * n, nrows=n) if narrow else _figure(10.0, 3.0, ncols=n)
     panels = [
         (axes[0], "loss", "loss"),
         (axes[1], "accuracy", "accuracy"),
@@ -165,43 +167,62 @@ def _rc():
 
 
 # ---------------------------------------------------------------------------------- layer resources
-def layer_resources(estimate) -> str:
+def layer_resources(estimate, narrow: bool = False) -> str:
     """LUT, FF, DSP and BRAM18 of each node of one estimate (an :class:`~edgebnn.estimate.Estimate`
-    or its ``to_dict()``), one panel per resource, a bar per node with its count, as SVG."""
+    or its ``to_dict()``), one panel per resource, a bar per node with its count, as SVG. Where
+    the design needs more of a resource than the utilization limit allows, that panel also has a
+    bar for the total (``total-bar``), the board's capacity (``capacity-line``) and the limit
+    (``capacity-limit``), so the bars show how far over the board it is. The panels stand side by
+    side, or one above the other when ``narrow``."""
     est = _as_dict(estimate)
     rows = est["rows"]
-    names = [r["name"] for r in rows]
-    height = max(1.8, 0.28 * len(rows) + 1.0)
-    fig, axes = _figure(10.0, height, ncols=len(RESOURCES), sharey=True)
+    n = len(rows)
+    limit = float(est.get("utilization_limit") or 1.0)
+    over = {key: sum(r[key] for r in rows) > limit * est["available"][key] for key, _ in RESOURCES}
+    if narrow:
+        fig, axes = _figure(4.2, sum(0.24 * (n + over[k]) + 0.9 for k, _ in RESOURCES), nrows=len(RESOURCES))
+    else:
+        fig, axes = _figure(10.0, max(1.8, 0.28 * (n + any(over.values())) + 1.0), ncols=len(RESOURCES), sharey=True)
     with _rc():
-        ys = list(range(len(rows)))
         for ax, (key, label) in zip(axes, RESOURCES):
             values = [r[key] for r in rows]
-            ax.barh(ys, values, color=COLORS[key], height=0.6)
+            capacity, total = est["available"][key], sum(values)
+            ax.barh(range(n), values, color=COLORS[key], height=0.6)
             top = max(values, default=0) or 1
-            ax.set_xlim(0, top * 1.35)
-            for y, v in zip(ys, values):
-                ax.text(v + top * 0.02, y, f"{v:,}", va="center", ha="left", fontsize=7, gid=f"value-label-{key}-{y}")
-            ax.set_title(f"{label} (total {sum(values):,} of {est['available'][key]:,})", fontsize=9)
+            if over[key]:
+                ax.barh([n], [total], color=OVER_COLOR, height=0.6, gid=f"total-bar-{key}")
+                top = max(total, capacity)
+            right = top * (1.45 if narrow else 1.35)
+            ax.set_xlim(0, right)
+            for y, v in enumerate(values):
+                ax.text(v + right * 0.015, y, f"{v:,}", va="center", ha="left", fontsize=7, gid=f"value-label-{key}-{y}")
+            if over[key]:
+                ax.text(total + right * 0.015, n, f"{total:,}", va="center", ha="left", fontsize=7, color=OVER_COLOR)
+                ax.axvline(capacity, color="#222222", linewidth=1.2, gid=f"capacity-line-{key}")
+                ax.axvline(limit * capacity, color=LIMIT_COLOR, linestyle=(0, (4, 2)), linewidth=1.0, gid=f"capacity-limit-{key}")
+                ax.text(capacity, -0.55, f" board {capacity:,}", fontsize=7, va="bottom", ha="left")
+            ax.set_title(f"{label} (total {total:,} of {capacity:,})", fontsize=9, color=OVER_COLOR if over[key] else "black")
             ax.set_xticks([])
             ax.spines["bottom"].set_visible(False)
-        axes[0].set_yticks(ys, names)
-        axes[0].invert_yaxis()
+            if narrow or ax is axes[0]:
+                drawn = n + (over[key] if narrow else any(over.values()))
+                ax.set_yticks(range(drawn), [r["name"] for r in rows] + ["total"] * (drawn - n))
+                ax.set_ylim(drawn - 0.5, -1.1 if drawn > n else -0.5)
         fig.tight_layout()
     return _svg(fig)
 
 
 # -------------------------------------------------------------------------------------- utilization
-def utilization(estimates: Sequence) -> str:
+def utilization(estimates: Sequence, narrow: bool = False) -> str:
     """Utilization of each board, as SVG: one group per board, a bar per resource (LUT, FF, DSP,
     BRAM18) in % of the device, a legend and the utilization limit as a dashed line. A bar over
     100 % stops at the axis end with a mark (``over-mark``) and its real value as label; the limit
-    line leaves a gap wherever a label lies across it."""
-    fig, _ = _utilization_figure(estimates)
+    line leaves a gap wherever a label lies across it. ``narrow``: drawn for a phone's width."""
+    fig, _ = _utilization_figure(estimates, narrow)
     return _svg(fig)
 
 
-def _utilization_figure(estimates: Sequence):
+def _utilization_figure(estimates: Sequence, narrow: bool = False):
     """The utilization chart as a matplotlib figure and its axes (for :func:`utilization`; tests
     measure where its labels and the limit line fall)."""
     ests = [_as_dict(e) for e in estimates]
@@ -209,7 +230,8 @@ def _utilization_figure(estimates: Sequence):
     bar_h, group_gap = 0.8, 1.0
     group_h = n_res * bar_h + group_gap
     height = max(2.4, 0.95 + 0.125 * n_res * len(ests) + 0.1 * len(ests))
-    fig, ax = _figure(8.0, height)
+    fig, ax = _figure(4.4 if narrow else 8.0, height)
+    legend_cols = 3 if narrow else None
     with _rc():
         centers, labels = [], []
         spans = []  # (y0, y1) of each bar, to break the limit line around its label
@@ -245,9 +267,9 @@ def _utilization_figure(estimates: Sequence):
         ax.spines["right"].set_linestyle((0, (1, 2)))
         limits = sorted({float(e["utilization_limit"]) for e in ests})
         # the legend sits above the axes, where the limit line never runs
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=n_res + 1, borderaxespad=0.3)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=legend_cols or n_res + 1, borderaxespad=0.3)
         fig.tight_layout()
-        fig.subplots_adjust(right=0.86)
+        fig.subplots_adjust(right=0.8 if narrow else 0.86)
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         inv = ax.transData.inverted()
@@ -279,18 +301,19 @@ def _utilization_figure(estimates: Sequence):
                     gid=f"limit-line-{100 * limit:g}-{k}",
                     label=f"limit {100 * limit:g}%" if k == 0 else None,
                 )
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=n_res + len(limits), borderaxespad=0.3)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=legend_cols or n_res + len(limits), borderaxespad=0.3)
     return fig, ax
 
 
 # --------------------------------------------------------------------------------- confusion matrix
-def confusion_matrix(matrix: Sequence[Sequence[int]]) -> str:
-    """A confusion matrix (rows: true label, columns: predicted label) with its counts, as SVG."""
+def confusion_matrix(matrix: Sequence[Sequence[int]], narrow: bool = False) -> str:
+    """A confusion matrix (rows: true label, columns: predicted label) with its counts, as SVG
+    (``narrow``: for a phone's width)."""
     import numpy as np
 
     m = np.asarray(matrix, dtype=np.int64)
     n = m.shape[0]
-    size = min(7.0, max(3.0, 0.42 * n + 1.6))
+    size = min(4.4 if narrow else 7.0, max(3.0, 0.42 * n + 1.6))
     fig, ax = _figure(size, size * 0.9)
     with _rc():
         rows = m.sum(axis=1, keepdims=True)
@@ -299,6 +322,10 @@ def confusion_matrix(matrix: Sequence[Sequence[int]]) -> str:
         # the shade is a share of the row (a class's samples), not the count written in the cell
         bar = fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.04)
         bar.solids.set_rasterized(False)  # vector, as every chart of the page (matplotlib rasterizes long bars)
+        # browsers antialias each of the scale's 256 cells on its own, which leaves light seams
+        # between them (bands); each cell's outline in its own colour closes them
+        bar.solids.set_edgecolor("face")
+        bar.solids.set_linewidth(0.6)
         bar.set_label("share of the true label's samples", fontsize=8)
         bar.ax.tick_params(labelsize=7)
         for i in range(n):

@@ -12,11 +12,19 @@ report.json, field by field:
 - ``format``: ``"edgebnn-report"``; ``version``: 1.
 - ``run``: ``name`` (config.yaml's ``name``, else summary.json's, else the folder's name),
   ``board`` (config.yaml's ``board``, else estimate.json's), ``versions`` (run.json's tool
-  versions, ``{}`` when absent), ``stages`` (stage -> ``{"finished", "seconds"}`` from run.json).
+  versions, ``{}`` when absent), ``stages`` (stage -> ``{"finished", "seconds"}`` from run.json),
+  ``date`` (when the last stage finished, ``"YYYY-MM-DD HH:MM UTC"``, null without run.json),
+  ``export`` (``strategy``, ``reuse_factor``, ``io_type``, ``clock_period_ns``: the estimate's
+  once estimate has run, else config.yaml's ``export``; null where neither says).
 - ``verdict``: ``verified`` (true when every leg that ran agrees bit for bit and no stream data
   was left over, false on any mismatch, null before verify), ``legs`` (the legs compared:
   ``"keras_vs_emulator"`` and, after csim, ``"emulator_vs_csim"``), ``fits`` (the run's board:
-  true, false, or null before estimate), ``board``, ``text`` (one line, as in the page's header).
+  true, false, or null before estimate), ``board``, ``next_step`` (the command that finds a
+  design that fits, when it does not fit; else null), ``text`` (one line, as in the page's header).
+- ``key_numbers``: the strip under the verdict, rows of ``name`` and ``items`` (each ``label``,
+  ``value`` as shown, ``state``: ``"ok"``, ``"bad"`` or null): the accuracy, each verification
+  leg, each resource's share of the run's board, latency, II and clock, the build options and
+  the run's date (see :func:`key_numbers`).
 - ``sections``: ``training``, ``layers``, ``verification``, ``resources``, ``accuracy``; each has
   ``status`` (``"ok"``, ``"not run yet"`` or ``"unreadable"``) and, unless ``"ok"``, ``note``
   (one sentence naming the command that makes it, or why the file cannot be read). When ``"ok"``:
@@ -27,20 +35,24 @@ report.json, field by field:
   - ``layers``: ``rows``, one per graph node in execution order: ``node``, ``op``, ``inputs``
     (node names), ``source`` (the Keras layers it was frozen from), ``output_shape`` (no batch
     axis), ``activation_type`` (the output's fixed-point type), ``activation_bits`` (its width),
-    ``weight_type`` and ``weight_bits`` (its width; null for a node without weights),
+    ``weight_type`` (the type the weights are stored in) and ``weight_bits`` (bits per weight
+    as ``edgebnn summary`` counts them: 1 for ±1 codes, 2 for ternary ones, else the type's
+    width; null for a node without weights),
     ``weight_values`` (``"binary"``: codes only -1 and +1, ``"ternary"``: -1, 0, +1, else ``"fixed"``), ``parameters`` (stored
     values the hardware holds: weight and bias codes, thresholds, affine scale and offset),
     ``macs`` (multiply-accumulates per sample of a node with weights: output positions times
-    weight count; 0 for the others); ``totals``: ``parameters``, ``macs`` and ``weight_bits``
-    (the memory of all weight codes, in bits).
-  - ``verification``: ``samples``, ``mismatches`` (``keras_vs_emulator``: int,
-    ``emulator_vs_csim``: int or null before csim), ``first_mismatches`` (each ``between``,
+    weight count; 0 for the others); ``totals``: ``parameters``, ``macs``, ``weights`` (the
+    count of weight codes), ``weight_bits`` (their bits as counted per row) and
+    ``weight_storage_bits`` (their bits in the stored types).
+  - ``verification``: ``samples``, ``mismatches`` (leg -> mismatching samples: always
+    ``keras_vs_emulator`` (int) and ``emulator_vs_csim`` (int, null before csim), then any
+    further leg verify.json holds), ``first_mismatches`` (each ``between``,
     ``sample``, ``layer``, ``source``, ``expected``, ``got``), ``stream_leftovers`` (strings),
-    ``keras_caveats`` (each ``node`` and ``reason``).
+    ``keras_caveats`` (each ``node`` and ``reason``), ``io_type`` (the run's, or null).
   - ``resources``: ``board`` (the run's board), ``utilization_limit`` (a fraction), ``run_board``
     (that board's ``totals``, ``available``, ``utilization_percent`` (null where the board has
     none of a used resource), ``fits``, ``latency_cycles``, ``latency_ns``, ``ii``, ``strategy``,
-    ``io_type``, ``reuse_factor``, ``warnings`` and ``rows``: per node ``name``, ``op``, ``lut``,
+    ``io_type``, ``reuse_factor``, ``clock_period_ns``, ``warnings`` and ``rows``: per node ``name``, ``op``, ``lut``,
     ``ff``, ``dsp``, ``bram18``, ``uram``, ``latency``, ``ii``), ``boards`` (every board estimated:
     ``board``, ``part``, ``totals``, ``available``, ``utilization_percent``, ``fits``,
     ``latency_cycles``).
@@ -84,6 +96,10 @@ FILE_OF = {
 }
 PARAM_KEYS = ("weight", "bias", "thresholds", "scale", "offset")
 RESOURCE_KEYS = ("lut", "ff", "dsp", "bram18", "uram")
+RESOURCE_NAMES = {"lut": "LUT", "ff": "FF", "dsp": "DSP", "bram18": "BRAM18", "uram": "URAM"}
+# the verification legs verify.json always has (null before the stage that makes the second path)
+LEGS = {"keras_vs_emulator": ("Keras", "emulator"), "emulator_vs_csim": ("emulator", "C-simulation")}
+PATH_NAMES = {"keras": "Keras", "emulator": "emulator", "csim": "C-simulation"}
 
 
 class ReportError(EdgebnnError):
@@ -115,22 +131,53 @@ def build(run_dir: str | os.PathLike) -> dict[str, Any]:
     name = config.get("name") if isinstance(config.get("name"), str) else None
     name = name or (summary.get("name") if isinstance(summary.get("name"), str) else None) or run.name
     stages = manifest.get("stages") if isinstance(manifest.get("stages"), dict) else {}
+    export = _export_options(config, sections["resources"])
+    if sections["verification"]["status"] == "ok":
+        sections["verification"]["io_type"] = export["io_type"]
+    info = {
+        "name": name,
+        "board": board,
+        "versions": manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {},
+        "stages": {
+            str(k): {"finished": v.get("finished"), "seconds": v.get("seconds")} for k, v in stages.items() if isinstance(v, dict)
+        },
+    }
+    info["date"] = _run_date(info["stages"])
+    info["export"] = export
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "run": {
-            "name": name,
-            "board": board,
-            "versions": manifest.get("versions") if isinstance(manifest.get("versions"), dict) else {},
-            "stages": {
-                str(k): {"finished": v.get("finished"), "seconds": v.get("seconds")}
-                for k, v in stages.items()
-                if isinstance(v, dict)
-            },
-        },
-        "verdict": _verdict(sections, board),
+        "run": info,
+        "verdict": _verdict(sections, board, shown),
+        "key_numbers": key_numbers(sections, info),
         "sections": sections,
     }
+
+
+def _export_options(config: dict, resources: dict) -> dict[str, Any]:
+    """The run's build options: the estimate's (what its numbers are for) once estimate has run,
+    else config.yaml's ``export`` (null where neither says)."""
+    if resources["status"] == "ok":
+        main = resources["run_board"]
+        return {k: main.get(k) for k in ("strategy", "reuse_factor", "io_type", "clock_period_ns")}
+    export = config.get("export") if isinstance(config.get("export"), dict) else {}
+    return {k: export.get(k) for k in ("strategy", "reuse_factor", "io_type", "clock_period_ns")}
+
+
+def _run_date(stages: dict[str, dict]) -> str | None:
+    """When the run's last stage finished, as ``YYYY-MM-DD HH:MM UTC`` (run.json's ISO times)."""
+    import datetime
+
+    times = []
+    for rec in stages.values():
+        try:
+            t = datetime.datetime.fromisoformat(str(rec.get("finished")))
+        except ValueError:
+            continue
+        times.append(t if t.tzinfo else t.replace(tzinfo=datetime.UTC))
+    if not times:
+        return None
+    return max(times).astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def write(run_dir: str | os.PathLike) -> tuple[pathlib.Path, pathlib.Path]:
@@ -247,6 +294,7 @@ def layer_rows(graph) -> list[dict[str, Any]]:
         wt = node.fixed_attr("weight_type") if "weight" in node.params else None
         weight = node.params.get("weight")
         macs = math.prod(node.shape[:-1]) * int(weight.size) if weight is not None else 0
+        values = None if weight is None else _weight_values(weight)
         rows.append(
             {
                 "node": node.name,
@@ -257,8 +305,8 @@ def layer_rows(graph) -> list[dict[str, Any]]:
                 "activation_type": str(node.type),
                 "activation_bits": node.type.width,
                 "weight_type": None if wt is None else str(wt),
-                "weight_bits": None if wt is None else wt.width,
-                "weight_values": None if weight is None else _weight_values(weight),
+                "weight_bits": None if wt is None else _value_bits(values, wt.width),
+                "weight_values": values,
                 "parameters": sum(int(node.params[k].size) for k in PARAM_KEYS if k in node.params),
                 "macs": macs,
             }
@@ -277,21 +325,28 @@ def _weight_values(codes) -> str:
     return "ternary" if present <= {-1, 0, 1} else "fixed"
 
 
+def _value_bits(values: str, width: int) -> int:
+    """Bits of information per weight, counted as ``edgebnn summary`` counts them: 1 for ±1
+    codes, 2 for ternary ones, else the stored type's width."""
+    return {"binary": 1, "ternary": 2}.get(values, width)
+
+
 def _layers(run: pathlib.Path) -> dict[str, Any]:
     from .graph import Graph
 
     graph = Graph.load(run / "graph.npz")
     rows = layer_rows(graph)
-    weight_bits = sum(
-        int(n.params["weight"].size) * n.fixed_attr("weight_type").width for n in graph.nodes if "weight" in n.params
-    )
+    by_name = {r["node"]: r for r in rows}
+    weighted = [n for n in graph.nodes if "weight" in n.params]
     return {
         "graph": graph.name,
         "rows": rows,
         "totals": {
             "parameters": sum(r["parameters"] for r in rows),
             "macs": sum(r["macs"] for r in rows),
-            "weight_bits": weight_bits,
+            "weights": sum(int(n.params["weight"].size) for n in weighted),
+            "weight_bits": sum(int(n.params["weight"].size) * by_name[n.name]["weight_bits"] for n in weighted),
+            "weight_storage_bits": sum(int(n.params["weight"].size) * n.fixed_attr("weight_type").width for n in weighted),
         },
     }
 
@@ -306,9 +361,12 @@ def _verify_json(run: pathlib.Path) -> dict[str, Any]:
 def _verification(run: pathlib.Path) -> dict[str, Any]:
     v = _verify_json(run)
     mm = v["mismatches"]
+    legs = {leg: mm.get(leg) for leg in LEGS}
+    # a further simulation compared with the emulator is one more key of verify.json, shown as it comes
+    legs.update({str(k): c for k, c in mm.items() if k not in legs})
     return {
         "samples": int(v["samples"]),
-        "mismatches": {"keras_vs_emulator": mm.get("keras_vs_emulator"), "emulator_vs_csim": mm.get("emulator_vs_csim")},
+        "mismatches": legs,
         "first_mismatches": list(v.get("first_mismatches") or []),
         "stream_leftovers": [str(s) for s in v.get("stream_leftovers") or []],
         "keras_caveats": list(v.get("keras_caveats") or []),
@@ -330,6 +388,7 @@ def _resources(run: pathlib.Path) -> dict[str, Any]:
             "strategy": main.get("strategy"),
             "io_type": main.get("io_type"),
             "reuse_factor": main.get("reuse_factor"),
+            "clock_period_ns": main.get("clock_period_ns"),
             "warnings": list(main.get("warnings") or []),
             "rows": rows,
         },
@@ -365,25 +424,178 @@ def _accuracy(run: pathlib.Path) -> dict[str, Any]:
     }
 
 
-def _verdict(sections: dict[str, dict[str, Any]], board: str | None) -> dict[str, Any]:
+def _verdict(sections: dict[str, dict[str, Any]], board: str | None, shown: str = "RUN") -> dict[str, Any]:
     ver, res = sections["verification"], sections["resources"]
     verified, legs = None, []
     if ver["status"] == "ok":
         mm = ver["mismatches"]
-        legs = [k for k in ("keras_vs_emulator", "emulator_vs_csim") if mm.get(k) is not None]
-        verified = not any(mm.get(k) for k in legs) and not ver["stream_leftovers"]
+        legs = [k for k in mm if mm[k] is not None]
+        verified = not any(mm[k] for k in legs) and not ver["stream_leftovers"]
     fits = res["run_board"]["fits"] if res["status"] == "ok" else None
     parts = []
     if verified is None:
         parts.append("not verified yet")
     elif verified:
-        shown = "Keras = emulator = C-simulation" if "emulator_vs_csim" in legs else "Keras = emulator; C-simulation not run yet"
-        parts.append(f"VERIFIED bit for bit ({shown})")
+        chain = ["Keras", "emulator"] + [leg_paths(k)[1] for k in legs if k != "keras_vs_emulator"]
+        missing = "; C-simulation not run yet" if "emulator_vs_csim" not in legs else ""
+        parts.append(f"VERIFIED bit for bit ({' = '.join(chain)}{missing})")
     else:
         parts.append("MISMATCH")
     where = board or "the board"
-    parts.append(f"not estimated yet on {where}" if fits is None else (f"fits {where}" if fits else f"does not fit {where}"))
-    return {"verified": verified, "legs": legs, "fits": fits, "board": board, "text": "; ".join(parts)}
+    next_step = None
+    if fits is None:
+        parts.append(f"not estimated yet on {where}")
+    elif fits:
+        parts.append(f"fits {where}")
+    else:
+        main = res["run_board"]
+        over = [
+            f"{RESOURCE_NAMES[k]} {main['utilization_percent'][k]:.0f}%"
+            for k in RESOURCE_KEYS
+            if _over(
+                main["utilization_percent"].get(k), main["available"].get(k), main["totals"].get(k), res["utilization_limit"]
+            )
+        ]
+        next_step = f"edgebnn estimate {shown} --fit"
+        parts.append(
+            f"does not fit {where} ({', '.join(over) or 'over the limit'} of the device, limit "
+            f"{100 * res['utilization_limit']:g}%); next step: `{next_step}` finds the reuse factor that fits"
+        )
+    return {
+        "verified": verified,
+        "legs": legs,
+        "fits": fits,
+        "board": board,
+        "next_step": next_step,
+        "text": "; ".join(parts),
+    }
+
+
+def leg_paths(leg: str) -> tuple[str, str]:
+    """The two paths a verification leg compares, as the page names them (``"a_vs_b"`` for a leg
+    it does not know)."""
+    if leg in LEGS:
+        return LEGS[leg]
+    a, _, b = leg.partition("_vs_")
+    return PATH_NAMES.get(a, a), PATH_NAMES.get(b, b)
+
+
+def _over(percent, available, used, limit) -> bool:
+    """Whether one resource is over the utilization limit (a used resource the board lacks is)."""
+    if not available:
+        return bool(used)
+    return percent is not None and percent > 100 * limit
+
+
+# ------------------------------------------------------------------------------------ key numbers
+def key_numbers(sections: dict[str, dict[str, Any]], run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The strip of key numbers under the verdict: rows of ``{"name", "items"}``, each item
+    ``{"label", "value", "state"}`` (``state``: ``"ok"``, ``"bad"`` or null). Each row comes from
+    one function of :data:`KEY_ROWS`, which returns None when it has nothing to say; a new kind of
+    result is one more function there, a new verification leg needs none."""
+    rows = []
+    for make in KEY_ROWS:
+        row = make(sections, run)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+def _item(label: str, value: str, state: str | None = None) -> dict[str, Any]:
+    return {"label": label, "value": value, "state": state}
+
+
+def _key_accuracy(sections, run):
+    acc = sections["accuracy"]
+    if acc["status"] != "ok":
+        return {"name": "accuracy", "items": [_item("deployed", acc["status"])]}
+    deployed = {"csim": "C-simulation", "emulator": "emulator"}.get(acc["deployed"], acc["deployed"])
+    items = [_item(f"deployed ({deployed})", _pct_text(acc.get(acc["deployed"])))]
+    items.append(_item("Keras", _pct_text(acc["keras"])))
+    return {"name": "accuracy", "items": items}
+
+
+def _key_legs(sections, run):
+    ver = sections["verification"]
+    if ver["status"] != "ok":
+        return {"name": "bit for bit", "items": [_item("verification", ver["status"])]}
+    items = []
+    for leg, count in ver["mismatches"].items():
+        label = " = ".join(leg_paths(leg))
+        if count is None:
+            items.append(_item(label, "not run yet"))
+        else:
+            items.append(_item(label, f"{count:,} of {ver['samples']:,} differ", "bad" if count else "ok"))
+    if ver["stream_leftovers"]:
+        items.append(_item("stream data", f"{len(ver['stream_leftovers'])} left over", "bad"))
+    return {"name": "bit for bit", "items": items}
+
+
+def _key_resources(sections, run):
+    res = sections["resources"]
+    if res["status"] != "ok":
+        return {"name": "resources", "items": [_item("estimate", res["status"])]}
+    main, limit = res["run_board"], res["utilization_limit"]
+    items = []
+    for k in RESOURCE_KEYS:
+        available, used = main["available"].get(k), main["totals"].get(k)
+        if k == "uram" and not available and not used:
+            continue  # a board without UltraRAM, and a design that needs none
+        over = _over(main["utilization_percent"].get(k), available, used, limit)
+        items.append(
+            _item(RESOURCE_NAMES[k], _util_text(main["utilization_percent"].get(k), available, used), "bad" if over else "ok")
+        )
+    items.append(_item("limit", f"{100 * limit:g}% of {res['board']}"))
+    return {"name": f"estimate on {res['board']}", "items": items}
+
+
+def _key_timing(sections, run):
+    res = sections["resources"]
+    clock = run["export"].get("clock_period_ns")
+    items = []
+    if res["status"] == "ok":
+        main = res["run_board"]
+        items.append(_item("latency", f"{main['latency_cycles']:,} cycles = {_num(main['latency_ns'])} ns"))
+        items.append(_item("II", f"{main['ii']:,} cycle{'' if main['ii'] == 1 else 's'}"))
+    if isinstance(clock, (int, float)) and not isinstance(clock, bool) and clock > 0:
+        items.append(_item("clock", f"{_num(clock)} ns ({_num(1000 / clock)} MHz)"))
+    return {"name": "timing", "items": items} if items else None
+
+
+def _key_build(sections, run):
+    export = run["export"]
+    items = [
+        _item(label, _plain(export.get(key)))
+        for key, label in (("strategy", "strategy"), ("reuse_factor", "reuse factor"), ("io_type", "io type"))
+        if export.get(key) is not None
+    ]
+    if run.get("date"):
+        items.append(_item("run", run["date"]))
+    return {"name": "build", "items": items} if items else None
+
+
+KEY_ROWS = [_key_accuracy, _key_legs, _key_resources, _key_timing, _key_build]
+
+
+def _pct_text(fraction) -> str:
+    return "not run yet" if fraction is None else f"{100 * fraction:.2f}%"
+
+
+def _util_text(percent, available, used) -> str:
+    """A resource's share of the board: a dash where the board has none and none is needed."""
+    if not available:
+        return "board has 0" if used else "\u2013"
+    return "\u2013" if percent is None else f"{percent:.1f}%"
+
+
+def _num(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else f"{value:,}"
+
+
+def _plain(value) -> str:
+    if isinstance(value, dict):  # a reuse factor per layer
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
 
 
 # ------------------------------------------------------------------------------------------- html
@@ -395,15 +607,23 @@ _CSS = """
 :root { --ok: #1b7a3d; --bad: #b3261e; --muted: #666; --line: #ddd; --head: #f4f5f7; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #222;
-       margin: 0; background: #fafafa; }
+       margin: 0; background: #fafafa; overflow-wrap: break-word; }
 header { background: #1f2a37; color: #fff; padding: 18px 32px 14px; }
 header h1 { margin: 0 0 8px; font-size: 22px; font-weight: 600; }
 header .meta { color: #c9d1db; font-size: 13px; }
+header .meta code { background: #35424f; color: #fff; }
 .badges { margin: 10px 0 4px; display: flex; gap: 10px; flex-wrap: wrap; }
 .badge { display: inline-block; padding: 5px 12px; border-radius: 4px; font-weight: 600; font-size: 14px; }
 .badge.ok { background: var(--ok); } .badge.bad { background: var(--bad); } .badge.none { background: #5b6673; }
+.keys { margin: 12px 0 10px; display: grid; grid-template-columns: max-content 1fr; gap: 6px 14px; align-items: baseline; }
+.keys .row-name { color: #c9d1db; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.keys .items { display: flex; flex-wrap: wrap; gap: 4px 8px; }
+.key { background: #2b3846; border-radius: 4px; padding: 2px 8px; font-size: 13px; white-space: nowrap; }
+.key .k { color: #c9d1db; margin-right: 5px; }
+.key .v { font-weight: 600; font-variant-numeric: tabular-nums; }
+.key.ok .v { color: #8fe3a8; } .key.bad { background: var(--bad); } .key.bad .v, .key.bad .k { color: #fff; }
 nav { background: #fff; border-bottom: 1px solid var(--line); padding: 8px 32px; position: sticky; top: 0; }
-nav a { color: #1f4e8c; margin-right: 18px; text-decoration: none; font-weight: 500; }
+nav a { color: #1f4e8c; margin-right: 18px; text-decoration: none; font-weight: 500; display: inline-block; }
 main { padding: 8px 32px 40px; max-width: 1320px; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 20px 16px; margin: 18px 0; }
 h2 { font-size: 18px; margin: 10px 0 10px; }
@@ -413,15 +633,36 @@ th, td { border-bottom: 1px solid var(--line); padding: 4px 9px; text-align: lef
 td.n, th { white-space: nowrap; }
 th { background: var(--head); font-weight: 600; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.over { color: var(--bad); font-weight: 600; background: #fbe9e7; }
 tr.total td { font-weight: 600; border-top: 2px solid #bbb; }
 .scroll { overflow-x: auto; }
 .note { color: var(--muted); font-style: italic; }
 .missing { color: var(--muted); background: var(--head); padding: 8px 12px; border-radius: 4px; }
 .missing code { font-style: normal; }
+.next { border-left: 4px solid var(--bad); background: #fbe9e7; padding: 8px 12px; border-radius: 4px; }
 .good { color: var(--ok); font-weight: 600; } .badv { color: var(--bad); font-weight: 600; }
 figure { margin: 8px 0; } figure svg { max-width: 100%; height: auto; }
-code { background: var(--head); padding: 1px 4px; border-radius: 3px; }
+figure.narrow { display: none; }
+code { background: var(--head); padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; }
 .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; white-space: pre-wrap; word-break: break-all; }
+/* a phone: each table row becomes a card of "header: value" lines, each chart its narrow drawing */
+@media (max-width: 760px) {
+  header { padding: 14px 12px 10px; } nav { padding: 6px 12px; } main { padding: 4px 8px 24px; }
+  section { padding: 6px 10px 12px; margin: 12px 0; }
+  .keys { grid-template-columns: 1fr; gap: 2px; } .keys .items { margin-bottom: 6px; }
+  .key { white-space: normal; }
+  figure.wide { display: none; } figure.narrow { display: block; }
+  table, tbody, tr, td { display: block; width: 100%; }
+  thead { display: none; }
+  tr { border: 1px solid var(--line); border-radius: 4px; margin: 0 0 8px; padding: 2px 0; }
+  tr.total td { border-top: none; }
+  td, td.n { border-bottom: none; padding: 2px 8px; text-align: right; white-space: normal; }
+  td::before { content: attr(data-label); float: left; margin-right: 10px; color: var(--muted); font-weight: 400;
+               text-align: left; }
+  td:first-child { text-align: left; font-weight: 600; background: var(--head); }
+  td:first-child::before { content: none; }
+  td:empty { display: none; }
+}
 """
 
 
@@ -440,17 +681,18 @@ def render(data: dict[str, Any]) -> str:
         _verify_badge(verdict),
         _fit_badge(verdict),
         "</div>",
-        f'<div class="meta" id="verdict">{_e(verdict["text"])}</div>',
+        _key_strip(data["key_numbers"]),
+        f'<div class="meta" id="verdict">{_code(verdict["text"])}</div>',
         f'<div class="meta">{_versions(run)}</div>',
         "</header>",
         "<nav>" + "".join(f'<a href="#{k}">{TITLES[k]}</a>' for k in SECTIONS) + "</nav>",
         "<main>",
     ]
     renderers = {
-        "training": lambda s: _html_training(s),
+        "training": _html_training,
         "layers": _html_layers,
         "verification": _html_verification,
-        "resources": _html_resources,
+        "resources": lambda s: _html_resources(s, verdict),
         "accuracy": _html_accuracy,
     }
     for key in SECTIONS:
@@ -463,6 +705,20 @@ def render(data: dict[str, Any]) -> str:
         body.append("</section>")
     body += ["</main></body></html>", ""]
     return "\n".join(body)
+
+
+def _key_strip(rows: list[dict[str, Any]]) -> str:
+    """The key numbers (report.json's ``key_numbers``) as a grid: a row name, then its items."""
+    out = ['<div class="keys" id="key-numbers">']
+    for row in rows:
+        out.append(f'<div class="row-name">{_e(row["name"])}</div><div class="items">')
+        for item in row["items"]:
+            state = f" {item['state']}" if item["state"] in ("ok", "bad") else ""
+            label, value = _e(item["label"]), _e(item["value"])
+            out.append(f'<span class="key{state}"><span class="k">{label}</span><span class="v">{value}</span></span>')
+        out.append("</div>")
+    out.append("</div>")
+    return "".join(out)
 
 
 def _code(text: str) -> str:
@@ -497,7 +753,7 @@ def _versions(run) -> str:
 _SVG_ID = re.compile(r'\bid="([^"]+)"')
 
 
-def _inline(svg: str, prefix: str, label: str) -> str:
+def _inline(svg: str, prefix: str, label: str, kind: str = "") -> str:
     """An SVG chart for inlining: its ids (and the references to them) prefixed, so that two
     charts' ids never collide, and labelled for screen readers."""
     ids = set(_SVG_ID.findall(svg))
@@ -506,7 +762,13 @@ def _inline(svg: str, prefix: str, label: str) -> str:
         r'(href="#|url\(#)([^")]+)', lambda m: m.group(1) + (f"{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(2)), svg
     )
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{_e(label)}" class="plot plot-{prefix}" ', 1)
-    return f"<figure>{svg}</figure>"
+    return f'<figure class="{kind}">{svg}</figure>' if kind else f"<figure>{svg}</figure>"
+
+
+def _chart(draw, data, prefix: str, label: str) -> str:
+    """A chart drawn twice: for a wide window and, shown instead below 760 px, for a phone (the
+    wide drawing scaled down that far has text about 3 px high)."""
+    return _inline(draw(data), prefix, label, "wide") + _inline(draw(data, narrow=True), f"{prefix}-narrow", label, "narrow")
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -521,20 +783,26 @@ def _pct(value) -> str:
     return "&ndash;" if value is None else f"{100 * value:.2f}%"
 
 
-def _table(head: list[str], rows: list[list[str]], numeric: set[int], total: list[str] | None = None) -> str:
+def _cell(content: str, label: str, numeric: bool) -> str:
+    """A table cell; ``data-label`` is its column's header, which the phone layout writes before
+    the value."""
+    label = _e(re.sub(r"<[^>]+>", "", label))
+    if content.startswith("<td"):  # a cell that brings its own class
+        return content.replace("<td", f'<td data-label="{label}"', 1)
+    return f'<td class="n" data-label="{label}">{content}</td>' if numeric else f'<td data-label="{label}">{content}</td>'
+
+
+def _table(head: list[str], rows: list[list[str]], numeric: set[int], total: list[str] | None = None, extra=()) -> str:
+    """A table; ``total`` is a bold last row, ``extra`` rows follow it."""
     out = ['<div class="scroll"><table><thead><tr>']
     out += [f'<th class="n">{h}</th>' if i in numeric else f"<th>{h}</th>" for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for row in rows:
-        out.append(
-            "<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row)) + "</tr>"
-        )
+        out.append("<tr>" + "".join(_cell(c, head[i], i in numeric) for i, c in enumerate(row)) + "</tr>")
     if total is not None:
-        out.append(
-            '<tr class="total">'
-            + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(total))
-            + "</tr>"
-        )
+        out.append('<tr class="total">' + "".join(_cell(c, head[i], i in numeric) for i, c in enumerate(total)) + "</tr>")
+    for row in extra:
+        out.append("<tr>" + "".join(_cell(c, head[i], i in numeric) for i, c in enumerate(row)) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -557,8 +825,9 @@ def _html_training(s) -> str:
         + ".</p>"
     ]
     if s["epochs"]:
-        svg = plots.training_curves({**s["history"], "best_epoch": s["best_epoch"]})
-        parts.append(_inline(svg, "training", "training curves"))
+        parts.append(
+            _chart(plots.training_curves, {**s["history"], "best_epoch": s["best_epoch"]}, "training", "training curves")
+        )
     if not s["history"].get("learning_rate"):
         parts.append('<p class="note">The learning rate was not recorded.</p>')
     return "".join(parts)
@@ -592,25 +861,38 @@ def _html_layers(s) -> str:
     ]
     t = s["totals"]
     total = ["total", "", "", "", "", "", "", f"{t['parameters']:,}", f"{t['macs']:,}"]
+    bits = f"{t['weights']:,} weights in {t['weight_bits']:,} bits"
+    if t["weight_storage_bits"] != t["weight_bits"]:
+        # ±1 weights carry 1 bit each (as `edgebnn summary` counts them) but hls4ml stores each in a
+        # signed 2-bit type; say both rather than let the two tools seem to disagree
+        bits += (
+            f" (±1 weights count 1 bit each, as <code>edgebnn summary</code> counts them; the HLS project stores them "
+            f"in the weight types below, {t['weight_storage_bits']:,} bits)"
+        )
     return (
-        f"<p>Deployment graph <code>{_e(s['graph'])}</code>: {len(s['rows'])} nodes, {t['parameters']:,} parameters "
-        f"({t['weight_bits']:,} bits of weights), {t['macs']:,} multiply-accumulates per sample.</p>"
+        f"<p>Deployment graph <code>{_e(s['graph'])}</code>: {len(s['rows'])} nodes, {t['macs']:,} multiply-accumulates "
+        f"per sample, {bits}.</p>"
+        f"<p>Parameters are the values the hardware holds: {t['parameters']:,} weight codes, thresholds and scales. "
+        "<code>edgebnn summary</code> counts the Keras model's parameters instead, more of them: freeze folds each "
+        "BatchNormalization's four values per channel (gamma, beta, mean, variance) into the thresholds.</p>"
         + _table(head, rows, {5, 6, 7, 8}, total)
     )
 
 
 def _html_verification(s) -> str:
     mm = s["mismatches"]
-    legs = [("Keras vs emulator", mm["keras_vs_emulator"]), ("emulator vs C-simulation", mm["emulator_vs_csim"])]
     rows = []
-    for name, count in legs:
+    for leg, count in mm.items():
+        a, b = leg_paths(leg)
         if count is None:
             shown = '<span class="note">not run yet: <code>edgebnn csim</code> then <code>edgebnn verify</code></span>'
+            if leg != "emulator_vs_csim":
+                shown = '<span class="note">not run yet</span>'
         elif count == 0:
             shown = '<span class="good">0 (bit for bit)</span>'
         else:
             shown = f'<span class="badv">{count:,}</span>'
-        rows.append([name, _e(f"{s['samples']:,}"), shown])
+        rows.append([_e(f"{a} vs {b}"), _e(f"{s['samples']:,}"), shown])
     parts = [_table(["leg", "samples", "mismatching samples"], rows, {1, 2})]
     for m in s["first_mismatches"]:
         parts.append(
@@ -620,9 +902,17 @@ def _html_verification(s) -> str:
             f'<p>got:</p><div class="mono">{_e(m.get("got"))}</div>'
         )
     if s["stream_leftovers"]:
-        parts.append("<h3>Stream data left over</h3><ul>" + "".join(f"<li>{_e(w)}</li>" for w in s["stream_leftovers"]) + "</ul>")
-    else:
-        parts.append('<p class="note">No stream data was left over.</p>')
+        parts.append(
+            "<h3>Stream data left over</h3><p>The C-simulation left data unread in these streams; on the FPGA it would "
+            "stall the design or feed the next sample, so the design is wrong even where the outputs agree.</p><ul>"
+            + "".join(f"<li>{_e(w)}</li>" for w in s["stream_leftovers"])
+            + "</ul>"
+        )
+    elif s.get("io_type") == "io_stream" and mm.get("emulator_vs_csim") is not None:
+        parts.append(
+            '<p class="note">No stream data was left over: every value the io_stream design wrote into a stream was '
+            "read by the next layer, so no stream stalls or carries data into the next sample.</p>"
+        )
     if s["keras_caveats"]:
         parts.append(
             "<h3>Caveats</h3><ul>"
@@ -630,15 +920,19 @@ def _html_verification(s) -> str:
             + "</ul>"
         )
     else:
-        parts.append('<p class="note">No caveats.</p>')
+        parts.append(
+            '<p class="note">No caveats on the Keras leg: freeze found no layer where Keras\'s float32 arithmetic can '
+            "differ from the exact integer result, so the Keras comparison holds for every input, not only these samples.</p>"
+        )
     return "".join(parts)
 
 
-def _html_resources(s) -> str:
+def _html_resources(s, verdict) -> str:
     from . import plots
 
     main = s["run_board"]
-    names = ("LUT", "FF", "DSP", "BRAM18", "URAM")
+    limit_f = s["utilization_limit"]
+    names = [RESOURCE_NAMES[k] for k in RESOURCE_KEYS]
     head = ["node", "op", *names, "latency", "II"]
     rows = [
         [_e(r["name"]), _e(r["op"]), *(f"{r[k]:,}" for k in RESOURCE_KEYS), f"{r['latency']:,}", f"{r['ii']:,}"]
@@ -646,20 +940,25 @@ def _html_resources(s) -> str:
     ]
     total = ["total", "", *(f"{main['totals'][k]:,}" for k in RESOURCE_KEYS), f"{main['latency_cycles']:,}", f"{main['ii']:,}"]
     avail = [_e(s["board"]), "available", *(f"{main['available'][k]:,}" for k in RESOURCE_KEYS), "", ""]
-    util = ["% of board", "", *(_upct(main["utilization_percent"].get(k)) for k in RESOURCE_KEYS), "", ""]
+    util = ["% of board", "", *(_util_cell(main, k, limit_f) for k in RESOURCE_KEYS), "", ""]
     fits = '<span class="good">fits</span>' if main["fits"] else '<span class="badv">does not fit</span>'
-    limit = f"{100 * s['utilization_limit']:g}%"
+    limit = f"{100 * limit_f:g}%"
     parts = [
         f"<h3>Per node on {_e(s['board'])}</h3>",
-        f"<p>{_e(main.get('strategy'))}, {_e(main.get('io_type'))}, reuse factor {_e(json.dumps(main.get('reuse_factor')))}: "
+        f"<p>{_e(main.get('strategy'))}, {_e(main.get('io_type'))}, reuse factor {_e(_plain(main.get('reuse_factor')))}: "
         f"{fits} under {limit} of every resource; latency {main['latency_cycles']:,} cycles = {_fmt(main['latency_ns'])} ns, "
         f"II {main['ii']:,} cycle{'' if main['ii'] == 1 else 's'}.</p>",
-        _table(head, rows, set(range(2, 9)), total).replace("</tbody>", _row(avail) + _row(util) + "</tbody>"),
     ]
+    if verdict.get("next_step"):
+        parts.append(
+            f'<p class="next">Next step: <code>{_e(verdict["next_step"])}</code> finds the smallest reuse factor that fits '
+            f"each board (with <code>--strategy Resource</code> the weights go to BRAM and the adders are shared); put the one "
+            "for this board in config.yaml's <code>export</code> and run again.</p>"
+        )
+    parts.append(_table(head, rows, set(range(2, 9)), total, extra=[avail, util]))
     parts += [f'<p class="note">warning: {_e(w)}</p>' for w in main["warnings"]]
-    parts.append(
-        _inline(plots.layer_resources({"rows": main["rows"], "available": main["available"]}), "layers", "resources per node")
-    )
+    layer_data = {"rows": main["rows"], "available": main["available"], "totals": main["totals"], "utilization_limit": limit_f}
+    parts.append(_chart(plots.layer_resources, layer_data, "layers", "resources per node"))
     parts.append(f"<h3>Every board (limit {limit})</h3>")
     boards = [
         {
@@ -670,28 +969,32 @@ def _html_resources(s) -> str:
         }
         for b in s["boards"]
     ]
-    parts.append(_inline(plots.utilization(boards), "utilization", "utilization per board"))
+    parts.append(_chart(plots.utilization, boards, "utilization", "utilization per board"))
     brow = [
         [
             _e(b["board"]),
             _e(b["part"] or ""),
-            *(_upct(b["utilization_percent"].get(k)) for k in ("lut", "ff", "dsp", "bram18")),
-            # most boards have no UltraRAM, and the designs use none there: a dash, not "board has 0"
-            "—" if b["utilization_percent"].get("uram") is None else _upct(b["utilization_percent"]["uram"]),
+            *(_util_cell(b, k, b["utilization_limit"]) for k in RESOURCE_KEYS),
             '<span class="good">yes</span>' if b["fits"] else '<span class="badv">no</span>',
         ]
         for b in s["boards"]
     ]
-    parts.append(_table(["board", "part", "LUT", "FF", "DSP", "BRAM18", "URAM", "fits"], brow, {2, 3, 4, 5, 6}))
+    parts.append(_table(["board", "part", *names, "fits"], brow, {2, 3, 4, 5, 6}))
     return "".join(parts)
 
 
-def _row(cells) -> str:
-    return "<tr>" + "".join(f'<td class="n">{c}</td>' if 2 <= i <= 8 else f"<td>{c}</td>" for i, c in enumerate(cells)) + "</tr>"
-
-
-def _upct(value) -> str:
-    return "board has 0" if value is None else f"{value:.1f}%"
+def _util_cell(estimate: dict, key: str, limit: float) -> str:
+    """A resource's share of a board as a table cell, red over the limit; a dash where the board
+    has none of it and the design needs none (most boards have no UltraRAM)."""
+    percent, available, used = (
+        estimate["utilization_percent"].get(key),
+        estimate["available"].get(key),
+        estimate["totals"].get(key),
+    )
+    text = _e(_util_text(percent, available, used))
+    if _over(percent, available, used, limit):
+        return f'<td class="n over">{text}</td>'
+    return text
 
 
 def _html_accuracy(s) -> str:
@@ -711,5 +1014,5 @@ def _html_accuracy(s) -> str:
         f"<h3>Confusion matrix of the deployed predictions ({_e(deployed)}, {s['samples']:,} samples)</h3>",
     ]
     if s["confusion_matrix"]:
-        parts.append(_inline(plots.confusion_matrix(s["confusion_matrix"]), "confusion", "confusion matrix"))
+        parts.append(_chart(plots.confusion_matrix, s["confusion_matrix"], "confusion", "confusion matrix"))
     return "".join(parts)
