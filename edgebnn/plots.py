@@ -194,8 +194,11 @@ def layer_resources(estimate, narrow: bool = False) -> str:
                 top = max(total, capacity)
             right = top * (1.45 if narrow else 1.35)
             ax.set_xlim(0, right)
+            # over the capacity lines, a label keeps a white ground so that it stays readable
+            ground = {"bbox": {"facecolor": "white", "edgecolor": "none", "pad": 0.5}} if over[key] else {}
             for y, v in enumerate(values):
-                ax.text(v + right * 0.015, y, f"{v:,}", va="center", ha="left", fontsize=7, gid=f"value-label-{key}-{y}")
+                gid = f"value-label-{key}-{y}"
+                ax.text(v + right * 0.015, y, f"{v:,}", va="center", ha="left", fontsize=7, gid=gid, **ground)
             if over[key]:
                 ax.text(total + right * 0.015, n, f"{total:,}", va="center", ha="left", fontsize=7, color=OVER_COLOR)
                 ax.axvline(capacity, color="#222222", linewidth=1.2, gid=f"capacity-line-{key}")
@@ -321,11 +324,12 @@ def confusion_matrix(matrix: Sequence[Sequence[int]], narrow: bool = False) -> s
         mesh = ax.pcolormesh(np.arange(n + 1) - 0.5, np.arange(n + 1) - 0.5, share, cmap="Blues", vmin=0.0, vmax=1.0)
         # the shade is a share of the row (a class's samples), not the count written in the cell
         bar = fig.colorbar(mesh, ax=ax, fraction=0.046, pad=0.04)
-        bar.solids.set_rasterized(False)  # vector, as every chart of the page (matplotlib rasterizes long bars)
-        # browsers antialias each of the scale's 256 cells on its own, which leaves light seams
-        # between them (bands); each cell's outline in its own colour closes them
-        bar.solids.set_edgecolor("face")
-        bar.solids.set_linewidth(0.6)
+        # the scale is one rectangle filled with an SVG gradient (see _gradient_fill): matplotlib's
+        # 256 cells, which browsers antialias one by one, show bands, and a bitmap is no vector
+        bar.solids.set_visible(False)
+        from matplotlib.patches import Rectangle
+
+        bar.ax.add_patch(Rectangle((0, 0), 1, 1, transform=bar.ax.transAxes, facecolor=_FILL_MARK, gid="colour-scale", zorder=0))
         bar.set_label("share of the true label's samples", fontsize=8)
         bar.ax.tick_params(labelsize=7)
         for i in range(n):
@@ -344,4 +348,29 @@ def confusion_matrix(matrix: Sequence[Sequence[int]], narrow: bool = False) -> s
             ax.spines[side].set_visible(False)
         ax.tick_params(length=0)
         fig.tight_layout()
-    return _svg(fig)
+    return _gradient_fill(_svg(fig), "colour-scale", "Blues")
+
+
+# the colour a shape is drawn in to be filled by a gradient afterwards (not SVG's default black,
+# which matplotlib leaves unwritten)
+_FILL_MARK = "#123456"
+
+
+def _gradient_fill(svg: str, gid: str, cmap: str) -> str:
+    """``svg`` with the shape drawn under ``gid`` filled by a vertical gradient of the colormap
+    ``cmap`` (its low end at the bottom)."""
+    import matplotlib
+
+    colormap = matplotlib.colormaps[cmap]
+    stops = "".join(
+        f'<stop offset="{k / 32:.5f}" stop-color="{matplotlib.colors.to_hex(colormap(1 - k / 32))}"/>' for k in range(33)
+    )
+    defs = f'<defs><linearGradient id="{gid}-gradient" x1="0" y1="0" x2="0" y2="1">{stops}</linearGradient></defs>'
+    head, found, tail = svg.partition(f'<g id="{gid}">')
+    if not found:
+        raise ValueError(f"the chart has no shape {gid!r} to fill")
+    shape, end, rest = tail.partition("</g>")
+    if f"fill: {_FILL_MARK}" not in shape:
+        raise ValueError(f"the shape {gid!r} is not filled with the mark colour")
+    shape = shape.replace(f"fill: {_FILL_MARK}", f"fill: url(#{gid}-gradient)", 1)
+    return head + defs + found + shape + end + rest
