@@ -619,7 +619,7 @@ header .meta code { background: #35424f; color: #fff; }
 .keys .row-name { color: #c9d1db; font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .keys .items { display: flex; flex-wrap: wrap; gap: 4px 8px; }
 .key { background: #2b3846; border-radius: 4px; padding: 2px 8px; font-size: 13px; white-space: nowrap; }
-.key .k { color: #c9d1db; margin-right: 5px; }
+.key .k { color: #c9d1db; }
 .key .v { font-weight: 600; font-variant-numeric: tabular-nums; }
 .key.ok .v { color: #8fe3a8; } .key.bad { background: var(--bad); } .key.bad .v, .key.bad .k { color: #fff; }
 nav { background: #fff; border-bottom: 1px solid var(--line); padding: 8px 32px; position: sticky; top: 0; }
@@ -715,7 +715,7 @@ def _key_strip(rows: list[dict[str, Any]]) -> str:
         for item in row["items"]:
             state = f" {item['state']}" if item["state"] in ("ok", "bad") else ""
             label, value = _e(item["label"]), _e(item["value"])
-            out.append(f'<span class="key{state}"><span class="k">{label}</span><span class="v">{value}</span></span>')
+            out.append(f'<span class="key{state}"><span class="k">{label}</span> <span class="v">{value}</span></span>')
         out.append("</div>")
     out.append("</div>")
     return "".join(out)
@@ -873,8 +873,9 @@ def _html_layers(s) -> str:
         f"<p>Deployment graph <code>{_e(s['graph'])}</code>: {len(s['rows'])} nodes, {t['macs']:,} multiply-accumulates "
         f"per sample, {bits}.</p>"
         f"<p>Parameters are the values the hardware holds: {t['parameters']:,} weight codes, thresholds and scales. "
-        "<code>edgebnn summary</code> counts the Keras model's parameters instead, more of them: freeze folds each "
-        "BatchNormalization's four values per channel (gamma, beta, mean, variance) into the thresholds.</p>"
+        "<code>edgebnn summary</code> counts the Keras model's parameters instead, so its count differs: freeze folds each "
+        "BatchNormalization's four values per channel (gamma, beta, mean, variance) into thresholds, one per channel "
+        "before a sign and up to 2<sup>bits</sup> &minus; 1 before a k-bit quantizer.</p>"
         + _table(head, rows, {5, 6, 7, 8}, total)
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -107,6 +108,181 @@ def test_report_json_holds_every_section_with_the_run_numbers(run):
     assert v["text"].startswith("VERIFIED bit for bit")
 
 
+def _strip(data) -> dict[str, dict[str, tuple[str, str | None]]]:
+    """report.json's key numbers as row name -> label -> (value, state)."""
+    return {row["name"]: {i["label"]: (i["value"], i["state"]) for i in row["items"]} for row in data["key_numbers"]}
+
+
+@pytest.mark.train
+def test_key_numbers_are_the_run_numbers(run):
+    data, main = run["data"], run["estimates"]["pynq-z2"]
+    acc = data["sections"]["accuracy"]
+    strip = _strip(data)
+    assert list(strip) == ["accuracy", "bit for bit", "estimate on pynq-z2", "timing", "build"]
+    assert strip["accuracy"] == {
+        "deployed (emulator)": (f"{100 * acc['emulator']:.2f}%", None),
+        "Keras": (f"{100 * acc['keras']:.2f}%", None),
+    }
+    assert strip["bit for bit"] == {
+        "Keras = emulator": ("0 of 360 differ", "ok"),
+        "emulator = C-simulation": ("not run yet", None),
+    }
+    res = strip["estimate on pynq-z2"]
+    for key, label in (("lut", "LUT"), ("ff", "FF"), ("dsp", "DSP"), ("bram18", "BRAM18")):
+        assert res[label] == (f"{main.utilization[key]:.1f}%", "ok")
+    assert "URAM" not in res  # the board has none and the design needs none
+    assert res["limit"] == ("80% of pynq-z2", None)
+    assert strip["timing"] == {
+        "latency": (f"{main.latency_cycles:,} cycles = {main.latency_ns:g} ns", None),
+        "II": (f"{main.ii} cycle{'' if main.ii == 1 else 's'}", None),
+        "clock": ("10 ns (100 MHz)", None),
+    }
+    assert strip["build"] == {
+        "strategy": ("Latency", None),
+        "reuse factor": ("1", None),
+        "io type": ("io_parallel", None),
+        "run": ("2026-01-01 00:00 UTC", None),  # run.json's last finished stage
+    }
+    page = run["html"].read_text(encoding="utf-8")
+    keys = page[page.index('id="key-numbers"') : page.index('id="verdict"')]
+    assert page.index('class="badges"') < page.index('id="key-numbers"') < page.index('<section id="training">')
+    for row in strip.values():
+        for label, (value, _) in row.items():
+            assert f'<span class="k">{label}</span> <span class="v">{value}</span>' in keys
+
+
+@pytest.mark.train
+def test_the_layer_counts_say_why_they_differ_from_edgebnn_summary(run):
+    """±1 weights count 1 bit each, as `edgebnn summary` counts them; the stored 2-bit type is
+    given beside it, and the parameter count says that BatchNorm was folded."""
+    import keras
+
+    from edgebnn.summary import summary
+
+    layers = run["data"]["sections"]["layers"]
+    model = keras.saving.load_model(run["folder"] / "model.keras", safe_mode=True)
+    s = summary(model)
+    weights = sum(n.params["weight"].size for n in run["graph"].nodes if "weight" in n.params)
+    assert layers["totals"]["weights"] == weights == s.params[1]  # every kernel is ±1: summary's 1-bit parameters
+    assert layers["totals"]["weight_bits"] == s.params[1]
+    assert layers["totals"]["weight_storage_bits"] == 2 * weights  # fixed<2,2> codes
+    assert all(r["weight_bits"] == 1 for r in layers["rows"] if r["weight_values"] == "binary")
+    # Keras counts each BatchNormalization's four values per channel; the graph, the thresholds made of them
+    assert s.param_count == weights + 4 * (24 + 10)
+    thresholds = sum(n.params["thresholds"].size for n in run["graph"].nodes if n.op == "threshold")
+    assert layers["totals"]["parameters"] == weights + thresholds != s.param_count
+    page = run["html"].read_text(encoding="utf-8")
+    assert f"{weights:,} weights in {weights:,} bits" in page and f"{2 * weights:,} bits" in page
+    assert f"{weights + thresholds:,} weight codes, thresholds and scales" in page
+    assert "folds each BatchNormalization's four values per channel" in page
+
+
+@pytest.mark.train
+def test_verification_notes_say_what_they_are_about(run):
+    page = run["html"].read_text(encoding="utf-8")
+    assert "No caveats on the Keras leg" in page
+    assert "stream data" not in page.lower()  # an io_parallel design has no streams
+
+
+def _tiny_board(path, **resources):
+    board = {"name": "tiny", "part": "xc7a12tcsg325-1", "family": "artix-7", "lut": 400, "ff": 100000, "dsp": 10}
+    board.update(dsp_type="DSP48E1", bram18=40, uram=0, clock_period_ns=10, source="a test board", **resources)
+    path.write_text(yaml.safe_dump(board), encoding="utf-8")
+    return path
+
+
+@pytest.mark.train
+def test_a_design_that_does_not_fit_is_red_and_names_the_next_step(run, tmp_path):
+    from run_folder import write_json
+
+    from edgebnn.boards import load_board
+    from edgebnn.estimate import estimate
+
+    folder = tmp_path / "nofit"
+    folder.mkdir()
+    for name in (MARKER, "graph.npz", "verify.json", "history.json", "run.json", "summary.json"):
+        shutil.copy(run["folder"] / name, folder / name)
+    config = yaml.safe_load((run["folder"] / "config.yaml").read_text())
+    board = load_board(_tiny_board(tmp_path / "tiny.yaml"))
+    (folder / "config.yaml").write_text(yaml.safe_dump({**config, "board": "tiny"}), encoding="utf-8")
+    est = estimate(run["graph"], board)
+    assert not est.fits and est.utilization["lut"] > 80 and est.utilization["ff"] < 80
+    write_json(folder / "estimate.json", {"board": "tiny", "estimates": {"tiny": est.to_dict()}})
+    data = report.build(folder)
+    v = data["verdict"]
+    assert v["fits"] is False and v["next_step"] == f"edgebnn estimate {folder} --fit"
+    assert f"`edgebnn estimate {folder} --fit`" in v["text"] and f"LUT {est.utilization['lut']:.0f}%" in v["text"]
+    res = _strip(data)["estimate on tiny"]
+    assert res["LUT"] == (f"{est.utilization['lut']:.1f}%", "bad") and res["FF"][1] == "ok"
+    page = report.render(data)
+    assert f'<p class="next">Next step: <code>edgebnn estimate {folder} --fit</code>' in page
+    assert f"<code>edgebnn estimate {folder} --fit</code>" in page[page.index('id="verdict"') :]
+    over = re.findall(r'<td data-label="([^"]+)" class="n over">([^<]+)</td>', page)
+    assert over == [("LUT", f"{est.utilization['lut']:.1f}%")] * 2  # the per-node table's % row and the every-board table
+    assert '<span class="key bad"><span class="k">LUT</span>' in page
+    # the per-node bars show the total against the board's capacity where it is over, and only there
+    for prefix in ("layers", "layers-narrow"):
+        svg = page[page.index(f'class="plot plot-{prefix}"') :].split("</svg>")[0]
+        assert f'id="{prefix}-capacity-line-lut"' in svg and f'id="{prefix}-total-bar-lut"' in svg
+        assert "capacity-line-ff" not in svg and f" board {board.lut:,}</text>" in svg
+    # the board has no UltraRAM and the design needs none: a dash, not 0.0%
+    assert '<td class="n" data-label="URAM">–</td>' in page and "URAM" not in res
+
+
+def test_a_further_verification_leg_joins_the_verdict_the_strip_and_the_table(tmp_path):
+    folder = _partial(tmp_path)
+    verify = {
+        "samples": 10,
+        "mismatches": {"keras_vs_emulator": 0, "emulator_vs_csim": 0, "emulator_vs_rtl": 2},
+        "first_mismatches": [],
+        "stream_leftovers": [],
+        "keras_caveats": [],
+        "accuracy": {"keras": 0.5, "emulator": 0.5, "csim": 0.5},
+        "deployed": "csim",
+        "classes": 2,
+        "confusion_matrix": [[3, 2], [3, 2]],
+    }
+    (folder / "verify.json").write_text(json.dumps(verify), encoding="utf-8")
+    data = report.build(folder)
+    assert data["verdict"]["verified"] is False and data["verdict"]["legs"] == [
+        "keras_vs_emulator",
+        "emulator_vs_csim",
+        "emulator_vs_rtl",
+    ]
+    assert _strip(data)["bit for bit"]["emulator = rtl"] == ("2 of 10 differ", "bad")
+    page = report.render(data)
+    assert '<td data-label="leg">emulator vs rtl</td>' in page
+
+
+def test_stream_leftovers_are_spoken_of_for_io_stream_designs_only(tmp_path):
+    folder = _partial(tmp_path)
+    config = {"name": "s", "board": "pynq-z2", "export": {"io_type": "io_stream", "strategy": "Latency", "reuse_factor": 1}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    verify = {
+        "samples": 4,
+        "mismatches": {"keras_vs_emulator": 0, "emulator_vs_csim": 0},
+        "first_mismatches": [],
+        "stream_leftovers": [],
+        "keras_caveats": [],
+        "accuracy": {"keras": 0.5, "emulator": 0.5, "csim": 0.5},
+        "deployed": "csim",
+        "classes": 2,
+        "confusion_matrix": [[1, 1], [1, 1]],
+    }
+    (folder / "verify.json").write_text(json.dumps(verify), encoding="utf-8")
+    page = report.render(report.build(folder))
+    assert "No stream data was left over: every value the io_stream design wrote" in page
+    config["export"]["io_type"] = "io_parallel"
+    (folder / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    page = report.render(report.build(folder))
+    assert "stream data" not in page.lower()
+    assert _strip(report.build(folder))["build"] == {
+        "strategy": ("Latency", None),
+        "reuse factor": ("1", None),
+        "io type": ("io_parallel", None),
+    }
+
+
 @pytest.mark.train
 def test_report_html_has_each_section_and_chart_and_no_external_reference(run):
     page = run["html"].read_text(encoding="utf-8")
@@ -146,7 +322,14 @@ def test_a_missing_stage_says_not_run_yet_and_names_escape(tmp_path):
         "legs": [],
         "fits": None,
         "board": "pynq-z2",
+        "next_step": None,
         "text": "not verified yet; not estimated yet on pynq-z2",
+    }
+    # the strip says what has not run yet rather than leave its rows out
+    assert _strip(data) == {
+        "accuracy": {"deployed": ("not run yet", None)},
+        "bit for bit": {"verification": ("not run yet", None)},
+        "resources": {"estimate": ("not run yet", None)},
     }
     html_path, json_path = report.write(folder)
     page = html_path.read_text(encoding="utf-8")
@@ -184,8 +367,15 @@ def _chromium():
     if not os.path.exists(CHROMIUM):
         if os.environ.get("EDGEBNN_REQUIRE_CHROMIUM"):
             pytest.fail(f"{CHROMIUM} is missing but EDGEBNN_REQUIRE_CHROMIUM is set; install chromium")
-        pytest.skip(f"{CHROMIUM} is not installed")
+        pytest.skip(f"{CHROMIUM} is not installed; install chromium to render the report in a browser")
     return CHROMIUM
+
+
+@pytest.fixture
+def chromium():
+    """Headless Chromium's path; requested before the run folder, so that a machine without it
+    skips before training."""
+    return _chromium()
 
 
 def _render(page_path, tmp_path, *extra):
@@ -217,8 +407,76 @@ def _render(page_path, tmp_path, *extra):
     return out
 
 
+# Run inside the page (a copy of it, in an iframe as wide as the window under test: headless
+# Chromium's own window is never narrower than 500 px); it posts what it measured to the frame's
+# parent, whose DOM --dump-dom prints.
+LAYOUT_CHECK = """
+(function () {
+  var vw = document.documentElement.clientWidth, over = [], heights = [], figures = [];
+  var boxes = document.querySelectorAll("header, nav, main, section, table, figure, .scroll, .keys, .mono, p");
+  for (var i = 0; i < boxes.length; i++) {
+    var el = boxes[i], r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    var name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + el.className : "");
+    if (el.scrollWidth > el.clientWidth + 1) over.push(name + " scrolls " + el.scrollWidth + " > " + el.clientWidth);
+    if (r.right > vw + 0.5 || r.left < -0.5) over.push(name + " spans " + Math.round(r.left) + ".." + Math.round(r.right));
+  }
+  var texts = document.querySelectorAll("figure svg text");
+  for (var j = 0; j < texts.length; j++) {
+    var t = texts[j].getBoundingClientRect();
+    if (t.width > 0 && t.height > 0) heights.push(t.height);
+  }
+  var figs = document.querySelectorAll("figure");
+  for (var k = 0; k < figs.length; k++) if (figs[k].getBoundingClientRect().width > 0) figures.push(figs[k].className);
+  var keys = document.getElementById("key-numbers");
+  parent.postMessage(JSON.stringify({
+    viewport: vw, page: document.documentElement.scrollWidth, over: over, figures: figures,
+    smallest_text: Math.min.apply(null, heights), keys: keys.innerText
+  }), "*");
+})();
+"""
+
+
+def _layout(html_path, tmp_path, width: int) -> dict:
+    """What :data:`LAYOUT_CHECK` measures on the page ``html_path`` shown ``width`` px wide."""
+    page = html_path.read_text(encoding="utf-8")
+    probe = tmp_path / f"probe-{width}.html"
+    probe.write_text(page.replace("</body>", f"<script>{LAYOUT_CHECK}</script></body>"), encoding="utf-8")
+    frame = tmp_path / f"frame-{width}.html"
+    frame.write_text(
+        '<!DOCTYPE html><html><body style="margin:0"><pre id="layout">no message</pre><script>'
+        'window.addEventListener("message", function (e) { document.getElementById("layout").textContent = e.data; });'
+        f'</script><iframe src="{probe.name}" style="border:0;width:{width}px;height:3000px"></iframe></body></html>',
+        encoding="utf-8",
+    )
+    out = _render(frame, tmp_path, "--dump-dom", f"--window-size={width + 100},1200", "--virtual-time-budget=10000")
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = re.search(r'<pre id="layout">(.*?)</pre>', out.stdout, flags=re.S)
+    assert found and found.group(1) != "no message", out.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.browser
 @pytest.mark.train
-def test_report_renders_in_headless_chromium(run, tmp_path):
+@pytest.mark.parametrize("width", [1400, 420])
+def test_report_reads_at_1400_and_420_px_in_headless_chromium(chromium, run, tmp_path, width):
+    """Nothing is wider than the window, the charts' text is at least 9 px high (the wide charts
+    scaled to a phone's width had 4 px), and the key numbers are under the verdict."""
+    layout = _layout(run["html"], tmp_path, width)
+    assert layout["viewport"] <= width and layout["viewport"] >= width - 20  # less a scrollbar
+    assert layout["over"] == [] and layout["page"] == layout["viewport"]
+    assert layout["figures"] == ["wide" if width > 760 else "narrow"] * 4
+    assert layout["smallest_text"] >= 9
+    shown = " ".join(layout["keys"].split())
+    for row in run["data"]["key_numbers"]:
+        assert row["name"].upper() in shown
+        for item in row["items"]:
+            assert f"{item['label']} {item['value']}" in shown
+
+
+@pytest.mark.browser
+@pytest.mark.train
+def test_report_renders_in_headless_chromium(chromium, run, tmp_path):
     out = _render(run["html"], tmp_path, "--dump-dom")
     assert out.returncode == 0, out.stderr[-2000:]
     dom = out.stdout
@@ -238,7 +496,8 @@ def test_report_renders_in_headless_chromium(run, tmp_path):
     assert len(colors) > 50 and float(image[..., :3].std()) > 0.05
 
 
-def test_partial_report_renders_the_escaped_name_as_text(tmp_path):
+@pytest.mark.browser
+def test_partial_report_renders_the_escaped_name_as_text(chromium, tmp_path):
     folder = _partial(tmp_path, name="<script>document.title='x'</script>")
     html_path, _ = report.write(folder)
     out = _render(html_path, tmp_path, "--dump-dom")
