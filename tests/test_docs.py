@@ -101,3 +101,58 @@ def test_the_configuration_reference_shows_every_key_of_every_section(site):
         for key, spec in model.model_fields.items():
             assert f'id="edgebnn.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
             assert spec.description and html.escape(spec.description, quote=False) in rendered, f"{section}.{key}"
+
+
+def _pages(site: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(p for p in site.rglob("*.html") if "search" not in p.parts)
+
+
+def test_the_site_loads_nothing_from_the_network(site):
+    """Offline, the site looks as it does online: no script, style sheet or font from elsewhere
+    (the theme's highlight.js came from a CDN); links to other sites are only links."""
+    for page in _pages(site):
+        markup = page.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", markup):
+            assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", tag), (page, tag)
+        assert "highlight.js" not in markup and "hljs" not in markup, page
+
+
+def test_code_is_highlighted_at_build_time(site):
+    index = html_of(site, "index.md").read_text(encoding="utf-8")
+    assert '<div class="highlight">' in index
+    assert '<span class="kn">import</span>' in index and '<span class="s2">"ste_sign"</span>' in index
+    css = (site / "css" / "pygments.css").read_text(encoding="utf-8")
+    assert ".highlight .kn" in css
+    assert 'href="css/pygments.css"' in index
+
+
+def _test_names() -> set[str]:
+    """The names of the test functions under tests/."""
+    names = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    return names
+
+
+def test_headings_hold_no_test_names_and_tables_no_escaped_bars(site):
+    """Test names in headings overflowed the sidebar (a name, or a pattern such as test_force_*)."""
+    tests = _test_names()
+    assert len(tests) > 100
+    for page in _pages(site):
+        markup = page.read_text(encoding="utf-8")
+        for heading in re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", markup, flags=re.S):
+            for word in re.findall(r"\btest_\w*\*?", text_of(heading)):
+                stem = word.rstrip("*")
+                assert not any(t == stem or (word.endswith("*") and t.startswith(stem)) for t in tests), (page, word)
+        assert "\\|" not in text_of(markup), page  # a Markdown escape that reached the page
+
+
+def test_the_home_page_shows_the_first_run_output_whole():
+    """The sample output of `edgebnn run` is as the command prints it, its estimate table too."""
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    block = text[text.index("```\nedgebnn run digits_bnn:") :].split("```")[1]
+    lines = block.strip("\n").splitlines()
+    assert not any(line.strip() in ("...", "…") for line in lines)
+    for row in ("node ", "total ", "pynq-z2 ", "% of board ", "fits under 80% of every resource"):
+        assert any(line.strip().startswith(row) for line in lines), row
