@@ -23,8 +23,9 @@ report.json, field by field:
   design that fits, when it does not fit; else null), ``text`` (one line, as in the page's header).
 - ``key_numbers``: the strip under the verdict, rows of ``name`` and ``items`` (each ``label``,
   ``value`` as shown, ``state``: ``"ok"``, ``"bad"`` or null): the accuracy, each verification
-  leg, each resource's share of the run's board, latency, II and clock, the build options and
-  the run's date (see :func:`key_numbers`).
+  leg, each resource's share of the run's board, latency, II and clock, the build options, the
+  run's date and, when summary.json has an ``rtl`` section, the hardware synthesized by open
+  tools (see :func:`key_numbers`).
 - ``sections``: ``training``, ``layers``, ``verification``, ``resources``, ``accuracy``; each has
   ``status`` (``"ok"``, ``"not run yet"`` or ``"unreadable"``) and, unless ``"ok"``, ``note``
   (one sentence naming the command that makes it, or why the file cannot be read). When ``"ok"``:
@@ -99,7 +100,7 @@ RESOURCE_KEYS = ("lut", "ff", "dsp", "bram18", "uram")
 RESOURCE_NAMES = {"lut": "LUT", "ff": "FF", "dsp": "DSP", "bram18": "BRAM18", "uram": "URAM"}
 # the verification legs verify.json always has (null before the stage that makes the second path)
 LEGS = {"keras_vs_emulator": ("Keras", "emulator"), "emulator_vs_csim": ("emulator", "C-simulation")}
-PATH_NAMES = {"keras": "Keras", "emulator": "emulator", "csim": "C-simulation"}
+PATH_NAMES = {"keras": "Keras", "emulator": "emulator", "csim": "C-simulation", "rtl": "RTL simulation"}
 
 
 class ReportError(EdgebnnError):
@@ -149,7 +150,7 @@ def build(run_dir: str | os.PathLike) -> dict[str, Any]:
         "version": FORMAT_VERSION,
         "run": info,
         "verdict": _verdict(sections, board, shown),
-        "key_numbers": key_numbers(sections, info),
+        "key_numbers": key_numbers(sections, info, summary),
         "sections": sections,
     }
 
@@ -488,14 +489,15 @@ def _over(percent, available, used, limit) -> bool:
 
 
 # ------------------------------------------------------------------------------------ key numbers
-def key_numbers(sections: dict[str, dict[str, Any]], run: dict[str, Any]) -> list[dict[str, Any]]:
+def key_numbers(sections: dict[str, dict[str, Any]], run: dict[str, Any], summary: dict | None = None) -> list[dict[str, Any]]:
     """The strip of key numbers under the verdict: rows of ``{"name", "items"}``, each item
     ``{"label", "value", "state"}`` (``state``: ``"ok"``, ``"bad"`` or null). Each row comes from
-    one function of :data:`KEY_ROWS`, which returns None when it has nothing to say; a new kind of
-    result is one more function there, a new verification leg needs none."""
+    one function of :data:`KEY_ROWS`, called with the report's sections, its ``run`` and
+    summary.json's content, which returns None when it has nothing to say; a new kind of result
+    is one more function there, a new verification leg needs none."""
     rows = []
     for make in KEY_ROWS:
-        row = make(sections, run)
+        row = make(sections, run, summary or {})
         if row is not None:
             rows.append(row)
     return rows
@@ -505,7 +507,7 @@ def _item(label: str, value: str, state: str | None = None) -> dict[str, Any]:
     return {"label": label, "value": value, "state": state}
 
 
-def _key_accuracy(sections, run):
+def _key_accuracy(sections, run, summary):
     acc = sections["accuracy"]
     if acc["status"] != "ok":
         return {"name": "accuracy", "items": [_item("deployed", acc["status"])]}
@@ -515,7 +517,7 @@ def _key_accuracy(sections, run):
     return {"name": "accuracy", "items": items}
 
 
-def _key_legs(sections, run):
+def _key_legs(sections, run, summary):
     ver = sections["verification"]
     if ver["status"] != "ok":
         return {"name": "bit for bit", "items": [_item("verification", ver["status"])]}
@@ -531,7 +533,7 @@ def _key_legs(sections, run):
     return {"name": "bit for bit", "items": items}
 
 
-def _key_resources(sections, run):
+def _key_resources(sections, run, summary):
     res = sections["resources"]
     if res["status"] != "ok":
         return {"name": "resources", "items": [_item("estimate", res["status"])]}
@@ -549,7 +551,7 @@ def _key_resources(sections, run):
     return {"name": f"estimate on {res['board']}", "items": items}
 
 
-def _key_timing(sections, run):
+def _key_timing(sections, run, summary):
     res = sections["resources"]
     clock = run["export"].get("clock_period_ns")
     items = []
@@ -562,7 +564,7 @@ def _key_timing(sections, run):
     return {"name": "timing", "items": items} if items else None
 
 
-def _key_build(sections, run):
+def _key_build(sections, run, summary):
     export = run["export"]
     items = [
         _item(label, _plain(export.get(key)))
@@ -574,7 +576,36 @@ def _key_build(sections, run):
     return {"name": "build", "items": items} if items else None
 
 
-KEY_ROWS = [_key_accuracy, _key_legs, _key_resources, _key_timing, _key_build]
+def _key_rtl(sections, run, summary):
+    """The hardware measured by open tools (summary.json's ``rtl``: cell counts and their share
+    of the board as fractions in ``utilization``, ``fmax_mhz``, ``cycles_per_sample``), when
+    the run synthesized one; a field it lacks is left out."""
+    rtl = summary.get("rtl")
+    if not isinstance(rtl, dict):
+        return None
+    share = rtl.get("utilization") if isinstance(rtl.get("utilization"), dict) else {}
+    items = []
+    for key in ("lut", "ff", "carry", "dsp", "bram"):
+        count, part = rtl.get(key), share.get(key)
+        if not _is_number(count):
+            continue
+        if _is_number(part):
+            items.append(_item(key.upper(), f"{count:,} ({100 * part:.1f}%)", "bad" if part > 1 else "ok"))
+        else:
+            items.append(_item(key.upper(), f"{count:,}"))
+    if _is_number(rtl.get("fmax_mhz")):
+        items.append(_item("Fmax", f"{rtl['fmax_mhz']:.1f} MHz"))
+    if _is_number(rtl.get("cycles_per_sample")):
+        items.append(_item("cycles per sample", f"{rtl['cycles_per_sample']:g}"))
+    flow = rtl.get("flow")
+    return {"name": f"synthesized ({flow})" if isinstance(flow, str) else "synthesized", "items": items} if items else None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+KEY_ROWS = [_key_accuracy, _key_legs, _key_resources, _key_timing, _key_build, _key_rtl]
 
 
 def _pct_text(fraction) -> str:

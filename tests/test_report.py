@@ -249,9 +249,19 @@ def test_a_further_verification_leg_joins_the_verdict_the_strip_and_the_table(tm
         "emulator_vs_csim",
         "emulator_vs_rtl",
     ]
-    assert _strip(data)["bit for bit"]["emulator = rtl"] == ("2 of 10 differ", "bad")
+    assert _strip(data)["bit for bit"]["emulator = RTL simulation"] == ("2 of 10 differ", "bad")
     page = report.render(data)
-    assert '<td data-label="leg">emulator vs rtl</td>' in page
+    assert '<td data-label="leg">emulator vs RTL simulation</td>' in page
+    # hardware measured by open tools, from summary.json: a row of its own, only the fields it has
+    assert "synthesized" not in json.dumps(data["key_numbers"])
+    rtl = {"flow": "ice40", "lut": 2879, "ff": 1200, "bram": 26, "utilization": {"lut": 0.545, "bram": 1.3}, "fmax_mhz": 41.2}
+    (folder / "summary.json").write_text(json.dumps({"name": "partial", "rtl": rtl}), encoding="utf-8")
+    assert _strip(report.build(folder))["synthesized (ice40)"] == {
+        "LUT": ("2,879 (54.5%)", "ok"),
+        "FF": ("1,200", None),
+        "BRAM": ("26 (130.0%)", "bad"),
+        "Fmax": ("41.2 MHz", None),
+    }
 
 
 def test_stream_leftovers_are_spoken_of_for_io_stream_designs_only(tmp_path):
