@@ -191,23 +191,32 @@ def _tiny_board(path, **resources):
     return path
 
 
-@pytest.mark.train
-def test_a_design_that_does_not_fit_is_red_and_names_the_next_step(run, tmp_path):
+@pytest.fixture(scope="module")
+def nofit(run, tmp_path_factory):
+    """The run folder of ``run`` estimated on a board with 400 LUTs, where it does not fit."""
     from run_folder import write_json
 
     from edgebnn.boards import load_board
     from edgebnn.estimate import estimate
 
-    folder = tmp_path / "nofit"
+    base = tmp_path_factory.mktemp("nofit")
+    folder = base / "nofit"
     folder.mkdir()
     for name in (MARKER, "graph.npz", "verify.json", "history.json", "run.json", "summary.json"):
         shutil.copy(run["folder"] / name, folder / name)
     config = yaml.safe_load((run["folder"] / "config.yaml").read_text())
-    board = load_board(_tiny_board(tmp_path / "tiny.yaml"))
+    board = load_board(_tiny_board(base / "tiny.yaml"))
     (folder / "config.yaml").write_text(yaml.safe_dump({**config, "board": "tiny"}), encoding="utf-8")
     est = estimate(run["graph"], board)
     assert not est.fits and est.utilization["lut"] > 80 and est.utilization["ff"] < 80
     write_json(folder / "estimate.json", {"board": "tiny", "estimates": {"tiny": est.to_dict()}})
+    html_path, json_path = report.write(folder)
+    return {"folder": folder, "board": board, "estimate": est, "html": html_path, "data": json.loads(json_path.read_text())}
+
+
+@pytest.mark.train
+def test_a_design_that_does_not_fit_is_red_and_names_the_next_step(nofit):
+    folder, board, est = nofit["folder"], nofit["board"], nofit["estimate"]
     data = report.build(folder)
     v = data["verdict"]
     assert v["fits"] is False and v["next_step"] == f"edgebnn estimate {folder} --fit"
@@ -469,9 +478,12 @@ def _layout(html_path, tmp_path, width: int) -> dict:
 @pytest.mark.browser
 @pytest.mark.train
 @pytest.mark.parametrize("width", [1400, 420])
-def test_report_reads_at_1400_and_420_px_in_headless_chromium(chromium, run, tmp_path, width):
+@pytest.mark.parametrize("which", ["run", "nofit"])
+def test_report_reads_at_1400_and_420_px_in_headless_chromium(chromium, request, tmp_path, which, width):
     """Nothing is wider than the window, the charts' text is at least 9 px high (the wide charts
-    scaled to a phone's width had 4 px), and the key numbers are under the verdict."""
+    scaled to a phone's width had 4 px), and the key numbers are under the verdict; for a design
+    that fits and for one that does not."""
+    run = request.getfixturevalue(which)
     layout = _layout(run["html"], tmp_path, width)
     assert layout["viewport"] <= width and layout["viewport"] >= width - 20  # less a scrollbar
     assert layout["over"] == [] and layout["page"] == layout["viewport"]
