@@ -572,7 +572,7 @@ def _key_build(sections, run, summary):
         if export.get(key) is not None
     ]
     if run.get("date"):
-        items.append(_item("run", run["date"]))
+        items.append(_item("finished", run["date"]))
     return {"name": "build", "items": items} if items else None
 
 

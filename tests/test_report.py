@@ -141,7 +141,7 @@ def test_key_numbers_are_the_run_numbers(run):
         "strategy": ("Latency", None),
         "reuse factor": ("1", None),
         "io type": ("io_parallel", None),
-        "run": ("2026-01-01 00:00 UTC", None),  # run.json's last finished stage
+        "finished": ("2026-01-01 00:00 UTC", None),  # run.json's last finished stage
     }
     page = run["html"].read_text(encoding="utf-8")
     keys = page[page.index('id="key-numbers"') : page.index('id="verdict"')]
