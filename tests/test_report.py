@@ -617,6 +617,47 @@ def test_training_curves_and_confusion_matrix_are_deterministic():
     assert cm == plots.confusion_matrix(np.array(m)) and ">7</text>" in cm and ">5</text>" in cm
     assert "share of the true label" in cm  # the colour scale says what the shade means
     assert "<image" not in cm  # drawn as vectors
+    # the scale is one gradient-filled shape: 256 cells left light seams between them in browsers
+    assert cm.count("<linearGradient") == 1 and cm.count("url(#colour-scale-gradient)") == 1
+    assert '<stop offset="0.00000" stop-color="#08306b"/>' in cm  # Blues' darkest at the top (share 1)
+
+
+def _svg_width(svg: str) -> float:
+    return float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)pt"', svg).group(1))
+
+
+def test_every_chart_has_a_narrow_drawing_with_the_same_labels():
+    """For a phone, each chart is drawn at most 4.4 in wide (its text stays 8 to 10 pt once the
+    page scales it to the screen); what it says is the same."""
+    history = {"epoch": [1, 2], "loss": [1.0, 0.5], "accuracy": [0.5, 0.7], "learning_rate": [0.01, 0.009]}
+    est = {
+        "rows": [{"name": f"node_{i}", "lut": 10 * i, "ff": 5 * i, "dsp": i, "bram18": 0} for i in range(3)],
+        "available": {"lut": 100, "ff": 200, "dsp": 10, "bram18": 4},
+    }
+    cases = [
+        (plots.training_curves, history, (">loss</text>", ">accuracy</text>", ">learning rate</text>")),
+        (plots.layer_resources, est, (">node_2</text>", ">LUT (total 30 of 100)</text>")),
+        (plots.utilization, ESTIMATES, (">412%</text>", ">limit 80%</text>")),
+        (plots.confusion_matrix, (5 * np.eye(10, dtype=int) + 1).tolist(), (">6</text>", "share of the true label")),
+    ]
+    for draw, data, texts in cases:
+        wide, narrow = draw(data), draw(data, narrow=True)
+        assert narrow == draw(data, narrow=True) and narrow != wide
+        assert _svg_width(narrow) <= 4.4 * 72 < _svg_width(wide)
+        for text in texts:
+            assert text in wide and text in narrow, (draw.__name__, text)
+
+
+def test_per_node_bars_mark_the_board_only_where_the_design_is_over_the_limit():
+    rows = [{"name": f"node_{i}", "lut": 300, "ff": 10, "dsp": 0, "bram18": 1} for i in range(2)]
+    est = {"rows": rows, "available": {"lut": 500, "ff": 200, "dsp": 10, "bram18": 4}, "utilization_limit": 0.8}
+    svg = plots.layer_resources(est)
+    assert 'id="capacity-line-lut"' in svg and 'id="total-bar-lut"' in svg and 'id="capacity-limit-lut"' in svg
+    assert ">600</text>" in svg and "> board 500</text>" in svg  # the total, against the board's 500
+    for key in ("ff", "dsp", "bram18"):
+        assert f"capacity-line-{key}" not in svg and f"total-bar-{key}" not in svg
+    fits = plots.layer_resources({**est, "available": {**est["available"], "lut": 5000}})
+    assert "capacity-line" not in fits and "total-bar" not in fits
 
 
 def test_layer_resources_labels_every_node():
