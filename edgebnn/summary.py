@@ -220,8 +220,14 @@ class ModelSummary:
             rule,
         ]
         ratio = self.memory_bytes / self.float32_memory_bytes if self.param_count else 0.0
+        folded = sum(l.param_count for l in self.layers if l.class_name == "BatchNormalization")
         out += [
             f"Total params: {self.param_count} ({self.trainable_params} trainable)",
+            *(
+                [f"  of which {folded} BatchNormalization (4 per channel), folded into integer thresholds by freeze"]
+                if folded
+                else []
+            ),
             f"Memory: {_num(self.memory_bytes)} B (float32 equivalent {_num(self.float32_memory_bytes)} B, ratio {ratio:.4f})",
             f"MACs: {self.mac_count}",
             f"Binarized MAC ratio: {self.binarized_mac_ratio:.4f}",

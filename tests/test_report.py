@@ -169,6 +169,7 @@ def test_the_layer_counts_say_why_they_differ_from_edgebnn_summary(run):
     assert all(r["weight_bits"] == 1 for r in layers["rows"] if r["weight_values"] == "binary")
     # Keras counts each BatchNormalization's four values per channel; the graph, the thresholds made of them
     assert s.param_count == weights + 4 * (24 + 10)
+    assert f"of which {4 * (24 + 10)} BatchNormalization (4 per channel), folded into integer thresholds by freeze" in s.table()
     thresholds = sum(n.params["thresholds"].size for n in run["graph"].nodes if n.op == "threshold")
     assert layers["totals"]["parameters"] == weights + thresholds != s.param_count
     page = run["html"].read_text(encoding="utf-8")
