@@ -55,15 +55,32 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
 def _check_config_first(path: str) -> None:
     """Refuse a configuration file's mistakes that need no Keras (every key but the layers'
     arguments) before TensorFlow's seconds of start-up; the stage checks it in full."""
-    if os.path.isfile(path):
-        from .config import load_config
+    from .config import load_config
 
-        load_config(path, layers=False)
+    load_config(path, layers=False)
+
+
+def _check_run_first(path: str, *needs: str) -> None:
+    """Refuse a run folder that is missing, or lacks a current input of the stage (``needs``),
+    before TensorFlow's seconds of start-up; the stage checks it again."""
+    from .runfolder import RunFolder
+
+    run = RunFolder.open(path)
+    if needs:
+        from .stages import run_config
+
+        config = run_config(run, layers=False)  # the sections' digests, without Keras
+        for name in needs:
+            run.require(name, config)
 
 
 def cmd_run(args) -> int:
-    if not args.resume:
-        _check_config_first(args.config)
+    from .stages import check_train_first
+
+    if args.resume:
+        check_train_first(args.output, resume=True)
+    else:
+        check_train_first(args.config, args.output, force=args.force)
     _with_tensorflow(hls4ml=True)
     from .pipeline import run
 
@@ -101,8 +118,9 @@ def _stem(path: str) -> str:
 
 
 def cmd_train(args) -> int:
-    if not args.resume:
-        _check_config_first(args.source)
+    from .stages import check_train_first
+
+    check_train_first(args.source, args.output, force=args.force, resume=args.resume)
     _with_tensorflow()
     from .stages import train_stage
 
@@ -126,6 +144,7 @@ def _modified(path: str | None) -> int | None:
 
 
 def cmd_freeze(args) -> int:
+    _check_run_first(args.run, "model.keras")
     _with_tensorflow()
     from .stages import freeze_stage
 
@@ -138,6 +157,7 @@ def cmd_freeze(args) -> int:
 
 
 def cmd_export(args) -> int:
+    _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import export_stage
 
@@ -147,6 +167,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_csim(args) -> int:
+    _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import csim_stage
 
@@ -165,6 +186,7 @@ def cmd_verify(args) -> int:
                 f"run folder {str(run)!r} has no {FILES['csim']} yet and --require-csim asks for the C-simulation leg; "
                 f"run `edgebnn csim {run}` first"
             )
+    _check_run_first(args.run, "model.keras", "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import verified, verify_stage
 
@@ -189,15 +211,26 @@ def cmd_verify(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .runfolder import RunFolder
     from .stages import report_stage
 
     html, _ = report_stage(args.run, log=lambda msg: None)
     progress.log(f"wrote {html}", at=progress.QUIET)
+    unfinished = RunFolder.open(args.run).unfinished_training()
+    if unfinished is not None:  # the report shows what was finished; this is what is not
+        progress.log(
+            f"its training stopped after epoch {unfinished['epoch']} of {unfinished['epochs']}: continue it with "
+            f"`{unfinished['resume']}`",
+            at=progress.QUIET,
+        )
     return EXIT_OK
 
 
 def cmd_summary(args) -> int:
-    _check_config_first(args.source)
+    if os.path.isdir(args.source):
+        _check_run_first(args.source, "model.keras")
+    else:
+        _check_config_first(args.source)
     _with_tensorflow()
     from .summary import summary
 
@@ -551,14 +584,19 @@ def build_parser() -> argparse.ArgumentParser:
             "edgebnn train examples/digits_bnn.yaml -o runs/digits",
             "edgebnn train runs/digits --resume      # after Ctrl-C: continue from the last epoch",
             "edgebnn train runs/digits               # train again with runs/digits/config.yaml",
+            "edgebnn train runs/digits --force       # ... even when its training was interrupted (start over)",
         ),
     )
     tr.add_argument("source", metavar="CONFIG.yaml|RUN", help="a configuration file (with -o) or a run folder")
     tr.add_argument("-o", "--output", metavar="RUN", default=None, help="the run folder to make (with a configuration file)")
-    tr.add_argument(
-        "--force", action="store_true", help="replace an existing run folder edgebnn wrote, once the new one is trained"
+    again = tr.add_mutually_exclusive_group()
+    again.add_argument(
+        "--force",
+        action="store_true",
+        help="with -o: replace an existing run folder edgebnn wrote, once the new one is trained; with RUN: train it "
+        "again from epoch 1 even though it holds an unfinished training (whose checkpoint is discarded)",
     )
-    tr.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
+    again.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
 
     f = command(
         "freeze",
@@ -652,12 +690,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("config", metavar="CONFIG.yaml", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
     r.add_argument("-o", "--output", required=True, metavar="RUN", help="run folder (must not exist unless --force or --resume)")
-    r.add_argument(
+    again = r.add_mutually_exclusive_group()
+    again.add_argument(
         "--force",
         action="store_true",
         help="replace an existing run folder, only if edgebnn wrote it (it holds .edgebnn-output), once the new one is trained",
     )
-    r.add_argument("--resume", action="store_true", help="continue the interrupted training of RUN from its last checkpoint")
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted training of RUN from its last checkpoint, then run every later stage",
+    )
 
     sm = command(
         "summary",

@@ -31,11 +31,15 @@ def run(
     training was interrupted: it continues from the last checkpoint, then runs the rest.
     """
     from . import stages
+    from .runfolder import resume_command
 
+    resume_with = resume_command("run", output_dir, config_path)  # an interrupt's line names the whole run's command
     if resume:
-        run_folder = stages.train_stage(output_dir, resume=True, log=log)
+        run_folder = stages.train_stage(output_dir, resume=True, log=log, resume_with=resume_with)
     else:
-        run_folder = stages.train_stage(config_path, output_dir, force=force, log=log, check_compile=True)
+        run_folder = stages.train_stage(
+            config_path, output_dir, force=force, log=log, check_compile=True, resume_with=resume_with
+        )
     if run_folder is None:  # a multi_worker task other than the chief: it only trains
         return None
     stages.freeze_stage(run_folder, log=log)
