@@ -1,0 +1,172 @@
+"""Ctrl-C during training, as a new user meets it: the command line's own process gets SIGINT, and
+every hint printed afterwards is followed. No command discards the checkpoint unasked, each names
+the command that keeps the work, and the resumed model equals an uninterrupted run's, weight for
+weight."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+from run_folder import quick_config
+
+from edgebnn import cli
+from edgebnn.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR
+
+pytestmark = [pytest.mark.train, pytest.mark.csim]
+
+EPOCHS = 6
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    """The quick digits configuration with epochs long enough (batch size 8) to be interrupted."""
+    folder = tmp_path_factory.mktemp("interrupted")
+    path = quick_config(folder, epochs=EPOCHS)
+    data = yaml.safe_load(path.read_text())
+    data["train"]["batch_size"] = 8
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def whole(config):
+    """The same configuration trained without interruption."""
+    run = config.parent / "whole"
+    code, out, _ = cli_run(["train", str(config), "-o", str(run)])
+    assert code == EXIT_OK, out
+    return run
+
+
+def cli_run(argv):
+    """cli.main's exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def completed_epoch(run) -> int:
+    try:
+        return json.loads((run / "checkpoints" / "state.json").read_text())["epoch"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def interrupt(argv, run, after: int):
+    """``edgebnn ARGV`` in a process of its own, sent SIGINT (Ctrl-C) once its checkpoint holds
+    epoch ``after``; its exit code and the last line of its stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "edgebnn", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        if completed_epoch(run) >= after:
+            proc.send_signal(signal.SIGINT)
+            break
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == EXIT_INTERRUPTED, (proc.returncode, out, err)
+    return err.splitlines()[-1]
+
+
+def resume_hint(line: str) -> list[str]:
+    """The command an interrupt's line says to resume with, as arguments of cli.main."""
+    found = re.search(r"resume with `([^`]+)`", line)
+    assert found, line
+    argv = shlex.split(found.group(1))
+    assert argv[0] == "edgebnn"
+    return argv[1:]
+
+
+def checkpoint_snapshot(run):
+    folder = run / "checkpoints"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def assert_same_weights(a, b):
+    from edgebnn import load_model
+
+    wa, wb = load_model(a / "model.keras").get_weights(), load_model(b / "model.keras").get_weights()
+    assert len(wa) == len(wb) and wa
+    for x, y in zip(wa, wb):
+        assert np.array_equal(x, y)
+
+
+def assert_refusals_keep_the_work(run, config, resume):
+    """Every command that cannot use, or would discard, an unfinished training refuses in one line
+    naming ``resume`` (the command that keeps the work), and leaves the checkpoint as it is."""
+    before = checkpoint_snapshot(run)
+    for argv in (["freeze", run], ["export", run], ["csim", run], ["verify", run], ["summary", run]):
+        code, out, err = cli_run([str(a) for a in argv])
+        assert code == EXIT_USER_ERROR, (argv, out, err)
+        assert len(err.splitlines()) == 1 and f"continue it with `{resume}`" in err, (argv, err)
+    code, _, err = cli_run(["train", str(run)])  # would start over from epoch 1
+    assert code == EXIT_USER_ERROR
+    assert f"continue it with `{resume}`" in err and f"`edgebnn train {run} --force`" in err, err
+    for command in ("run", "train"):  # a new run into the same folder
+        code, _, err = cli_run([command, str(config), "-o", str(run)])
+        assert code == EXIT_USER_ERROR
+        assert "unfinished training" in err and f"continue it with `{resume}`" in err and "--force" in err, err
+    code, out, _ = cli_run(["report", str(run)])  # what the run got to, and how to go on
+    assert code == EXIT_OK
+    assert f"its training stopped after epoch {completed_epoch(run)} of {EPOCHS}: continue it with `{resume}`" in out, out
+    assert checkpoint_snapshot(run) == before
+    assert not (run / "model.keras").exists()
+
+
+def test_an_interrupted_run_resumes_with_every_printed_hint(config, whole):
+    run = config.parent / "run"
+    line = interrupt(["run", str(config), "-o", str(run)], run, after=2)
+    done = completed_epoch(run)
+    assert 2 <= done < EPOCHS
+    resume = f"edgebnn run {config} -o {run} --resume"
+    assert line == f"edgebnn: interrupted after epoch {done} of {EPOCHS}; the last checkpoint is kept: resume with `{resume}`"
+    assert resume_hint(line) == ["run", str(config), "-o", str(run), "--resume"]
+    assert_refusals_keep_the_work(run, config, resume)
+
+    line = interrupt(resume_hint(line), run, after=done + 1)  # the hint followed, and Ctrl-C once more
+    again = completed_epoch(run)
+    assert done < again < EPOCHS
+    assert line.startswith(f"edgebnn: interrupted after epoch {again} of {EPOCHS};") and resume_hint(line)[0] == "run", line
+    assert_refusals_keep_the_work(run, config, resume)
+
+    code, out, err = cli_run(resume_hint(line))
+    assert code == EXIT_OK, (out, err)
+    assert f"resuming digits_bnn at epoch {again + 1} of {EPOCHS}" in out and "VERIFIED bit for bit" in out, out
+    assert_same_weights(run, whole)
+    assert json.loads((run / "history.json").read_text()) == json.loads((whole / "history.json").read_text())
+    assert cli_run(["train", str(run)])[0] == EXIT_OK  # finished: training it again discards nothing unfinished
+
+
+def test_an_interrupted_train_resumes_with_its_own_command(config, whole):
+    run = config.parent / "trained"
+    line = interrupt(["train", str(config), "-o", str(run)], run, after=1)
+    resume = f"edgebnn train {run} --resume"
+    assert line.endswith(f"the last checkpoint is kept: resume with `{resume}`"), line
+    assert_refusals_keep_the_work(run, config, resume)
+    code, out, err = cli_run(resume_hint(line))
+    assert code == EXIT_OK, (out, err)
+    assert f"next: `edgebnn freeze {run}`" in out
+    assert_same_weights(run, whole)
+
+
+def test_force_starts_an_unfinished_training_over(config, tmp_path):
+    """``train RUN --force`` is the one way to discard the checkpoint: it trains from epoch 1."""
+    run = tmp_path / "run"
+    line = interrupt(["train", str(config), "-o", str(run)], run, after=1)
+    assert "resume with" in line
+    code, out, err = cli_run(["train", str(run), "--force", "-q"])
+    assert code == EXIT_OK, (out, err)
+    assert json.loads((run / "history.json").read_text())["epoch"] == list(range(1, EPOCHS + 1))
+    assert os.path.isfile(run / "model.keras")
