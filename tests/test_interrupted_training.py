@@ -68,7 +68,14 @@ def completed_epoch(run) -> int:
 def interrupt(argv, run, after: int):
     """``edgebnn ARGV`` in a process of its own, sent SIGINT (Ctrl-C) once its checkpoint holds
     epoch ``after``; its exit code and the last line of its stderr."""
-    proc = subprocess.Popen([sys.executable, "-m", "edgebnn", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "edgebnn", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C's default action, as a shell starts a command (a suite run in the background ignores SIGINT)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 600
     while proc.poll() is None and time.monotonic() < deadline:
         if completed_epoch(run) >= after:
