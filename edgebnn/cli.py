@@ -44,11 +44,18 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
     ignores TF_CPP_MIN_LOG_LEVEL. Only the commands that need them call this."""
     from . import _QuietStderr
 
-    with _QuietStderr():
-        import tensorflow  # noqa: F401
+    shown = progress.bars_enabled() and "tensorflow" not in sys.modules
+    if shown:  # on a terminal, a first line at once: TensorFlow's start-up takes seconds
+        print("starting TensorFlow ...", end="", file=sys.stderr, flush=True)
+    try:
+        with _QuietStderr():
+            import tensorflow  # noqa: F401
 
-        if hls4ml:
-            import hls4ml
+            if hls4ml:
+                import hls4ml
+    finally:
+        if shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
     _quiet_tensorflow()
 
 
@@ -78,6 +85,13 @@ def cmd_run(args) -> int:
     from .stages import check_train_first
 
     if args.resume:
+        if not os.path.isdir(args.output):
+            from .runfolder import RunFolderError
+
+            raise RunFolderError(
+                f"run folder {args.output!r} does not exist, so there is no training to resume; start the run with "
+                f"`edgebnn run {args.config} -o {args.output}`"
+            )
         check_train_first(args.output, resume=True)
     else:
         check_train_first(args.config, args.output, force=args.force)

@@ -327,6 +327,11 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
             check_resumable(run)
         run_config(run, layers=False)
         return
+    if output is None and not os.path.exists(os.fspath(source)):  # a run folder's name, or a configuration's
+        raise ConfigError(
+            f"{os.fspath(source)!r} does not exist; give a configuration file (`edgebnn train CONFIG -o RUN`) or a run "
+            "folder `edgebnn train` made"
+        )
     _check_config_source(source, output, resume)
     config = load_config(source, layers=False)
     check_data_files(config, source)
@@ -622,9 +627,18 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     graph = load_graph(run, config)
     project = open_project(run, config, graph)
     data = load_data(config, run / FILES["config"])
+    began = []
+
+    def building() -> None:  # said before g++'s seconds, also in a log (only when it runs: a cached build is quick)
+        began.append(time.perf_counter())
+        log("compiling the C-simulation (g++) ...")
+
     with progress.working("compiling the C-simulation (g++), unless a build of the same content is cached"):
-        project.compile()
-    log("compiled the C-simulation (g++)" if project.built else "using the cached C-simulation build")
+        project.compile(on_build=building)
+    if project.built:
+        log(f"compiled the C-simulation in {time.perf_counter() - began[0]:.0f} s")
+    else:
+        log("using the cached C-simulation build")
     log(f"running the C-simulation on {len(data.x_test)} test samples")
     with progress.working(f"C-simulation of {len(data.x_test)} samples"):
         out = project.predict(data.x_test.astype(np.float64), processes=processes)
