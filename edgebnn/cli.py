@@ -334,6 +334,10 @@ def cmd_estimate(args) -> int:
     options.update(given)
     target = Target(**options)  # checked before the graph is read
     graph = Graph.load(path)
+    if not args.fit:  # figures for a reuse factor hls4ml would snap to another would be labelled wrongly
+        from .backends.hls4ml import reuse
+
+        reuse.check(target, reuse.matrices(graph), graph.name)
     boards = list_boards() if board_name == "all" else [load_board(board_name)]
     results = []
     many = len(boards) > 1 and not args.fit  # fit shows a status line of its own
@@ -483,8 +487,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"edgebnn: error: {message}; see '{self.prog} --help'\n")
 
 
-def _exit_codes_text() -> str:
-    return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+# the exit codes each command can return besides those of every command (EVERY_COMMAND)
+EVERY_COMMAND = (EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE)
+COMMAND_EXIT_CODES = {"run": (EXIT_MISMATCH, EXIT_DOES_NOT_FIT), "verify": (EXIT_MISMATCH,)}
+
+
+def _exit_codes_text(command: str | None = None) -> str:
+    """The exit codes ``command`` can return (every one without a command)."""
+    if command is None:
+        return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+    codes = set(EVERY_COMMAND) | set(COMMAND_EXIT_CODES.get(command, ()))
+    lines = []
+    for code, text in EXIT_CODES:
+        if code not in codes:
+            continue
+        if code == EXIT_OK and command != "run":
+            text = "success"
+        if command not in ("run", "train"):
+            text = text.replace(" (training keeps its last checkpoint)", "")
+        lines.append(f"  {code:>3}  {text}")
+    return "exit codes:\n" + "\n".join(lines)
+
+
+# what --verbose adds, per command
+VERBOSE_HELP = {
+    "run": "print every training epoch's line (off a terminal the default prints the first, the last and every "
+    "(epochs // 10)-th)",
+    "estimate": "print a line per board estimated",
+}
+VERBOSE_HELP["train"] = VERBOSE_HELP["run"]
 
 
 def _reuse_factor_arg(text: str):
@@ -547,33 +578,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"edgebnn {__version__}")
 
-    def verbosity(parser, dest):
+    def verbosity(parser, dest, verbose):
         talk = parser.add_mutually_exclusive_group()
         talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
-        talk.add_argument(
-            "-v",
-            "--verbose",
-            action="store_const",
-            const=progress.VERBOSE,
-            dest=dest,
-            help="print every training epoch's line (off a terminal the default prints the first, the last and "
-            "every (epochs // 10)-th) and a line per board estimated",
-        )
+        talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    verbosity(p, "verbosity_top")  # before the command (edgebnn -q run ...) or after it
-    common = argparse.ArgumentParser(add_help=False)
-    verbosity(common, "verbosity")
+    # before the command (edgebnn -q run ...) or after it
+    verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, func, help, example, description=None):
         c = sub.add_parser(
             name,
-            parents=[common],
             help=help,
             description=description or help[0].upper() + help[1:] + ".",
-            epilog=example + "\n\n" + _exit_codes_text(),
+            epilog=example + "\n\n" + _exit_codes_text(name),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
         c.set_defaults(func=func)
         return c
 
@@ -660,19 +682,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("graph", help="a graph file (graph.npz) or a run folder")
     e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
-    e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default Vitis)")
-    e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default Latency")
+    e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default: the run's, else Vitis)")
+    e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default: the run's, else Latency")
     e.add_argument(
         "--reuse-factor",
         type=_reuse_factor_arg,
         default=None,
         metavar="RF|NODE=RF,...",
-        help="one reuse factor for every weighted node, or per node (the others 1); default 1",
+        help="one reuse factor for every weighted node, or per node (the others 1); refused where hls4ml would build "
+        "another (default: the run's, else 1)",
     )
-    e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default io_parallel")
-    e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
+    e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default: the run's, else io_parallel")
+    e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the run's, else the board's)")
     e.add_argument(
-        "--hls-tool", default=None, choices=HLS_TOOLS, help="HLS tool whose scheduling sets the latency (default: the backend's)"
+        "--hls-tool",
+        default=None,
+        choices=HLS_TOOLS,
+        help="HLS tool whose scheduling sets the latency\n(default: the run's, else the backend's)",
     )
     e.add_argument(
         "--types",

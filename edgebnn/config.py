@@ -26,7 +26,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .data import DATASETS
-from .errors import EdgebnnError
+from .errors import EdgebnnError, did_you_mean
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
 SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
@@ -534,6 +534,10 @@ _KERAS_DENSE_KWARGS = {
 }
 
 
+# arguments every Keras layer takes that a configuration has no use for: accepted, not listed
+_KERAS_INTERNALS = {"args", "autocast", "dtype", "lora_alpha", "lora_rank", "quantization_config", "rank", "synchronized"}
+
+
 def _check_layer(spec, where: str) -> None:
     if not (isinstance(spec, dict) and len(spec) == 1):
         raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}")
@@ -548,7 +552,10 @@ def _check_layer(spec, where: str) -> None:
             _check_layer(inner, f"{where}.{RESIDUAL}[{j}]")
         return
     if cls_name not in classes:
-        raise ConfigError(f"{where}: unknown layer {cls_name!r}; available: {', '.join([*classes, RESIDUAL])}")
+        raise ConfigError(
+            f"{where}: unknown layer {cls_name!r}{did_you_mean(cls_name, [*classes, RESIDUAL])}; "
+            f"available: {', '.join([*classes, RESIDUAL])}"
+        )
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, dict):
@@ -566,7 +573,9 @@ def _check_layer(spec, where: str) -> None:
             hint = ""
             if str(key).rstrip().endswith(")"):
                 hint = f" (the tail of a call cut at a comma? {_QUOTE_HINT})"
-            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(allowed))}")
+            shown = sorted(allowed - _KERAS_INTERNALS)
+            hint = hint or did_you_mean(key, shown)
+            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(shown)}")
     from . import quantizers
 
     for key in QUANTIZER_KEYS:
