@@ -809,17 +809,17 @@ model:                    # {}
 
 
 def _examples_dir():
-    import pathlib
+    from .resources import examples_dir
 
-    return pathlib.Path(__file__).resolve().parent.parent / "examples"
+    return examples_dir()
 
 
 def starter_config(example: str | None = None) -> str:
     """The text of a commented starter configuration for ``edgebnn init``: every section and key
     with its default and description (both from the schema) and a small binarized MLP on the
     digits, or the configuration of ``example`` (a file name in examples/ or examples/zoo/, with
-    or without ``.yaml``, in a source checkout) followed by every key it leaves at its default,
-    commented."""
+    or without ``.yaml``; they ship with the package) followed by every key it leaves at its
+    default, commented."""
 
     if example is not None:
         folder = _examples_dir()
@@ -828,7 +828,7 @@ def starter_config(example: str | None = None) -> str:
         found = next((p for p in candidates if p.is_file()), None)
         if found is None:
             names = sorted(p.stem for p in [*folder.glob("*.yaml"), *folder.glob("zoo/*.yaml")]) if folder.is_dir() else []
-            known = ", ".join(names) if names else "none here (the examples come with a source checkout of edgebnn)"
+            known = ", ".join(names) if names else f"none in {str(folder)!r} (reinstall edgebnn)"
             raise ConfigError(f"--example {example!r} is not an example configuration; the examples are: {known}")
         text = found.read_text(encoding="utf-8")
         given = yaml.safe_load(text) or {}
