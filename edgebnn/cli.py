@@ -334,7 +334,8 @@ def cmd_estimate(args) -> int:
     options.update(given)
     target = Target(**options)  # checked before the graph is read
     graph = Graph.load(path)
-    if not args.fit:  # figures for a reuse factor hls4ml would snap to another would be labelled wrongly
+    if not args.fit and {"reuse_factor", "strategy", "io_type"} & set(given):
+        # a reuse factor given here that hls4ml would snap to another: its figures would be labelled wrongly
         from .backends.hls4ml import reuse
 
         reuse.check(target, reuse.matrices(graph), graph.name)
