@@ -25,8 +25,6 @@ from run_folder import quick_config
 from edgebnn import cli
 from edgebnn.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USER_ERROR
 
-pytestmark = [pytest.mark.train, pytest.mark.csim]
-
 EPOCHS = 6
 
 
@@ -132,6 +130,8 @@ def assert_refusals_keep_the_work(run, config, resume):
     assert not (run / "model.keras").exists()
 
 
+@pytest.mark.train
+@pytest.mark.csim
 def test_an_interrupted_run_resumes_with_every_printed_hint(config, whole):
     run = config.parent / "run"
     line = interrupt(["run", str(config), "-o", str(run)], run, after=2)
@@ -156,6 +156,8 @@ def test_an_interrupted_run_resumes_with_every_printed_hint(config, whole):
     assert cli_run(["train", str(run)])[0] == EXIT_OK  # finished: training it again discards nothing unfinished
 
 
+@pytest.mark.train
+@pytest.mark.csim
 def test_an_interrupted_train_resumes_with_its_own_command(config, whole):
     run = config.parent / "trained"
     line = interrupt(["train", str(config), "-o", str(run)], run, after=1)
@@ -168,6 +170,7 @@ def test_an_interrupted_train_resumes_with_its_own_command(config, whole):
     assert_same_weights(run, whole)
 
 
+@pytest.mark.train
 def test_force_starts_an_unfinished_training_over(config, tmp_path):
     """``train RUN --force`` is the one way to discard the checkpoint: it trains from epoch 1."""
     run = tmp_path / "run"
@@ -177,3 +180,40 @@ def test_force_starts_an_unfinished_training_over(config, tmp_path):
     assert code == EXIT_OK, (out, err)
     assert json.loads((run / "history.json").read_text())["epoch"] == list(range(1, EPOCHS + 1))
     assert os.path.isfile(run / "model.keras")
+
+
+def test_which_checkpoints_hold_an_unfinished_training(tmp_path):
+    """What counts as unfinished, from the files alone (no training): a checkpoint before its last
+    epoch, or a finished one whose model.keras was not written; the hint is the one recorded."""
+    from edgebnn.outputs import MARKER
+    from edgebnn.runfolder import RunFolder
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / MARKER).write_text("written by edgebnn\n")
+    (run / "config.yaml").write_text(quick_config(tmp_path, epochs=EPOCHS).read_text())
+    resume = f"edgebnn run {tmp_path / 'quick.yaml'} -o {run} --resume"
+
+    def state(epoch, stopped=False, model=False, recorded=None):
+        (run / "checkpoints" / "state.json").write_text(json.dumps({"epoch": epoch, "epochs": EPOCHS, "stopped_early": stopped}))
+        stages = {} if recorded is None else {"train": {"epochs": recorded, "inputs": {}}}
+        (run / "run.json").write_text(json.dumps({"resume": resume, "stages": stages}))
+        if model:
+            (run / "model.keras").write_text("")
+        elif (run / "model.keras").exists():
+            (run / "model.keras").unlink()
+        return RunFolder(run).unfinished_training()
+
+    assert state(2) == {"epoch": 2, "epochs": EPOCHS, "resume": resume}
+    assert state(EPOCHS) is not None  # every epoch done, but model.keras not written yet
+    assert state(EPOCHS, model=True, recorded=EPOCHS) is None
+    assert state(3, stopped=True, model=True, recorded=3) is None  # stopped early: finished
+    assert state(2, model=True, recorded=EPOCHS) is not None  # trained again and interrupted: the old model stays
+    state(2)
+    (run / "checkpoints" / "state.json").write_text("{")  # unreadable: nothing to keep, nothing to refuse
+    assert RunFolder(run).unfinished_training() is None
+    state(2)
+    code, _, err = cli_run(["freeze", str(run)])  # refused before TensorFlow, with the recorded command
+    assert code == EXIT_USER_ERROR and f"stopped after epoch 2 of {EPOCHS}; continue it with `{resume}`" in err, err
+    code, _, err = cli_run(["train", str(run)])
+    assert code == EXIT_USER_ERROR and "would discard" in err and "--force`" in err, err
