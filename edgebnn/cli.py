@@ -781,6 +781,11 @@ def _on_signal(signum, frame):
                 _SIGNALLED["stderr"] = _mute_stderr()
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
     sys.stdout.flush()
+    note = None if outputs is None else outputs.current_interrupt_note()
+    if note is not None:  # a run past its training: how to go on from the stages it finished
+        name, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated (SIGTERM)", EXIT_TERMINATED)
+        os.write(edgebnn._STDERR, f"edgebnn: {name}; {note}\n".encode())  # the stderr set aside at start-up
+        os._exit(code)
     edgebnn._leave_at_start_up(signum, frame)
 
 

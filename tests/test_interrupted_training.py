@@ -63,9 +63,10 @@ def completed_epoch(run) -> int:
         return 0
 
 
-def interrupt(argv, run, after: int):
+def interrupt(argv, run, after: int = 0, when=None):
     """``edgebnn ARGV`` in a process of its own, sent SIGINT (Ctrl-C) once its checkpoint holds
-    epoch ``after``; its exit code and the last line of its stderr."""
+    epoch ``after`` (or once ``when()`` is true); the last line of its stderr."""
+    when = when or (lambda: completed_epoch(run) >= after)
     proc = subprocess.Popen(
         [sys.executable, "-m", "edgebnn", *argv],
         stdout=subprocess.PIPE,
@@ -76,7 +77,7 @@ def interrupt(argv, run, after: int):
     )
     deadline = time.monotonic() + 600
     while proc.poll() is None and time.monotonic() < deadline:
-        if completed_epoch(run) >= after:
+        if when():
             proc.send_signal(signal.SIGINT)
             break
         time.sleep(0.05)
@@ -168,6 +169,15 @@ def test_an_interrupted_train_resumes_with_its_own_command(config, whole):
     assert code == EXIT_OK, (out, err)
     assert f"next: `edgebnn freeze {run}`" in out
     assert_same_weights(run, whole)
+
+    # the whole run's command on the trained folder, interrupted past its training (in export)
+    line = interrupt(["run", str(config), "-o", str(run), "--resume"], run, when=(run / "graph.npz").exists)
+    resume = f"edgebnn run {config} -o {run} --resume"
+    assert line == f"edgebnn: interrupted; the trained model and every finished stage are kept: continue with `{resume}`"
+    assert_same_weights(run, whole)
+    code, out, err = cli_run(shlex.split(resume)[1:])
+    assert code == EXIT_OK and "VERIFIED bit for bit" in out, (out, err)
+    assert f"already trained all {EPOCHS} epochs; nothing to do" in out
 
 
 @pytest.mark.train
