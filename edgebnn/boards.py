@@ -33,7 +33,7 @@ import pathlib
 
 import yaml
 
-from .errors import EdgebnnError
+from .errors import EdgebnnError, did_you_mean
 from .resources import boards_dir
 
 # Signed operand widths (A port, B port) of one multiplier slice: UG479 (DSP48E1, 25x18) and
@@ -93,7 +93,10 @@ def load_board(name_or_path) -> Board:
     files = _board_files()
     if name_or_path not in files:
         known = ", ".join(sorted(files)) or "none"
-        raise BoardError(f"unknown board '{name_or_path}'; known boards are {known} (or pass the path of a .yaml profile)")
+        raise BoardError(
+            f"unknown board '{name_or_path}'{did_you_mean(name_or_path, files)}; known boards are {known} "
+            "(or pass the path of a .yaml profile)"
+        )
     return _read(files[name_or_path], expect_name=name_or_path)
 
 

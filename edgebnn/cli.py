@@ -44,26 +44,57 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
     ignores TF_CPP_MIN_LOG_LEVEL. Only the commands that need them call this."""
     from . import _QuietStderr
 
-    with _QuietStderr():
-        import tensorflow  # noqa: F401
+    shown = progress.bars_enabled() and "tensorflow" not in sys.modules
+    if shown:  # on a terminal, a first line at once: TensorFlow's start-up takes seconds
+        print("starting TensorFlow ...", end="", file=sys.stderr, flush=True)
+    try:
+        with _QuietStderr():
+            import tensorflow  # noqa: F401
 
-        if hls4ml:
-            import hls4ml
+            if hls4ml:
+                import hls4ml
+    finally:
+        if shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
     _quiet_tensorflow()
 
 
 def _check_config_first(path: str) -> None:
     """Refuse a configuration file's mistakes that need no Keras (every key but the layers'
     arguments) before TensorFlow's seconds of start-up; the stage checks it in full."""
-    if os.path.isfile(path):
-        from .config import load_config
+    from .config import load_config
 
-        load_config(path, layers=False)
+    load_config(path, layers=False)
+
+
+def _check_run_first(path: str, *needs: str) -> None:
+    """Refuse a run folder that is missing, or lacks a current input of the stage (``needs``),
+    before TensorFlow's seconds of start-up; the stage checks it again."""
+    from .runfolder import RunFolder
+
+    run = RunFolder.open(path)
+    if needs:
+        from .stages import run_config
+
+        config = run_config(run, layers=False)  # the sections' digests, without Keras
+        for name in needs:
+            run.require(name, config)
 
 
 def cmd_run(args) -> int:
-    if not args.resume:
-        _check_config_first(args.config)
+    from .stages import check_train_first
+
+    if args.resume:
+        if not os.path.isdir(args.output):
+            from .runfolder import RunFolderError
+
+            raise RunFolderError(
+                f"run folder {args.output!r} does not exist, so there is no training to resume; start the run with "
+                f"`edgebnn run {args.config} -o {args.output}`"
+            )
+        check_train_first(args.output, resume=True)
+    else:
+        check_train_first(args.config, args.output, force=args.force)
     _with_tensorflow(hls4ml=True)
     from .pipeline import run
 
@@ -101,8 +132,9 @@ def _stem(path: str) -> str:
 
 
 def cmd_train(args) -> int:
-    if not args.resume:
-        _check_config_first(args.source)
+    from .stages import check_train_first
+
+    check_train_first(args.source, args.output, force=args.force, resume=args.resume)
     _with_tensorflow()
     from .stages import train_stage
 
@@ -126,6 +158,7 @@ def _modified(path: str | None) -> int | None:
 
 
 def cmd_freeze(args) -> int:
+    _check_run_first(args.run, "model.keras")
     _with_tensorflow()
     from .stages import freeze_stage
 
@@ -138,6 +171,7 @@ def cmd_freeze(args) -> int:
 
 
 def cmd_export(args) -> int:
+    _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import export_stage
 
@@ -147,6 +181,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_csim(args) -> int:
+    _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import csim_stage
 
@@ -165,6 +200,7 @@ def cmd_verify(args) -> int:
                 f"run folder {str(run)!r} has no {FILES['csim']} yet and --require-csim asks for the C-simulation leg; "
                 f"run `edgebnn csim {run}` first"
             )
+    _check_run_first(args.run, "model.keras", "graph.npz")
     _with_tensorflow(hls4ml=True)
     from .stages import verified, verify_stage
 
@@ -189,15 +225,26 @@ def cmd_verify(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .runfolder import RunFolder
     from .stages import report_stage
 
     html, _ = report_stage(args.run, log=lambda msg: None)
     progress.log(f"wrote {html}", at=progress.QUIET)
+    unfinished = RunFolder.open(args.run).unfinished_training()
+    if unfinished is not None:  # the report shows what was finished; this is what is not
+        progress.log(
+            f"its training stopped after epoch {unfinished['epoch']} of {unfinished['epochs']}: continue it with "
+            f"`{unfinished['resume']}`",
+            at=progress.QUIET,
+        )
     return EXIT_OK
 
 
 def cmd_summary(args) -> int:
-    _check_config_first(args.source)
+    if os.path.isdir(args.source):
+        _check_run_first(args.source, "model.keras")
+    else:
+        _check_config_first(args.source)
     _with_tensorflow()
     from .summary import summary
 
@@ -287,6 +334,11 @@ def cmd_estimate(args) -> int:
     options.update(given)
     target = Target(**options)  # checked before the graph is read
     graph = Graph.load(path)
+    if not args.fit and {"reuse_factor", "strategy", "io_type"} & set(given):
+        # a reuse factor given here that hls4ml would snap to another: its figures would be labelled wrongly
+        from .backends.hls4ml import reuse
+
+        reuse.check(target, reuse.matrices(graph), graph.name)
     boards = list_boards() if board_name == "all" else [load_board(board_name)]
     results = []
     many = len(boards) > 1 and not args.fit  # fit shows a status line of its own
@@ -436,8 +488,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"edgebnn: error: {message}; see '{self.prog} --help'\n")
 
 
-def _exit_codes_text() -> str:
-    return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+# the exit codes each command can return besides those of every command (EVERY_COMMAND)
+EVERY_COMMAND = (EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_BROKEN_PIPE)
+COMMAND_EXIT_CODES = {"run": (EXIT_MISMATCH, EXIT_DOES_NOT_FIT), "verify": (EXIT_MISMATCH,)}
+
+
+def _exit_codes_text(command: str | None = None) -> str:
+    """The exit codes ``command`` can return (every one without a command)."""
+    if command is None:
+        return "exit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+    codes = set(EVERY_COMMAND) | set(COMMAND_EXIT_CODES.get(command, ()))
+    lines = []
+    for code, text in EXIT_CODES:
+        if code not in codes:
+            continue
+        if code == EXIT_OK and command != "run":
+            text = "success"
+        if command not in ("run", "train"):
+            text = text.replace(" (training keeps its last checkpoint)", "")
+        lines.append(f"  {code:>3}  {text}")
+    return "exit codes:\n" + "\n".join(lines)
+
+
+# what --verbose adds, per command
+VERBOSE_HELP = {
+    "run": "print every training epoch's line (off a terminal the default prints the first, the last and every "
+    "(epochs // 10)-th)",
+    "estimate": "print a line per board estimated",
+}
+VERBOSE_HELP["train"] = VERBOSE_HELP["run"]
 
 
 def _reuse_factor_arg(text: str):
@@ -500,33 +579,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"edgebnn {__version__}")
 
-    def verbosity(parser, dest):
+    def verbosity(parser, dest, verbose):
         talk = parser.add_mutually_exclusive_group()
         talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
-        talk.add_argument(
-            "-v",
-            "--verbose",
-            action="store_const",
-            const=progress.VERBOSE,
-            dest=dest,
-            help="print every training epoch's line (off a terminal the default prints the first, the last and "
-            "every (epochs // 10)-th) and a line per board estimated",
-        )
+        talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    verbosity(p, "verbosity_top")  # before the command (edgebnn -q run ...) or after it
-    common = argparse.ArgumentParser(add_help=False)
-    verbosity(common, "verbosity")
+    # before the command (edgebnn -q run ...) or after it
+    verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, func, help, example, description=None):
         c = sub.add_parser(
             name,
-            parents=[common],
             help=help,
             description=description or help[0].upper() + help[1:] + ".",
-            epilog=example + "\n\n" + _exit_codes_text(),
+            epilog=example + "\n\n" + _exit_codes_text(name),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
         c.set_defaults(func=func)
         return c
 
@@ -551,14 +621,19 @@ def build_parser() -> argparse.ArgumentParser:
             "edgebnn train examples/digits_bnn.yaml -o runs/digits",
             "edgebnn train runs/digits --resume      # after Ctrl-C: continue from the last epoch",
             "edgebnn train runs/digits               # train again with runs/digits/config.yaml",
+            "edgebnn train runs/digits --force       # ... even when its training was interrupted (start over)",
         ),
     )
     tr.add_argument("source", metavar="CONFIG.yaml|RUN", help="a configuration file (with -o) or a run folder")
     tr.add_argument("-o", "--output", metavar="RUN", default=None, help="the run folder to make (with a configuration file)")
-    tr.add_argument(
-        "--force", action="store_true", help="replace an existing run folder edgebnn wrote, once the new one is trained"
+    again = tr.add_mutually_exclusive_group()
+    again.add_argument(
+        "--force",
+        action="store_true",
+        help="with -o: replace an existing run folder edgebnn wrote, once the new one is trained; with RUN: train it "
+        "again from epoch 1 even though it holds an unfinished training (whose checkpoint is discarded)",
     )
-    tr.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
+    again.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
 
     f = command(
         "freeze",
@@ -608,19 +683,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("graph", help="a graph file (graph.npz) or a run folder")
     e.add_argument("--board", default=None, help="board name, or 'all' (default: the run's board, else pynq-z2)")
-    e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default Vitis)")
-    e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default Latency")
+    e.add_argument("--backend", default=None, choices=BACKENDS, help="hls4ml backend (default: the run's, else Vitis)")
+    e.add_argument("--strategy", default=None, choices=STRATEGIES, help="default: the run's, else Latency")
     e.add_argument(
         "--reuse-factor",
         type=_reuse_factor_arg,
         default=None,
         metavar="RF|NODE=RF,...",
-        help="one reuse factor for every weighted node, or per node (the others 1); default 1",
+        help="one reuse factor for every weighted node, or per node (the others 1); refused where hls4ml would build "
+        "another (default: the run's, else 1)",
     )
-    e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default io_parallel")
-    e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the board's)")
+    e.add_argument("--io-type", default=None, choices=IO_TYPES, help="default: the run's, else io_parallel")
+    e.add_argument("--clock", type=float, default=None, help="clock period in ns (default: the run's, else the board's)")
     e.add_argument(
-        "--hls-tool", default=None, choices=HLS_TOOLS, help="HLS tool whose scheduling sets the latency (default: the backend's)"
+        "--hls-tool",
+        default=None,
+        choices=HLS_TOOLS,
+        help="HLS tool whose scheduling sets the latency\n(default: the run's, else the backend's)",
     )
     e.add_argument(
         "--types",
@@ -652,12 +731,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("config", metavar="CONFIG.yaml", help="run configuration (YAML), e.g. examples/digits_bnn.yaml")
     r.add_argument("-o", "--output", required=True, metavar="RUN", help="run folder (must not exist unless --force or --resume)")
-    r.add_argument(
+    again = r.add_mutually_exclusive_group()
+    again.add_argument(
         "--force",
         action="store_true",
         help="replace an existing run folder, only if edgebnn wrote it (it holds .edgebnn-output), once the new one is trained",
     )
-    r.add_argument("--resume", action="store_true", help="continue the interrupted training of RUN from its last checkpoint")
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted training of RUN from its last checkpoint, then run every later stage",
+    )
 
     sm = command(
         "summary",
@@ -697,6 +781,11 @@ def _on_signal(signum, frame):
                 _SIGNALLED["stderr"] = _mute_stderr()
         raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
     sys.stdout.flush()
+    note = None if outputs is None else outputs.current_interrupt_note()
+    if note is not None:  # a run past its training: how to go on from the stages it finished
+        name, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated (SIGTERM)", EXIT_TERMINATED)
+        os.write(edgebnn._STDERR, f"edgebnn: {name}; {note}\n".encode())  # the stderr set aside at start-up
+        os._exit(code)
     edgebnn._leave_at_start_up(signum, frame)
 
 

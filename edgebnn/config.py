@@ -26,7 +26,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from .data import DATASETS
-from .errors import EdgebnnError
+from .errors import EdgebnnError, did_you_mean
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
 SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
@@ -534,6 +534,10 @@ _KERAS_DENSE_KWARGS = {
 }
 
 
+# arguments every Keras layer takes that a configuration has no use for: accepted, not listed
+_KERAS_INTERNALS = {"args", "autocast", "dtype", "lora_alpha", "lora_rank", "quantization_config", "rank", "synchronized"}
+
+
 def _check_layer(spec, where: str) -> None:
     if not (isinstance(spec, dict) and len(spec) == 1):
         raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}")
@@ -548,7 +552,10 @@ def _check_layer(spec, where: str) -> None:
             _check_layer(inner, f"{where}.{RESIDUAL}[{j}]")
         return
     if cls_name not in classes:
-        raise ConfigError(f"{where}: unknown layer {cls_name!r}; available: {', '.join([*classes, RESIDUAL])}")
+        raise ConfigError(
+            f"{where}: unknown layer {cls_name!r}{did_you_mean(cls_name, [*classes, RESIDUAL])}; "
+            f"available: {', '.join([*classes, RESIDUAL])}"
+        )
     if kwargs is None:
         kwargs = {}
     if not isinstance(kwargs, dict):
@@ -566,7 +573,9 @@ def _check_layer(spec, where: str) -> None:
             hint = ""
             if str(key).rstrip().endswith(")"):
                 hint = f" (the tail of a call cut at a comma? {_QUOTE_HINT})"
-            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(sorted(allowed))}")
+            shown = sorted(allowed - _KERAS_INTERNALS)
+            hint = hint or did_you_mean(key, shown)
+            raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(shown)}")
     from . import quantizers
 
     for key in QUANTIZER_KEYS:
@@ -800,17 +809,17 @@ model:                    # {}
 
 
 def _examples_dir():
-    import pathlib
+    from .resources import examples_dir
 
-    return pathlib.Path(__file__).resolve().parent.parent / "examples"
+    return examples_dir()
 
 
 def starter_config(example: str | None = None) -> str:
     """The text of a commented starter configuration for ``edgebnn init``: every section and key
     with its default and description (both from the schema) and a small binarized MLP on the
     digits, or the configuration of ``example`` (a file name in examples/ or examples/zoo/, with
-    or without ``.yaml``, in a source checkout) followed by every key it leaves at its default,
-    commented."""
+    or without ``.yaml``; they ship with the package) followed by every key it leaves at its
+    default, commented."""
 
     if example is not None:
         folder = _examples_dir()
@@ -819,7 +828,7 @@ def starter_config(example: str | None = None) -> str:
         found = next((p for p in candidates if p.is_file()), None)
         if found is None:
             names = sorted(p.stem for p in [*folder.glob("*.yaml"), *folder.glob("zoo/*.yaml")]) if folder.is_dir() else []
-            known = ", ".join(names) if names else "none here (the examples come with a source checkout of edgebnn)"
+            known = ", ".join(names) if names else f"none in {str(folder)!r} (reinstall edgebnn)"
             raise ConfigError(f"--example {example!r} is not an example configuration; the examples are: {known}")
         text = found.read_text(encoding="utf-8")
         given = yaml.safe_load(text) or {}

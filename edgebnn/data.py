@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import inspect
 import math
 import os
 import warnings
@@ -265,6 +266,13 @@ def _propose_scaling(v: np.ndarray, t):
             if t.contains(v * s + o):
                 return s, o
     return None
+
+
+def check_arguments(**data) -> None:
+    """:func:`load_data`'s arguments checked without reading any file (the files exist and have
+    the right extension): the command line refuses them before TensorFlow starts."""
+    defaults = {k: p.default for k, p in inspect.signature(load_data).parameters.items()}
+    _check_arguments(**{**defaults, **data})
 
 
 def _check_arguments(dataset, path, test_path, label_column, shape, scale, offset, test_fraction, validation_fraction, seed):

@@ -30,6 +30,14 @@ EXIT_CODES = (
 )
 
 
+def did_you_mean(name, known) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``known`` to a misspelt ``name``, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 class EdgebnnError(ValueError):
     """Base of every user-facing edgebnn error; the message names the culprit and the fix."""
 

@@ -35,6 +35,25 @@ def writing() -> bool:
     return _open_outputs > 0
 
 
+# what a Ctrl-C or SIGTERM that finds nothing being written says after its first words (the
+# command line then leaves at once): how to go on from what is kept
+_interrupt_notes: list[str] = []
+
+
+@contextlib.contextmanager
+def interrupt_note(note: str):
+    """While in this block, an interrupt that finds nothing being written ends with ``note``."""
+    _interrupt_notes.append(note)
+    try:
+        yield
+    finally:
+        _interrupt_notes.pop()
+
+
+def current_interrupt_note() -> str | None:
+    return _interrupt_notes[-1] if _interrupt_notes else None
+
+
 class OutputExistsError(OutputError, FileExistsError):
     """The output path exists and may not (or must not) be replaced."""
 

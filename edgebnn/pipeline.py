@@ -31,19 +31,32 @@ def run(
     training was interrupted: it continues from the last checkpoint, then runs the rest.
     """
     from . import stages
+    from .errors import Terminated
+    from .outputs import interrupt_note
+    from .runfolder import resume_command
 
+    resume_with = resume_command("run", output_dir, config_path)  # an interrupt's line names the whole run's command
     if resume:
-        run_folder = stages.train_stage(output_dir, resume=True, log=log)
+        run_folder = stages.train_stage(output_dir, resume=True, log=log, resume_with=resume_with)
     else:
-        run_folder = stages.train_stage(config_path, output_dir, force=force, log=log, check_compile=True)
+        run_folder = stages.train_stage(
+            config_path, output_dir, force=force, log=log, check_compile=True, resume_with=resume_with
+        )
     if run_folder is None:  # a multi_worker task other than the chief: it only trains
         return None
-    stages.freeze_stage(run_folder, log=log)
-    stages.export_stage(run_folder, log=log)
-    stages.csim_stage(run_folder, log=log)
-    stages.verify_stage(run_folder, log=log)
-    est, _ = stages.estimate_stage(run_folder, log=lambda msg: None)
-    stages.report_stage(run_folder, log=log)
+    note = f"the trained model and every finished stage are kept: continue with `{resume_with}`"
+    try:
+        with interrupt_note(note):
+            stages.freeze_stage(run_folder, log=log)
+            stages.export_stage(run_folder, log=log)
+            stages.csim_stage(run_folder, log=log)
+            stages.verify_stage(run_folder, log=log)
+            est, _ = stages.estimate_stage(run_folder, log=lambda msg: None)
+            stages.report_stage(run_folder, log=log)
+    except (KeyboardInterrupt, Terminated) as exc:  # while a stage was writing its output (removed on the way out)
+        terminated = isinstance(exc, Terminated)
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
+        raise stages.Interrupted(f"edgebnn: {what}; {note}", terminated) from None
     summary = json.loads((run_folder / "summary.json").read_text())
     log("")
     log(format_summary(summary, est))

@@ -50,6 +50,9 @@ def log(msg: str, at: int = NORMAL) -> None:
     if bar is not None:
         bar.write(msg, file=sys.stdout)
     else:
+        if _state.get("working"):  # the status line gives way (it is drawn again at its next tick)
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
         print(msg, flush=True)
 
 
@@ -86,9 +89,11 @@ def working(desc: str) -> Iterator[None]:
 
     thread = threading.Thread(target=tick, daemon=True)
     thread.start()
+    _state["working"] = True
     try:
         yield
     finally:
+        _state.pop("working", None)
         stop.set()
         thread.join()
         sys.stderr.write("\r\033[K")

@@ -42,7 +42,7 @@ import numpy as np
 from keras import ops
 
 from . import forms
-from .errors import EdgebnnError
+from .errors import EdgebnnError, did_you_mean
 from .fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
 from .forms import INT2
 
@@ -1910,7 +1910,7 @@ def get(identifier) -> Quantizer | None:
     if isinstance(identifier, str):
         name, args, kwargs = _parse_call(identifier)
         if name not in _ALIASES:
-            raise ValueError(f"unknown quantizer {identifier!r}; known: {', '.join(sorted(_ALIASES))}")
+            raise ValueError(_unknown_quantizer(identifier, name))
         try:
             return _ALIASES[name](*args, **kwargs)
         except TypeError as err:
@@ -1925,12 +1925,16 @@ def get(identifier) -> Quantizer | None:
             config = dict(identifier)
             name = config.pop("class")
             if name not in _ALIASES:
-                raise ValueError(f"unknown quantizer {name!r}; known: {', '.join(sorted(_ALIASES))}")
+                raise ValueError(_unknown_quantizer(name, name))
             try:
                 return _ALIASES[name](**config)
             except TypeError as err:
                 raise ValueError(f"quantizer {name!r}: {err}") from None
     raise ValueError(f"cannot interpret {identifier!r} as a quantizer; pass an alias such as 'ste_sign'")
+
+
+def _unknown_quantizer(given, name) -> str:
+    return f"unknown quantizer {given!r}{did_you_mean(name, _ALIASES)}; known: {', '.join(sorted(_ALIASES))}"
 
 
 def check(text: str) -> None:
@@ -1939,7 +1943,7 @@ def check(text: str) -> None:
     before a distribution strategy exists). A value out of range is refused when it is built."""
     name, args, kwargs = _parse_call(text)
     if name not in _ALIASES:
-        raise ValueError(f"unknown quantizer {text!r}; known: {', '.join(sorted(_ALIASES))}")
+        raise ValueError(_unknown_quantizer(text, name))
     try:
         inspect.signature(_ALIASES[name]).bind(*args, **kwargs)
     except TypeError as err:

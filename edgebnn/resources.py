@@ -22,3 +22,8 @@ def boards_dir() -> pathlib.Path:
 
 def templates_dir() -> pathlib.Path:
     return _package_dir("edgebnn._hls_templates", "hls_templates")
+
+
+def examples_dir() -> pathlib.Path:
+    """The example configurations (examples/*.yaml and examples/zoo/*.yaml)."""
+    return _package_dir("edgebnn._examples", "examples")

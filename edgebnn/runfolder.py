@@ -178,6 +178,29 @@ class RunFolder:
     def stage_record(self, stage: str) -> dict[str, Any] | None:
         return self.manifest()["stages"].get(stage)
 
+    def unfinished_training(self) -> dict[str, Any] | None:
+        """The training whose checkpoint holds work that model.keras does not (it stopped before
+        its last epoch: Ctrl-C, SIGTERM, a crash), as ``{"epoch", "epochs", "resume"}`` with the
+        command that continues it (the one that started it: ``edgebnn run ... --resume`` or
+        ``edgebnn train RUN --resume``); None when there is none. That checkpoint is the only
+        copy of those epochs, so no command discards it without being told to."""
+        state = _read_state(self.path / FILES["checkpoints"] / "state.json")
+        if state is None:
+            return None
+        done, epochs = state["epoch"], state["epochs"]
+        try:
+            manifest = self.manifest()
+        except RunFolderError:
+            manifest = {"stages": {}}
+        if done >= epochs or state.get("stopped_early"):
+            record = manifest["stages"].get("train")
+            if (self.path / FILES["model"]).exists() and isinstance(record, dict) and record.get("epochs") == done:
+                return None  # finished, and model.keras is that training's
+        resume = manifest.get("resume")
+        if not isinstance(resume, str) or not resume:
+            resume = resume_command("train", self.path)
+        return {"epoch": done, "epochs": epochs, "resume": resume}
+
     # ------------------------------------------------------------------ inputs and freshness
     def digest(self, name: str, config: dict[str, Any] | None = None) -> str:
         """The digest of an input: a file of the folder, the project folder (its C-simulation
@@ -202,6 +225,13 @@ class RunFolder:
         stage = MADE_BY.get(name)
         path = self.path / name
         if not path.exists():
+            untrained = stage == "train" or not (self.path / FILES["model"]).exists()
+            unfinished = self.unfinished_training() if untrained else None
+            if unfinished is not None:
+                raise RunFolderError(
+                    f"run folder {str(self.path)!r} has no {name} yet: its training stopped after epoch "
+                    f"{unfinished['epoch']} of {unfinished['epochs']}; continue it with `{unfinished['resume']}`"
+                )
             raise RunFolderError(f"run folder {str(self.path)!r} has no {name} yet; run `edgebnn {stage} {self.path}` first")
         record = self.stage_record(stage) if stage else None
         if record is None:
@@ -251,6 +281,32 @@ class RunFolder:
                 return json.load(fh)
         except (OSError, ValueError) as err:
             raise RunFolderError(f"{str(path)!r} cannot be read ({err}); run the stage that makes it again") from None
+
+
+def resume_command(command: str, run: os.PathLike | str, config: os.PathLike | str | None = None) -> str:
+    """The command line that continues the training a command started: ``edgebnn run CONFIG -o
+    RUN --resume`` (the whole run) after ``run``, ``edgebnn train RUN --resume`` after ``train``."""
+    import shlex
+
+    run = os.path.abspath(os.fspath(run))
+    if command == "run" and config is not None:
+        return shlex.join(["edgebnn", "run", os.path.abspath(os.fspath(config)), "-o", run, "--resume"])
+    return shlex.join(["edgebnn", "train", run, "--resume"])
+
+
+def _read_state(path: pathlib.Path) -> dict[str, Any] | None:
+    """A checkpoint's state.json with its epoch counts, or None when missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            state = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict):
+        return None
+    done, epochs = state.get("epoch"), state.get("epochs")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (done, epochs)):
+        return None
+    return state
 
 
 def _jsonable(value: Any) -> Any:

@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import os
 import pathlib
+import shlex
 import shutil
 import time
 import warnings
@@ -28,7 +29,7 @@ import numpy as np
 from . import progress
 from .config import ConfigError, build_model, load_config, target_of
 from .errors import EdgebnnError, Terminated
-from .runfolder import FILES, PROJECT_NAME, RunFolder, RunFolderError
+from .runfolder import FILES, PROJECT_NAME, RunFolder, RunFolderError, resume_command
 
 # what each stage reads; the configuration sections by name
 TRAIN_INPUTS = ["config:name", "config:data", "config:model", "config:train"]
@@ -207,9 +208,9 @@ def _history(result, model) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bool) -> Iterator[None]:
+def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bool, resume_with: str) -> Iterator[None]:
     """Ctrl-C and SIGTERM during training end the command with a line saying whether the last
-    checkpoint is kept (and how to resume) or nothing was left."""
+    checkpoint is kept (and the command that resumes it, ``resume_with``) or nothing was left."""
     from . import outputs
 
     outputs._open_outputs += 1  # the signal handler raises here (the run folder is being written)
@@ -225,7 +226,7 @@ def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bo
         if resumable and state.is_file():
             done = f" after epoch {epoch} of {config['train']['epochs']}" if epoch is not None else ""
             raise Interrupted(
-                f"edgebnn: {what}{done}; the last checkpoint is kept: resume with `edgebnn train {run_path} --resume`",
+                f"edgebnn: {what}{done}; the last checkpoint is kept: resume with `{resume_with}`",
                 terminated,
             ) from None
         raise
@@ -279,17 +280,99 @@ def _completed_epoch(state: pathlib.Path) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def check_training_kept(run: RunFolder, start_over: str, force: bool = False, resume: bool = False) -> None:
+    """Refuse a command that would discard the checkpoint of an unfinished training (the only
+    copy of its epochs) unless it resumes it or ``force`` says to start over (``start_over``
+    names that command)."""
+    if resume or force:
+        return
+    unfinished = run.unfinished_training()
+    if unfinished is not None:
+        raise RunFolderError(
+            f"run folder {str(run)!r} holds an unfinished training (stopped after epoch {unfinished['epoch']} of "
+            f"{unfinished['epochs']}) that training again from epoch 1 would discard; continue it with "
+            f"`{unfinished['resume']}`, or start over with `{start_over}`"
+        )
+
+
+def check_resumable(run: RunFolder) -> None:
+    """``--resume`` needs a checkpoint in the run folder."""
+    if not (run / FILES["checkpoints"] / "state.json").is_file():
+        raise RunFolderError(
+            f"run folder {str(run)!r} has no checkpoint to resume from; train it again with `edgebnn train {run}`"
+        )
+
+
+def _check_config_source(source, output, resume: bool) -> None:
+    if resume:
+        raise RunFolderError(
+            f"--resume continues a run folder, not a configuration: use `edgebnn train RUN --resume` (RUN made by "
+            f"`edgebnn train {os.fspath(source)} -o RUN`)"
+        )
+    if output is None:
+        raise RunFolderError(f"name the run folder to make: `edgebnn train {os.fspath(source)} -o RUN`")
+
+
+def check_train_first(source, output=None, force: bool = False, resume: bool = False) -> None:
+    """What ``edgebnn train`` (and ``run``) refuse without Keras, in a fraction of a second before
+    TensorFlow's start-up: a missing configuration or run folder, a configuration's keys (not its
+    layers' arguments), a missing data file, an existing output folder, a checkpoint that would
+    be discarded or that is missing for ``resume``. :func:`train_stage` checks all of it again."""
+    from .outputs import check_output
+
+    if os.path.isdir(os.fspath(source)) and output is None:
+        run = RunFolder.open(source)
+        check_training_kept(run, shlex.join(["edgebnn", "train", str(run), "--force"]), force=force, resume=resume)
+        if resume:
+            check_resumable(run)
+        run_config(run, layers=False)
+        return
+    if output is None and not os.path.exists(os.fspath(source)):  # a run folder's name, or a configuration's
+        raise ConfigError(
+            f"{os.fspath(source)!r} does not exist; give a configuration file (`edgebnn train CONFIG -o RUN`) or a run "
+            "folder `edgebnn train` made"
+        )
+    _check_config_source(source, output, resume)
+    config = load_config(source, layers=False)
+    check_data_files(config, source)
+    if config["train"].get("distribute") == "multi_worker":
+        return  # only the chief writes the run folder; which task this is, the stage finds out
+    check_unfinished_output(output, force)
+    check_output(output, force=force, what="run folder", marked_only=True)
+
+
+def check_data_files(config: dict[str, Any], where) -> None:
+    """The data section's arguments and files (they exist, with the right extension), without
+    reading them."""
+    from .data import DataError, check_arguments
+
+    try:
+        check_arguments(**config["data"])
+    except DataError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'data': {err}") from None
+
+
 def train_stage(
-    source, output=None, force: bool = False, resume: bool = False, log=progress.log, check_compile: bool = False
+    source,
+    output=None,
+    force: bool = False,
+    resume: bool = False,
+    log=progress.log,
+    check_compile: bool = False,
+    resume_with: str | None = None,
 ) -> RunFolder:
     """``edgebnn train``: ``source`` is a configuration file (a new run folder ``output``, or with
     ``force`` one replacing an earlier run folder) or a run folder (train it again from its
-    config.yaml, or ``resume`` from its last checkpoint)."""
+    config.yaml, with ``force`` when it holds an unfinished training, or ``resume`` from its last
+    checkpoint). ``resume_with`` is the command line that resumes this training if it stops
+    (default ``edgebnn train RUN --resume``): the interrupt's line and later refusals name it."""
     from .outputs import check_output, staged_dir
 
     start = time.perf_counter()
     if os.path.isdir(os.fspath(source)) and output is None:
         run = RunFolder.open(source)
+        resume_with = resume_with or resume_command("train", run.path)
+        check_training_kept(run, shlex.join(["edgebnn", "train", str(run), "--force"]), force=force, resume=resume)
         config = run_config(run)
         where = run / FILES["config"]
         ckpt = run / FILES["checkpoints"]
@@ -298,15 +381,16 @@ def train_stage(
         if finished is not None:  # nothing to train: every file stays as it is
             _result(log, finished)
             return run if _writes_run(config) else None
+        if resume:
+            check_resumable(run)
         board, target, data, model = prepare(config, where, check_compile)
-        if resume and not (ckpt / "state.json").is_file():
-            raise RunFolderError(
-                f"run folder {str(run)!r} has no checkpoint to resume from; train it again with `edgebnn train {run}`"
-            )
         if not _writes_run(config):
             return _train_as_worker(model, data, config, run.path, ckpt if resume else None, log)
+        manifest = run.manifest()
+        manifest["resume"] = resume_with
+        run.write_manifest(manifest)
         if not resume and ckpt.exists():
-            shutil.rmtree(ckpt)  # training again from the start: the old checkpoints are train's own outputs
+            shutil.rmtree(ckpt)  # training again from the start, as asked: the old checkpoints are train's own outputs
         log(f"data: {_describe(data)}")
         epochs = config["train"]["epochs"]
         done = (state or {}).get("epoch")
@@ -314,28 +398,29 @@ def train_stage(
             log(f"resuming {model.name} at epoch {done + 1} of {epochs}")
         else:
             log(f"training {model.name} for {epochs} epochs")
-        with _interruptible(run.path, config, resumable=True):
+        with _interruptible(run.path, config, resumable=True, resume_with=resume_with):
             result = _train(model, data, config, ckpt, resume, log)
         _finish_train(run, result, model, config, start, log)
         return run
-    if resume:
-        raise RunFolderError(
-            f"--resume continues a run folder, not a configuration: use `edgebnn train RUN --resume` (RUN made by "
-            f"`edgebnn train {os.fspath(source)} -o RUN`)"
-        )
-    if output is None:
-        raise RunFolderError(f"name the run folder to make: `edgebnn train {os.fspath(source)} -o RUN`")
+    _check_config_source(source, output, resume)
     config = load_config(source)
     if not _writes_run(config):  # the chief checks and writes the run folder; this worker only trains
         board, target, data, model = prepare(config, source, check_compile)
         return _train_as_worker(model, data, config, pathlib.Path(output), None, log)
     text = pathlib.Path(source).read_text(encoding="utf-8")
+    check_unfinished_output(output, force)
     final = check_output(output, force=force, what="run folder", marked_only=True)
+    resume_with = resume_with or resume_command("train", final)
     from .backends.hls4ml import check_output_path
 
     check_output_path(final / FILES["project"])  # characters hls4ml's C-simulation build cannot take
     board, target, data, model = prepare(config, source, check_compile)
-    manifest = {"config_source": os.path.abspath(source), "config_dir": os.path.dirname(os.path.abspath(source)), "stages": {}}
+    manifest = {
+        "config_source": os.path.abspath(source),
+        "config_dir": os.path.dirname(os.path.abspath(source)),
+        "resume": resume_with,
+        "stages": {},
+    }
     log(f"data: {_describe(data)}")
     log(f"training {model.name} for {config['train']['epochs']} epochs")
     if os.path.lexists(final):  # replace an earlier run only once this one is trained
@@ -352,7 +437,7 @@ def train_stage(
         RunFolder(tmp).write_manifest(manifest)
     run = RunFolder(final)
     try:
-        with _interruptible(run.path, config, resumable=True):
+        with _interruptible(run.path, config, resumable=True, resume_with=resume_with):
             result = _train(model, data, config, run / FILES["checkpoints"], False, log)
         _finish_train(run, result, model, config, start, log)
     except BaseException:
@@ -363,6 +448,25 @@ def train_stage(
                     parent.rmdir()  # only if still empty
         raise
     return run
+
+
+def check_unfinished_output(output, force: bool) -> None:
+    """A new run's output folder ``output`` that is a run folder with an unfinished training is
+    refused naming the command that continues it (``--force`` replaces it once the new run is
+    trained, so its checkpoint is kept until then)."""
+    if force or not os.path.isdir(os.fspath(output)):
+        return
+    try:
+        run = RunFolder.open(output)
+    except RunFolderError:
+        return  # check_output says what is wrong with it
+    unfinished = run.unfinished_training()
+    if unfinished is not None:
+        raise RunFolderError(
+            f"run folder {str(run)!r} already exists and holds an unfinished training (stopped after epoch "
+            f"{unfinished['epoch']} of {unfinished['epochs']}); continue it with `{unfinished['resume']}`, or pass --force "
+            "to replace it once a new training has finished"
+        )
 
 
 def _writes_run(config) -> bool:
@@ -523,9 +627,18 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     graph = load_graph(run, config)
     project = open_project(run, config, graph)
     data = load_data(config, run / FILES["config"])
+    began = []
+
+    def building() -> None:  # said before g++'s seconds, also in a log (only when it runs: a cached build is quick)
+        began.append(time.perf_counter())
+        log("compiling the C-simulation (g++) ...")
+
     with progress.working("compiling the C-simulation (g++), unless a build of the same content is cached"):
-        project.compile()
-    log("compiled the C-simulation (g++)" if project.built else "using the cached C-simulation build")
+        project.compile(on_build=building)
+    if project.built:
+        log(f"compiled the C-simulation in {time.perf_counter() - began[0]:.0f} s")
+    else:
+        log("using the cached C-simulation build")
     log(f"running the C-simulation on {len(data.x_test)} test samples")
     with progress.working(f"C-simulation of {len(data.x_test)} samples"):
         out = project.predict(data.x_test.astype(np.float64), processes=processes)

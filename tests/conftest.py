@@ -4,7 +4,10 @@ parameters).
 
 Tiers (markers registered in pyproject.toml): ``csim`` compiles C++ (an hls4ml C-simulation or the
 ap_fixed harness), ``train`` trains a model, ``slow`` takes long; the rest is the fast tier,
-``pytest -m "not csim and not train and not slow"``.
+``pytest -m "not csim and not train and not slow"``. The quick tier, ``pytest -m quick``, is
+chosen here (:func:`pytest_collection_modifyitems`): every test function of the fast tier once
+(its first parametrization), the tests marked ``quick`` by hand, and in a module with neither
+its first test, so that every module is touched.
 """
 
 import os
@@ -100,9 +103,37 @@ def compiled(request, tmp_path_factory):
     return request.param, graph, project
 
 
+def pytest_configure(config):
+    """TensorFlow's C++ start-up lines (CUDA drivers, oneDNN) ignore TF_CPP_MIN_LOG_LEVEL: it is
+    imported once here with stderr muted, so that they never reach the test output."""
+    from edgebnn import _QuietStderr
+
+    with _QuietStderr():
+        import tensorflow  # noqa: F401
+
+
+HEAVY = ("csim", "train", "slow")
+
+
 def pytest_collection_modifyitems(items):
     """A test that takes ``compiled`` (this fixture or a module's own of that name) needs a
-    compiled C-simulation: it is in the csim tier without marking each one."""
+    compiled C-simulation: it is in the csim tier without marking each one. Then the quick tier
+    is chosen (see the module docstring)."""
     for item in items:
         if "compiled" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.csim)
+    modules: dict = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for module_items in modules.values():
+        chosen, functions = [], set()
+        for item in module_items:
+            if item.get_closest_marker("quick"):
+                chosen.append(item)
+            elif not any(item.get_closest_marker(m) for m in HEAVY):
+                function = (item.cls.__name__ if item.cls else "", getattr(item, "originalname", item.name))
+                if function not in functions:
+                    functions.add(function)
+                    chosen.append(item)
+        for item in chosen or module_items[:1]:
+            item.add_marker(pytest.mark.quick)

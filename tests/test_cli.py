@@ -328,3 +328,59 @@ def test_estimate_of_a_run_folder_on_another_board_needs_no_tensorflow(tmp_path)
     binary_mlp().save(run / "graph.npz")
     got = _modules_after(f"from edgebnn import cli\nresult = cli.main(['estimate', {str(run)!r}, '--board', 'zcu104'])")
     assert got == {"result": 0, "imported": []}
+
+
+def test_estimate_refuses_a_reuse_factor_hls4ml_would_build_as_another(tmp_path, capsys):
+    """Figures labelled 'reuse factor 3' must be for 3: under Resource, hls4ml snaps 3 to a valid one."""
+    from graphs import binary_mlp
+
+    binary_mlp().save(tmp_path / "graph.npz")  # 16 -> 12 -> 8 -> 4: 3 is valid for no layer
+    graph = str(tmp_path / "graph.npz")
+    assert cli.main(["estimate", graph, "--strategy", "Resource", "--reuse-factor", "3"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "reuse factor 3 of node" in err and "use one of 1, 2, 4" in err, err
+    assert cli.main(["estimate", graph, "--strategy", "Resource", "--reuse-factor", "4"]) == 0
+    assert "Resource, reuse factor 4," in capsys.readouterr().out
+    assert cli.main(["estimate", graph, "--strategy", "Latency", "--reuse-factor", "3"]) == 0  # Latency builds any
+
+
+@pytest.mark.parametrize(
+    "command, own",
+    [("run", {1, 3}), ("verify", {1}), ("freeze", set()), ("estimate", set()), ("boards", set()), ("train", set())],
+)
+def test_each_commands_help_lists_the_exit_codes_it_can_return(command, own, capsys):
+    from edgebnn.errors import EXIT_CODES
+
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([command, "--help"])
+    text = capsys.readouterr().out
+    listed = {int(line.split()[0]) for line in text.split("exit codes:\n", 1)[1].splitlines() if line.strip()}
+    assert listed == {0, 2, 4, 130, 141, 143} | own
+    assert ("training keeps its last checkpoint" in text) == (command in ("run", "train"))
+    assert ("for run:" in text) == (command == "run")
+    verbose = text.split("--verbose", 1)[1].split("\n  -", 1)[0]
+    assert ("epoch" in verbose) == (command in ("run", "train")) and ("board" in verbose) == (command == "estimate")
+    assert len(EXIT_CODES) == 8
+
+
+def test_names_a_user_types_get_a_did_you_mean(tmp_path):
+    """Boards, layers, layer arguments and quantizers, as config keys do; Keras internals unlisted."""
+    from edgebnn.boards import load_board
+    from edgebnn.config import ConfigError, load_config
+    from edgebnn.errors import EdgebnnError
+
+    with pytest.raises(EdgebnnError, match=r"unknown board 'pynq-z3' \(did you mean 'pynq-z2'\?\)"):
+        load_board("pynq-z3")
+    cases = {
+        "QuantDens: {units: 4}": r"unknown layer 'QuantDens' \(did you mean 'QuantDense'\?\)",
+        "QuantDense: {unit: 4}": r"unknown key 'unit' \(did you mean 'units'\?\); known keys: ",
+        "QuantActivation: {quantizer: ste_sgn}": r"unknown quantizer 'ste_sgn' \(did you mean 'ste_sign'\?\)",
+        "QuantActivation: {quantizer: 'quantized_bit(4, 0)'}": r"\(did you mean 'quantized_bits'\?\)",
+    }
+    for layer, expected in cases.items():
+        path = tmp_path / "c.yaml"
+        path.write_text(f"data: {{dataset: digits}}\nmodel:\n  - {layer}\n")
+        with pytest.raises(ConfigError, match=expected) as info:
+            load_config(path)
+        for internal in ("lora_alpha", "lora_rank", "dtype", "autocast", "quantization_config"):
+            assert internal not in str(info.value)

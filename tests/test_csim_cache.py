@@ -172,6 +172,7 @@ def test_a_corrupt_library_is_never_loaded(mlp, cache):
     assert np.array_equal(third.predict(x), y)
 
 
+@pytest.mark.quick  # no compile
 def test_partial_shared_entries_are_ignored(tmp_path):
     lib = tmp_path / "lib.so"
     (tmp_path / "k.so").write_bytes(b"library")
@@ -191,11 +192,13 @@ def test_an_unusable_cache_folder_is_one_sentence(mlp, tmp_path, monkeypatch):
         project.compile()
 
 
+@pytest.mark.quick  # no compile
 def test_the_session_shares_a_cache():
     """conftest points every other test module at one shared cache."""
     assert os.environ.get(csim_cache.CACHE_ENV)
 
 
+@pytest.mark.quick  # no compile
 def test_the_build_flags_are_the_exporters():
     assert exporter.CSIM_CFLAGS is csim_cache.CSIM_CFLAGS
 

@@ -763,11 +763,11 @@ def test_sigterm_during_training_keeps_the_last_checkpoint(tmp_path):
     (line,) = err.splitlines()
     m = re.fullmatch(
         r"edgebnn: terminated \(SIGTERM\) after epoch (\d+) of 200; the last checkpoint is kept: "
-        r"resume with `edgebnn train (.+) --resume`",
+        r"resume with `edgebnn run (.+) -o (.+) --resume`",  # the whole run's command, as it was started
         line,
     )
     assert m, line
-    assert m.group(2) == str(tmp_path / "out")
+    assert m.group(2) == str(cfg) and m.group(3) == str(tmp_path / "out")
     assert json.loads(state.read_text())["epoch"] == int(m.group(1))
     assert listing(tmp_path) == ["c.yaml", "out"]
     left = [p.name for p in (tmp_path / "out").rglob("*") if ".partial-" in p.name or ".tmp-" in p.name]

@@ -38,3 +38,19 @@ def test_ci_runs_the_test_command_of_the_readme():
     assert install in ci
     assert ci[-1] == f".venv/bin/python -m pytest {run}"
     assert "pytest-xdist" in (ROOT / "pyproject.toml").read_text() or "-n " not in run
+
+
+def test_the_example_configurations_ship_inside_the_package():
+    """`edgebnn init --example NAME` works after a non-editable `pip install .`: every example
+    configuration is package data of edgebnn._examples, which the command reads."""
+    from edgebnn.config import starter_config
+    from edgebnn.resources import examples_dir
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert tool["package-dir"]["edgebnn._examples"] == "examples" and "edgebnn._examples" in tool["packages"]
+    examples = ROOT / "examples"
+    shipped = {p for pattern in tool["package-data"]["edgebnn._examples"] for p in examples.glob(pattern)}
+    assert shipped == set(examples.rglob("*.yaml")) and len(shipped) >= 12
+    assert examples_dir().resolve() == examples.resolve()
+    for path in sorted(shipped):
+        assert starter_config(path.stem).startswith(f"# edgebnn run configuration, from examples/{path.relative_to(examples)}")

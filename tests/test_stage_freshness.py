@@ -256,3 +256,29 @@ def test_a_section_made_by_another_edgebnn_version_says_so(done, tmp_path, capsy
     assert cli.main(["freeze", str(copy)]) == EXIT_USER_ERROR
     line = one_line_error(capsys)
     assert "the configuration's 'train' section (as edgebnn" in line and "edgebnn 0.0.1 made it)" in line, line
+
+
+@pytest.mark.train
+@pytest.mark.csim
+def test_csim_says_it_compiles_before_the_build_once(done, tmp_path, monkeypatch):
+    """Off a terminal (a log, CI) the compile line comes before g++'s seconds, not after them,
+    and no line is printed twice."""
+    from edgebnn import stages
+
+    copy = copy_of(done, tmp_path)
+    edit_config(copy, "export", "reuse_factor", 4)  # a new project: nothing cached has its content
+    assert run_cli(["export", str(copy)])[0] == EXIT_OK
+    monkeypatch.setenv("EDGEBNN_CSIM_CACHE", str(tmp_path / "empty-cache"))
+    lines = []
+
+    def log(msg):
+        built = sorted(p.name for p in (copy / "hls_project" / "firmware").glob("*.so"))
+        lines.append((msg, built))
+
+    stages.csim_stage(copy, log=log)
+    said = [msg for msg, _ in lines]
+    assert len(said) == len(set(said)), said
+    compiling = said.index("compiling the C-simulation (g++) ...")
+    assert lines[compiling][1] == []  # said while g++ had not yet written the library
+    assert said[compiling + 1].startswith("compiled the C-simulation in "), said
+    assert "using the cached C-simulation build" not in said

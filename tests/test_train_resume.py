@@ -178,6 +178,7 @@ def test_learning_rate_per_epoch(digits, schedule, options, expected):
     assert np.isclose(float(lr), expected[-1], rtol=1e-5, atol=1e-8) or float(lr) < expected[-1]
 
 
+@pytest.mark.quick  # no training
 def test_cosine_warmup_endpoints():
     from edgebnn.train import EpochSchedule
 

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class HLSProject:
     def __repr__(self) -> str:
         return f"HLSProject({self.path!r}, graph={self.graph.name!r})"
 
-    def compile(self) -> HLSProject:
+    def compile(self, on_build: Callable[[], None] | None = None) -> HLSProject:
         """Build the C-simulation library with g++ (hls4ml's ``build_lib.sh``) and load it.
 
         The project on disk is compiled as exported, in its folder ``path`` (never where it was
@@ -69,6 +70,8 @@ class HLSProject:
         g++ runs only when no library of the same content exists: a library this folder already
         holds, recorded with its content key, is loaded again, and with ``EDGEBNN_CSIM_CACHE``
         set one built for an identical project elsewhere is copied in (:mod:`.csim_cache`).
+        ``on_build`` is called just before g++ starts (not at all when a build is reused), so a
+        log can say what the next seconds are for.
         """
         check_compiler()
         if not os.path.isdir(self.path):
@@ -104,6 +107,8 @@ class HLSProject:
         if sha is not None:
             _load_library(self.model, lib)
         else:
+            if on_build is not None:
+                on_build()
             out = io.StringIO()
             try:
                 with contextlib.redirect_stdout(out):
