@@ -86,6 +86,41 @@ def test_load_model_needs_no_earlier_import_of_the_layers(tmp_path):
     assert out.stdout.strip().splitlines()[-1] == f"QuantDense {model.layers[0].kernel_quantizer}"
 
 
+@pytest.mark.parametrize("imports", ["import edgebnn\nimport keras", "import keras\nimport edgebnn"])
+def test_keras_load_model_after_import_edgebnn(tmp_path, imports):
+    """A Keras user's habit: ``import edgebnn`` (before or after Keras) and then Keras's own
+    ``keras.models.load_model`` (safe mode, no custom_objects) loads an edgebnn model, as larq's
+    layers load after ``import larq``; ``import edgebnn`` alone still imports no Keras."""
+    import subprocess
+    import sys
+
+    model = small_bnn()
+    x = np.random.default_rng(0).normal(size=(20, 12)).astype("float32")
+    model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "want.npy", model.predict(x, verbose=0))
+    np.save(tmp_path / "x.npy", x)
+    code = (
+        "import sys\nimport numpy as np\n"
+        f"{imports}\n"
+        "first = sys.argv[1].splitlines()[0]\n"
+        "assert first != 'import edgebnn' or 'edgebnn.layers' in sys.modules\n"
+        f"m = keras.models.load_model({str(tmp_path / 'm.keras')!r})\n"
+        f"got = m.predict(np.load({str(tmp_path / 'x.npy')!r}), verbose=0)\n"
+        f"same = np.array_equal(got, np.load({str(tmp_path / 'want.npy')!r}))\n"
+        "print(type(m.layers[0]).__name__, same)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, imports], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "QuantDense True"
+    light = subprocess.run(
+        [sys.executable, "-c", "import sys, edgebnn\nprint('keras' in sys.modules, 'tensorflow' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert light.stdout.strip() == "False False", light.stderr[-2000:]
+
+
 def test_larqs_constraint_names_work_in_python():
     """``kernel_constraint="weight_clip"`` (and ``"weight_clip(0.5)"``, on any ``*_constraint``)
     is edgebnn's WeightClip, saved and loaded; Keras's own names stay Keras's; a bad one is one sentence."""
