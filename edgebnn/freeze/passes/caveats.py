@@ -104,22 +104,23 @@ def _normalization(i, op, src) -> bool:
 
 
 def _xla_fma(step: Step, freezing) -> dict | None:
-    """Under XLA a BatchNormalization's product and offset become one fused multiply-add inside
-    the model (not in a replay of the normalization alone): where that moves a value across a
-    quantization step (an accumulator value exactly on the mean), Keras's own output depends on
-    how XLA compiles the model."""
+    """Under XLA a BatchNormalization's product and offset become one fused multiply-add, while
+    eager ``model(x)`` rounds the product and then sums (and inside the model XLA may fuse it
+    where a replay of the normalization alone does not): where that moves a value across a
+    quantization step, Keras's two paths give different outputs. The thresholds follow the
+    model under XLA (``model.predict``), which ``verify`` compares against."""
     return _first(
         step,
         freezing,
         "xla_fma",
         _normalization,
-        replay.fma_flips,
+        replay.xla_flips,
         lambda op, n, src: (
             f"layer {op.label!r} (BatchNormalization) under XLA (jit_compile=True) computes x * inv + (beta - mean * "
-            f"inv) as one fused multiply-add inside the model, and {n} accumulator value(s) of {src.name!r} (on the "
-            "moving mean) lie where that and the rounded product then sum give different quantized outputs, so Keras's "
-            "own output depends on how XLA compiles the model; the deployed model follows the normalization without "
-            "XLA. Compile with jit_compile=False for a model Keras computes one way"
+            f"inv) as one fused multiply-add, eager Keras (model(x)) as a rounded product and sum, and {n} accumulator "
+            f"value(s) of {src.name!r} get different quantized outputs the two ways, so Keras's own output depends on "
+            "the path; the deployed model follows model.predict under XLA, which verify compares against, and eager "
+            "model(x) differs there. Compile with jit_compile=False for a model Keras computes one way"
         ),
     )
 
