@@ -26,9 +26,10 @@ For the module of a verb use ``importlib.import_module("edgebnn.estimate")``, or
 from it: ``from edgebnn.estimate import fit``.
 
 The layers, quantizers, constraints and optimizers register themselves with Keras when their
-modules are imported (``from edgebnn.layers import QuantDense`` does). When Keras is already
-imported, ``import edgebnn`` imports the layers, quantizers and constraints itself, so that after
-``import keras, edgebnn`` saved models load without ``custom_objects``.
+modules are imported (``from edgebnn.layers import QuantDense`` does). ``import edgebnn`` imports
+the layers, quantizers, constraints and optimizers itself when Keras is imported (at once if it
+is already, else right after Keras's own import), so that saved models load with
+``keras.models.load_model`` and no ``custom_objects``, in either order of the imports.
 """
 
 from __future__ import annotations
@@ -127,5 +128,36 @@ class _Package(_types.ModuleType):
 
 _sys.modules[__name__].__class__ = _Package
 
+
+def _register_with_keras() -> None:
+    from . import constraints, layers, optimizers, quantizers  # noqa: F401 - they register themselves with Keras
+
+
+class _WhenKerasLoads:
+    """Registers edgebnn's objects with Keras once Keras is imported, so that ``import edgebnn``
+    then ``keras.models.load_model(...)`` loads a saved model as larq's layers load after
+    ``import larq``, while ``import edgebnn`` itself imports no Keras: a finder asked for
+    ``keras`` once, which lets the other finders find it and runs the registration after the
+    module's own code."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "keras":
+            return None
+        _sys.meta_path.remove(self)
+        spec = _importlib_util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is not None and hasattr(loader, "exec_module"):
+            run = loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                _register_with_keras()
+
+            loader.exec_module = exec_module  # this spec's loader only
+        return spec
+
+
 if _sys.modules.get("keras") is not None:  # Keras is loaded already: register edgebnn's objects with it
-    from . import constraints, layers, quantizers  # noqa: F401
+    _register_with_keras()
+else:
+    _sys.meta_path.insert(0, _WhenKerasLoads())

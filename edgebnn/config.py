@@ -333,8 +333,8 @@ def check_config(raw: Any, where: str = "config", layers: bool = True) -> dict[s
     except ValidationError as err:
         raise ConfigError(f"{where}: {_refusal(err, raw)}") from None
     _check_combinations(config, where)
-    for i, spec in enumerate(config["model"] if layers else ()):
-        _check_layer(spec, f"{where}: model[{i}]")
+    for i, spec in enumerate(config["model"]):
+        (_check_layer if layers else _check_shape)(spec, f"{where}: model[{i}]")
     check_export(config["export"], where, layer_names(config["model"]))
     return config
 
@@ -538,17 +538,35 @@ _KERAS_DENSE_KWARGS = {
 _KERAS_INTERNALS = {"args", "autocast", "dtype", "lora_alpha", "lora_rank", "quantization_config", "rank", "synchronized"}
 
 
-def _check_layer(spec, where: str) -> None:
+def _check_shape(spec, where: str) -> None:
+    """A model list's entry has the shape of one: a mapping of one layer name to its arguments
+    (a mapping, or nothing), or ``Residual`` to a list of such entries. Checked also where the
+    layers' names and arguments are not (``load_config(layers=False)``), since every reader of
+    the model list takes each entry apart."""
+    if isinstance(spec, str):
+        raise ConfigError(
+            f"{where} is the bare name {spec!r}; write it as a mapping of the layer to its arguments, e.g. '- {spec}: {{}}'"
+        )
     if not (isinstance(spec, dict) and len(spec) == 1):
-        raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}")
+        raise ConfigError(f"{where} must be one mapping like {{QuantDense: {{units: 128}}}}, got {_show(spec)}")
     ((cls_name, kwargs),) = spec.items()
-    classes = _layer_classes()
     if cls_name == RESIDUAL:
         if not (isinstance(kwargs, list) and kwargs):
             raise ConfigError(f"{where}.{RESIDUAL} must be a list of layers, whose output is added to the block's input")
         for j, inner in enumerate(kwargs):
             if isinstance(inner, dict) and RESIDUAL in inner:
                 raise ConfigError(f"{where}.{RESIDUAL}[{j}]: a Residual block cannot hold another; list its layers")
+            _check_shape(inner, f"{where}.{RESIDUAL}[{j}]")
+    elif not (kwargs is None or isinstance(kwargs, dict)):
+        raise ConfigError(f"{where}.{cls_name} must map argument names to values, got {_show(kwargs)}")
+
+
+def _check_layer(spec, where: str) -> None:
+    _check_shape(spec, where)
+    ((cls_name, kwargs),) = spec.items()
+    classes = _layer_classes()
+    if cls_name == RESIDUAL:
+        for j, inner in enumerate(kwargs):
             _check_layer(inner, f"{where}.{RESIDUAL}[{j}]")
         return
     if cls_name not in classes:
@@ -556,10 +574,7 @@ def _check_layer(spec, where: str) -> None:
             f"{where}: unknown layer {cls_name!r}{did_you_mean(cls_name, [*classes, RESIDUAL])}; "
             f"available: {', '.join([*classes, RESIDUAL])}"
         )
-    if kwargs is None:
-        kwargs = {}
-    if not isinstance(kwargs, dict):
-        raise ConfigError(f"{where}.{cls_name} must map argument names to values")
+    kwargs = kwargs or {}
     allowed = set(_LAYER_BASE_KWARGS)
     for klass in classes[cls_name].__mro__:
         if "__init__" in vars(klass):

@@ -137,9 +137,31 @@ def _one_value(scale) -> bool:
     return math.prod(tuple(getattr(scale, "shape", ()))) == 1  # kernel shapes are static
 
 
+def add_bias(x, bias, training=None):
+    """``x + bias`` (the bias broadcast on the last axis, channels_last) rounded once to ``x``'s
+    float type in every way Keras runs the layer at inference, with the gradient of a plain add.
+
+    XLA on the CPU fuses a matrix-vector product (``predict`` at batch size 1, a 1x1
+    convolution on one pixel) with the add after it and starts the dot's accumulator at the
+    bias, so each partial sum is rounded: the layer's output would depend on the batch size,
+    and a float bias would no longer be added to the exact integer sum that freeze deploys. So
+    at inference the value is the add done in float64 between two casts, which no fusion takes
+    apart (float64 has more than twice float32's precision, so the float64 sum rounded to
+    float32 is the float32 add bit for bit). The gradient still flows through the plain add
+    (``plain - stop_gradient(plain)`` is exactly 0), whose reduction over the batch TensorFlow
+    and XLA order as before. In training, whose forward is not deployed, the plain add alone
+    (the detour would cost a training step up to a quarter more without XLA)."""
+    plain = ops.add(x, bias)
+    if training:
+        return plain
+    wide = ops.broadcast_to(ops.cast(bias, x.dtype), ops.shape(x))
+    once = ops.cast(ops.add(ops.cast(x, "float64"), ops.cast(wide, "float64")), x.dtype)
+    return ops.stop_gradient(once) + (plain - ops.stop_gradient(plain))
+
+
 def _bias_and_activation(layer, x, training=None):
     if layer.use_bias:
-        x = ops.add(x, layer.quantized_bias(training))  # channels_last: the bias broadcasts on the last axis
+        x = add_bias(x, layer.quantized_bias(training), training)
     if layer.activation is not None:
         x = layer.activation(x)
     return x
@@ -828,7 +850,7 @@ class _FoldedBatchnorm:
             y = self._accumulate(inputs, training)
             if correction is not None:
                 y = y * correction
-            y = y + self.quantized_bias(training)
+            y = add_bias(y, self.quantized_bias(training), training)
         finally:
             self._fold = None
         if self.activation is not None:

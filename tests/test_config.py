@@ -508,3 +508,48 @@ def test_a_quantizer_cut_at_its_commas_by_flow_style_says_to_quote_it(tmp_path, 
     path.write_text(f"model:\n  - {layer.replace('quantized_bits(5, 3)', repr('quantized_bits(5, 3)'))}\n")
     if "'3)'" not in layer and "keep_negative" not in layer:
         load_config(path)  # quoted, it loads
+
+
+_MODEL = "model:\n  - QuantDense: {units: 3}\n"
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("model:\n  - QuantDense\n", "model[0] is the bare name 'QuantDense'; write it as a mapping"),
+        ("model:\n  - 3\n", "model[0] must be one mapping like {QuantDense: {units: 128}}, got 3"),
+        ("model:\n  - {QuantDense: {}, Dense: {}}\n", "model[0] must be one mapping like"),
+        ("model:\n  - QuantDense: [1, 2]\n", "model[0].QuantDense must map argument names to values, got [1, 2]"),
+        ("model:\n  - QuantDense: 4\n", "model[0].QuantDense must map argument names to values, got 4"),
+        ("model:\n  - Residual: [QuantDense]\n", "model[0].Residual[0] is the bare name 'QuantDense'"),
+        ("model:\n  - Residual: {QuantDense: {}}\n", "model[0].Residual must be a list of layers"),
+        ("model:\n  QuantDense: {units: 3}\n", "key 'model' must be a list, got dict"),
+        ("model: 3\n", "key 'model' must be a list, got int 3"),
+        (_MODEL + "train: 3\n", "key 'train' must be a mapping, got int 3"),
+        (_MODEL + "train: [1, 2]\n", "key 'train' must be a mapping, got list"),
+        (_MODEL + "data: [a, b]\n", "key 'data' must be a mapping, got list"),
+        (_MODEL + "export: 5\n", "key 'export' must be a mapping, got int 5"),
+        ("- a\n", "the top level must be a mapping"),
+    ],
+)
+@pytest.mark.parametrize("layers", [True, False])
+def test_a_model_entry_or_section_of_the_wrong_shape_is_refused_in_one_line(tmp_path, text, says, layers):
+    """A bare layer name, a list where a mapping is expected, a number for a section: one line
+    naming the entry, also where the layers themselves are not checked (layers=False, as the
+    command line reads a run's configuration without Keras)."""
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text), layers=layers)
+    assert says in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_bare_layer_name_is_a_user_error_of_the_command_line(tmp_path, capsys):
+    from edgebnn import cli
+    from edgebnn.errors import EXIT_USER_ERROR
+
+    config = write(tmp_path, "model:\n  - QuantDense\n")
+    out = tmp_path / "runs" / "a"
+    assert cli.main(["run", str(config), "-o", str(out)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model[0] is the bare name 'QuantDense'" in err[0], err
+    assert not out.exists() and not (tmp_path / "runs").exists()

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from edgebnn import emulate
+from edgebnn import emulate, load_model
 from edgebnn.fixed import FixedType
 from edgebnn.freeze import FreezeError, FreezeWarning, freeze
 from edgebnn.graph import Graph, cast_node, conv2d_node, input_node
@@ -230,8 +230,11 @@ def test_piecewise_linear_activation_after_the_matmul_records_nothing():
     assert graph.meta["keras_caveats"] == []
 
 
-def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
-    """D6: XLA at batch size 1 folds a float bias into the dot product."""
+def test_float_bias_under_xla_is_one_number(xla_allowed, tmp_path):
+    """D6: XLA at batch size 1 folded a float bias into the dot product, so predict differed
+    from the exact sum plus the bias that the graph deploys; the layers now add it to the exact
+    sum in every path: no caveat, and eager Keras, predict at every batch size and the model
+    loaded back all equal the emulator."""
     rng = np.random.default_rng(0)
     model = keras.Sequential(
         [
@@ -245,11 +248,19 @@ def test_float_bias_under_xla_is_recorded_and_warned(xla_allowed):
     )
     model.compile(jit_compile=True)
     assert model.jit_compile
-    with pytest.warns(FreezeWarning, match="'d' adds a float bias under XLA"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FreezeWarning)
         graph = freeze(model)
-    assert [c["kind"] for c in graph.meta["keras_caveats"]] == ["xla_bias"]
-    model.compile(jit_compile=False)
-    assert freeze(model).meta["keras_caveats"] == []
+    assert graph.meta["keras_caveats"] == []
+    x = np.round(rng.normal(size=(500, 40)) * 8).astype("float32")
+    emu = emulate(graph, x)
+    model.save(tmp_path / "m.keras")
+    loaded = load_model(tmp_path / "m.keras")
+    assert loaded.jit_compile
+    for keras_model in (model, loaded):
+        assert np.array_equal(np.asarray(keras_model(x), dtype=np.float64), emu)
+        for batch in (1, 7, 32, 500):
+            assert np.array_equal(np.asarray(keras_model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu)
 
 
 @pytest.mark.parametrize(

@@ -175,3 +175,33 @@ def test_on_grid_rounds_without_overflow():
     t = FixedType.from_string("ufixed<2,2,RND,SAT>")  # codes 0..3
     assert np.array_equal(on_grid(np.array([-0.7, 5.0, 2.5, 1.2]), t), [-1.0, 5.0, 3.0, 1.0])
     assert np.array_equal(t.quantize(np.array([-0.7, 5.0, 2.5, 1.2])), [0.0, 3.0, 3.0, 1.0])
+
+
+# ------------------------------------------------------------ bounds derived again at load
+@pytest.mark.parametrize("name", sorted(OP_GRAPHS))
+def test_every_ops_bounds_are_derived_again_at_load(tmp_path, name):
+    """Each op's rebuild gives the bounds its builder gave: graphs over every op load back."""
+    graph = OP_GRAPHS[name]()
+    graph.save(tmp_path / "g.npz")
+    loaded = Graph.load(tmp_path / "g.npz")
+    assert [n.op for n in loaded.nodes] == [n.op for n in graph.nodes]
+    assert {n.op for g in OP_GRAPHS.values() for n in g().nodes} == set(OPS)
+    assert all(REGISTRY[op].rebuild is not None for op in OPS)
+
+
+@pytest.mark.parametrize("key, edit", [("hi", lambda b: b - 1.0), ("lo", lambda b: b + 0.5), ("hi", lambda b: b[:-1])])
+def test_a_graph_file_with_edited_bounds_is_refused_naming_the_node(tmp_path, key, edit):
+    """A graph written with bounds that its weights do not give (edited by hand or by another
+    tool, its checksum written again) is refused at load in one line naming the node, before
+    the emulator's fast paths could rely on them; nothing is written."""
+    graph = every_op_graph()
+    node = next(n for n in graph.nodes if n.op == "dense")
+    node.params[key] = edit(np.asarray(node.params[key], dtype=np.float64))
+    graph.save(tmp_path / "g.npz")  # save checks the structure and the type, not the derivation
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(GraphError) as err:
+        Graph.load(tmp_path / "g.npz")
+    message = str(err.value)
+    assert f"node {node.name!r} (dense): stored bounds params[{key!r}]" in message, message
+    assert "differ from those its weights and inputs give" in message and "\n" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -177,6 +177,20 @@ def fma_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: 
     return int(_flipped(step, i, vector, fused, out_codes, out_type, jit, rank).sum())
 
 
+def xla_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs, as the model computes them under XLA
+    (``values`` -> ``out_codes``, replayed with ``jit``), change on another path Keras takes:
+    the BatchNormalization of float op ``i`` fused into one multiply-add inside the model
+    (:func:`fma_flips`), or the whole step without XLA, as eager ``model(x)`` computes it (a
+    rounded product and sum, TensorFlow's own kernels)."""
+    x, vector = _bn_replay(step, i, values, jit, rank)
+    fused, _ = _bn_forms(step.float_ops[i].layer, x)
+    flips = _flipped(step, i, vector, fused, out_codes, out_type, jit, rank)
+    if jit:
+        flips |= out_type.codes(evaluate(step, values, False, rank)) != out_codes
+    return int(flips.sum())
+
+
 # batch sizes at which :func:`batch_flips` runs a normalization in the model's own sample shape:
 # with them every element of a sample falls in the last, partial vector of some batch's tensor
 # (16 float32 lanes on AVX-512, 8 on AVX)

@@ -80,6 +80,30 @@ class Graph(Nodes):
                     f"graph node {node.name!r} ({node.op}) is read by no node; a graph has one output, its last node"
                 )
 
+    def check_bounds(self) -> None:
+        """Raise :class:`GraphError` (one line naming the node) unless every node's stored
+        bounds are those its op's builder derives from the node's weights and the bounds of its
+        inputs (``OpSpec.rebuild``). The emulator's fast paths and the exported types rely on
+        them, so a file whose bounds were edited by hand or by another tool is refused rather
+        than emulated wrong; the derivation is cheap next to an emulation."""
+        for node in self.nodes:
+            rebuild = REGISTRY[node.op].rebuild
+            if rebuild is None:
+                continue
+            try:
+                derived = rebuild(node, self.sources(node), self)
+            except (KeyError, TypeError, ValueError, IndexError) as err:
+                detail = " ".join(f"{type(err).__name__}: {err}".split())
+                raise GraphError(f"node {node.name!r} ({node.op}): its bounds cannot be derived ({detail})") from None
+            for key in BOUNDS:
+                stored, want = np.asarray(node.params[key]), np.asarray(derived.params[key], dtype=np.float64)
+                if stored.shape != want.shape or not np.array_equal(stored.astype(np.float64), want):
+                    bad = _first_difference(stored, want)
+                    raise GraphError(
+                        f"node {node.name!r} ({node.op}): stored bounds params[{key!r}] {bad} differ from those its "
+                        "weights and inputs give"
+                    )
+
     # -------------------------------------------------------------- save/load
     def save(self, path: str | os.PathLike) -> None:
         """Write the graph to one ``.npz`` file, atomically."""
@@ -176,7 +200,9 @@ class Graph(Nodes):
                 )
             if arrays:
                 raise GraphError(f"holds arrays its header does not list ({', '.join(sorted(arrays))})")
-            return cls(header["name"], nodes, header.get("meta", {}))
+            graph = cls(header["name"], nodes, header.get("meta", {}))
+            graph.check_bounds()
+            return graph
         except GraphError as err:
             raise GraphError(f"{where}: {err}; {again}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
@@ -199,6 +225,14 @@ class Graph(Nodes):
 
 
 # --------------------------------------------------------------- save/load helpers
+def _first_difference(stored: np.ndarray, want: np.ndarray) -> str:
+    """Where two bound arrays first differ, for a one-line message."""
+    if stored.shape != want.shape:
+        return f"have shape {stored.shape}, not {want.shape}"
+    i = int(np.flatnonzero(stored.astype(np.float64).ravel() != want.ravel())[0])
+    return f"at channel {i} are {stored.ravel()[i]!r}, not {want.ravel()[i]!r},"
+
+
 def _graph_checksum(header: bytes, arrays: dict[str, np.ndarray]) -> str:
     """SHA-256 (hex) of a saved graph's contents: its header and every array's name, dtype,
     shape and bytes. ``arrays`` must not hold ``__header__`` or ``__checksum__``."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import keras
-from keras import ops
 
+from ...layers import add_bias
 from .. import forms
 from ..items import FloatOp, FreezeError, Layer, Quantize, Step, where
 from . import activation
@@ -28,11 +28,10 @@ def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -
     if forms.folds_scale(layer):  # the accumulator holds codes: its scales (then a quantized bias) are float ops
         yield forms.scale_op(layer)
         if layer.use_bias and layer.bias_quantizer is not None:
-            yield FloatOp(
-                f"{layer.name}.bias", lambda x, l=layer: ops.add(x, l.quantized_bias()), bias=True, layer=layer, per_channel=True
-            )
+            add = lambda x, l=layer: add_bias(x, l.quantized_bias())
+            yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
-        add = lambda x, l=layer: ops.add(x, float_bias(l))
+        add = lambda x, l=layer: add_bias(x, float_bias(l))
         yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
     if layer.activation is not None and layer.activation is not keras.activations.linear and not source.logits:
         yield activation.float_op(layer, f"{layer.name}.activation", layer.activation, layer.activation)
@@ -56,7 +55,7 @@ def _bias_in_accumulator(layer) -> bool:
 def add_quantized_bias(layer, x):
     """The accumulator includes a quantized bias (a float one is folded into the requant)."""
     if _bias_in_accumulator(layer):
-        x = ops.add(x, layer.quantized_bias())
+        x = add_bias(x, layer.quantized_bias())
     return x
 
 

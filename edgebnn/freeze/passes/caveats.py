@@ -1,11 +1,12 @@
 """Caveats of a threshold step where Keras's own result is not one number: an activation that
 TensorFlow computes differently at different tensor positions near a quantization step (the
 ``layout`` caveat), a transcendental activation that TensorFlow may fuse into the convolution or
-matmul before it near a quantization step (``fused``), a float bias that XLA folds into the dot
-product (``xla_bias``), a scale after integer codes that XLA may combine with the dot product or
-the float ops after it (``xla_scale``), a BatchNormalization that XLA computes as a fused
-multiply-add (``xla_fma``), and one that TensorFlow computes fused or rounded by the element's
-position in the tensor without XLA (``layout`` too)."""
+matmul before it near a quantization step (``fused``), a scale after integer codes that XLA may
+combine with the dot product or the float ops after it (``xla_scale``), a BatchNormalization that
+XLA computes as a fused multiply-add (``xla_fma``), and one that TensorFlow computes fused or
+rounded by the element's position in the tensor without XLA (``layout`` too). A float bias of
+edgebnn's layers has none: they add it to the exact sum in every path
+(:func:`edgebnn.layers.add_bias`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ WEIGHTED = ("dense", "conv2d", "depthwise_conv2d", "conv1d")
 
 def run(step: Step, freezing) -> None:
     """Append the caveats of a requant step to ``freezing.caveats``; of an affine step (a model
-    ending with real-valued outputs) the XLA ones of a float bias or scale, which move those
-    outputs by an ulp (fuzz seed 1438)."""
+    ending with real-valued outputs) the XLA one of a scale, which moves those outputs by an ulp."""
     if step.kind not in ("requant", "affine"):
         return
     if step.kind == "requant":  # the ones that replay the step's thresholds
@@ -29,7 +29,6 @@ def run(step: Step, freezing) -> None:
         found = [_layout(step, freezing) or _fused(step, freezing), normalization]
         freezing.caveats.extend(c for c in found if c)
     if freezing.jit:
-        freezing.caveats.extend(_xla_bias(step, op) for op in step.float_ops if op.bias)
         freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
 
 
@@ -105,22 +104,23 @@ def _normalization(i, op, src) -> bool:
 
 
 def _xla_fma(step: Step, freezing) -> dict | None:
-    """Under XLA a BatchNormalization's product and offset become one fused multiply-add inside
-    the model (not in a replay of the normalization alone): where that moves a value across a
-    quantization step (an accumulator value exactly on the mean), Keras's own output depends on
-    how XLA compiles the model."""
+    """Under XLA a BatchNormalization's product and offset become one fused multiply-add, while
+    eager ``model(x)`` rounds the product and then sums (and inside the model XLA may fuse it
+    where a replay of the normalization alone does not): where that moves a value across a
+    quantization step, Keras's two paths give different outputs. The thresholds follow the
+    model under XLA (``model.predict``), which ``verify`` compares against."""
     return _first(
         step,
         freezing,
         "xla_fma",
         _normalization,
-        replay.fma_flips,
+        replay.xla_flips,
         lambda op, n, src: (
             f"layer {op.label!r} (BatchNormalization) under XLA (jit_compile=True) computes x * inv + (beta - mean * "
-            f"inv) as one fused multiply-add inside the model, and {n} accumulator value(s) of {src.name!r} (on the "
-            "moving mean) lie where that and the rounded product then sum give different quantized outputs, so Keras's "
-            "own output depends on how XLA compiles the model; the deployed model follows the normalization without "
-            "XLA. Compile with jit_compile=False for a model Keras computes one way"
+            f"inv) as one fused multiply-add, eager Keras (model(x)) as a rounded product and sum, and {n} accumulator "
+            f"value(s) of {src.name!r} get different quantized outputs the two ways, so Keras's own output depends on "
+            "the path; the deployed model follows model.predict under XLA, which verify compares against, and eager "
+            "model(x) differs there. Compile with jit_compile=False for a model Keras computes one way"
         ),
     )
 
@@ -144,21 +144,6 @@ def _batch(step: Step, freezing) -> dict | None:
             "follows the vectorized result. A moving mean that no accumulator value equals avoids this"
         ),
     )
-
-
-def _xla_bias(step: Step, op) -> dict:
-    layer = op.label.rsplit(".", 1)[0]
-    return {
-        "node": step.name,
-        "layer": layer,
-        "kind": "xla_bias",
-        "reason": (
-            f"layer {layer!r} adds a float bias under XLA (jit_compile=True), which folds the bias into the dot "
-            "product at some batch sizes (e.g. 1), so Keras's own outputs depend on the batch size; the "
-            "deployed model adds the bias to the exact sum, as Keras does without XLA. For a layout-independent "
-            "Keras model give the layer a bias_quantizer or compile it with jit_compile=False"
-        ),
-    }
 
 
 def _xla_scale(step: Step, op) -> dict:

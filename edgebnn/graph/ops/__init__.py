@@ -20,7 +20,7 @@ from ..node import GraphError
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..node import Node
+    from ..node import Node, Nodes
 
 BOUNDS = {
     "lo": "per-channel lower bounds of the output values (interval analysis over the integer weights)",
@@ -40,6 +40,9 @@ class OpSpec:
     source nodes ``inputs`` and their code arrays ``codes``, in the order of ``node.inputs``
     (``variadic`` ops take ``n_inputs`` or more).
     ``describe(node)``, when given, is the extra text of :meth:`Graph.summary` (a leading space).
+    ``rebuild(node, inputs, nodes)`` is the node as the op's builder ``<op>_node`` makes it from
+    the node's weights, attrs and inputs (``nodes`` looks up any earlier node by name): the
+    bounds it derives are the ones a loaded graph's stored bounds must equal.
     """
 
     op: str
@@ -51,6 +54,7 @@ class OpSpec:
     optional_params: Mapping[str, str] = dataclasses.field(default_factory=dict)
     optional_attrs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     describe: Callable[[Node], str] | None = None
+    rebuild: Callable[[Node, list[Node], Nodes], Node] | None = None
     variadic: bool = False  # takes ``n_inputs`` or more inputs (a merge)
 
 

@@ -51,4 +51,9 @@ def add_node(name: str, srcs: list[Node], source: str = "") -> Node:
     return Node(name, "add", [s.name for s in srcs], srcs[0].shape, out, {"lo": lo, "hi": hi}, {}, source)
 
 
-SPEC = OpSpec(op="add", n_inputs=2, variadic=True, validate=validate, execute=execute)
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`add_node` builds it from its inputs (its bounds)."""
+    return add_node(node.name, inputs)
+
+
+SPEC = OpSpec(op="add", n_inputs=2, variadic=True, validate=validate, rebuild=rebuild, execute=execute)

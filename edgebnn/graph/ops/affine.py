@@ -57,10 +57,17 @@ def affine_node(name: str, src: Node, scale, scale_type: FixedType, offset, offs
     return Node(name, "affine", [src.name], src.shape, out_type, params, attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`affine_node` builds it from its scale, offset and input (its bounds)."""
+    p, t = node.params, node.fixed_attr
+    return affine_node(node.name, inputs[0], p["scale"], t("scale_type"), p["offset"], t("offset_type"))
+
+
 SPEC = OpSpec(
     op="affine",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     describe=describe,
     params={

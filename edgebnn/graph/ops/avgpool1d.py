@@ -36,10 +36,16 @@ def avgpool1d_node(name: str, src: Node, pool: int = 2, strides: int | None = No
     return from_2d(twin, "avgpool1d", {"pool": [int(pool)], "strides": [int(s)]})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`avgpool1d_node` builds it from its input (its bounds)."""
+    return avgpool1d_node(node.name, inputs[0], node.attrs["pool"][0], node.attrs["strides"][0])
+
+
 SPEC = OpSpec(
     op="avgpool1d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[p] window size, a power of two", "strides": "[s]"},
 )

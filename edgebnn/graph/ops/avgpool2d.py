@@ -66,10 +66,16 @@ def avgpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str 
     return Node(name, "avgpool2d", [src.name], shape, output_type(src, attrs["pool"]), params, attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`avgpool2d_node` builds it from its input (its bounds)."""
+    return avgpool2d_node(node.name, inputs[0], node.attrs["pool"], node.attrs["strides"])
+
+
 SPEC = OpSpec(
     op="avgpool2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[ph, pw] window size, ph * pw a power of two", "strides": "[sh, sw]"},
 )

@@ -47,10 +47,16 @@ def cast_node(name: str, src: Node, out_type: FixedType, relu: bool, source: str
     return Node(name, "cast", [src.name], src.shape, out_type, params, {"relu": bool(relu)}, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`cast_node` builds it from its type and input (its bounds)."""
+    return cast_node(node.name, inputs[0], node.type, bool(node.attrs["relu"]))
+
+
 SPEC = OpSpec(
     op="cast",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"relu": "true: y = type(relu(x)); false: y = type(x)"},
 )

@@ -43,4 +43,9 @@ def concatenate_node(name: str, srcs: list[Node], source: str = "") -> Node:
     return Node(name, "concatenate", [s.name for s in srcs], shape, out, {"lo": lo, "hi": hi}, {}, source)
 
 
-SPEC = OpSpec(op="concatenate", n_inputs=2, variadic=True, validate=validate, execute=execute)
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`concatenate_node` builds it from its inputs (its bounds)."""
+    return concatenate_node(node.name, inputs)
+
+
+SPEC = OpSpec(op="concatenate", n_inputs=2, variadic=True, validate=validate, rebuild=rebuild, execute=execute)

@@ -59,10 +59,18 @@ def conv1d_node(
     return from_2d(twin, "conv1d", attrs, {**twin.params, "weight": weight})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`conv1d_node` builds it from its weights, attrs and input (its bounds)."""
+    a, bias = node.attrs, (node.params.get("bias"), node.fixed_attr("bias_type"))
+    w, wt = node.params["weight"], node.fixed_attr("weight_type")
+    return conv1d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
+
+
 SPEC = OpSpec(
     op="conv1d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     params={"weight": "int codes (k, C, F) on attrs['weight_type']"},
     attrs={

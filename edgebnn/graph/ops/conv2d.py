@@ -75,10 +75,18 @@ def conv2d_node(
     return Node(name, "conv2d", [src.name], shape, flat.type, flat.params, flat.attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`conv2d_node` builds it from its weights, attrs and input (its bounds)."""
+    a, bias = node.attrs, (node.params.get("bias"), node.fixed_attr("bias_type"))
+    w, wt = node.params["weight"], node.fixed_attr("weight_type")
+    return conv2d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
+
+
 SPEC = OpSpec(
     op="conv2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     params={"weight": "int codes (kh, kw, C, F) on attrs['weight_type']"},
     attrs={

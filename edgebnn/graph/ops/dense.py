@@ -50,10 +50,20 @@ def dense_node(
     return Node(name, "dense", [src.name], src.shape[:-1] + (weight.shape[1],), acc_type, params, attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`dense_node` builds it from its weights and its input (its bounds)."""
+    return dense_node(node.name, inputs[0], node.params["weight"], node.fixed_attr("weight_type"), *_bias(node))
+
+
+def _bias(node: Node) -> tuple:
+    return (node.params["bias"], node.fixed_attr("bias_type")) if "bias" in node.params else (None, None)
+
+
 SPEC = OpSpec(
     op="dense",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     describe=describe,
     params={"weight": "int codes (n_in, n_out) on attrs['weight_type']"},

@@ -78,10 +78,18 @@ def depthwise_conv2d_node(
     return dataclasses.replace(conv, op="depthwise_conv2d", params={**conv.params, "weight": weight})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`depthwise_conv2d_node` builds it from its weights, attrs and input."""
+    a, bias = node.attrs, (node.params.get("bias"), node.fixed_attr("bias_type"))
+    w, wt = node.params["weight"], node.fixed_attr("weight_type")
+    return depthwise_conv2d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
+
+
 SPEC = OpSpec(
     op="depthwise_conv2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     describe=describe,
     params={"weight": "int codes (kh, kw, C, M) on attrs['weight_type'], M the depth multiplier"},

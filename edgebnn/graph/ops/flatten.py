@@ -28,4 +28,9 @@ def flatten_node(name: str, src: Node, source: str = "") -> Node:
     return Node(name, "flatten", [src.name], (int(np.prod(src.shape)),), src.type, params, {}, source)
 
 
-SPEC = OpSpec(op="flatten", n_inputs=1, validate=validate, execute=execute)
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`flatten_node` builds it from its input (its bounds)."""
+    return flatten_node(node.name, inputs[0])
+
+
+SPEC = OpSpec(op="flatten", n_inputs=1, validate=validate, rebuild=rebuild, execute=execute)

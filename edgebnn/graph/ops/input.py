@@ -29,4 +29,9 @@ def input_node(name: str, shape, type_: FixedType, source: str = "") -> Node:
     return Node(name, "input", [], tuple(shape), type_, {"lo": np.full(c, type_.min), "hi": np.full(c, type_.max)}, {}, source)
 
 
-SPEC = OpSpec(op="input", n_inputs=0, validate=validate, execute=execute)
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`input_node` builds it from the node's shape and type (its bounds)."""
+    return input_node(node.name, node.shape, node.type)
+
+
+SPEC = OpSpec(op="input", n_inputs=0, validate=validate, rebuild=rebuild, execute=execute)

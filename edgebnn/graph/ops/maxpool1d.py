@@ -31,10 +31,17 @@ def maxpool1d_node(name: str, src: Node, pool: int = 2, strides: int | None = No
     return from_2d(twin, "maxpool1d", {"pool": [int(pool)], "strides": [int(s)]})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`maxpool1d_node` builds it (after a pad, as :func:`maxpool2d.rebuild`)."""
+    built = maxpool1d_node(node.name, inputs[0], node.attrs["pool"][0], node.attrs["strides"][0])
+    return maxpool2d._within_padding(built, inputs[0], nodes)
+
+
 SPEC = OpSpec(
     op="maxpool1d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[p] window size", "strides": "[s]"},
 )

@@ -31,10 +31,29 @@ def maxpool2d_node(name: str, src: Node, pool=(2, 2), strides=None, source: str 
     return Node(name, "maxpool2d", [src.name], shape, src.type, {"lo": src.lo.copy(), "hi": src.hi.copy()}, attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`maxpool2d_node` builds it from its input, whose bounds it keeps; after
+    a pad whose code lies below every value of the tensor it pads (a "same" pool, as freeze
+    lowers it) a window's maximum is one of that tensor's values, so its bounds are those."""
+    built = maxpool2d_node(node.name, inputs[0], node.attrs["pool"], node.attrs["strides"])
+    return _within_padding(built, inputs[0], nodes)
+
+
+def _within_padding(built: Node, src: Node, nodes) -> Node:
+    if src.op not in ("pad2d", "zeropad1d"):
+        return built
+    real = nodes[src.inputs[0]]
+    pad = float(src.type.from_codes(np.array([src.attrs["pad_code"]]))[0])
+    if np.all(pad <= real.lo):
+        built.params.update(lo=real.lo.copy(), hi=real.hi.copy())
+    return built
+
+
 SPEC = OpSpec(
     op="maxpool2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[ph, pw] window size", "strides": "[sh, sw]"},
 )

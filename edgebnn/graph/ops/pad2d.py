@@ -47,10 +47,16 @@ def pad2d_node(name: str, src: Node, padding=((1, 1), (1, 1)), pad_code: int = 0
     )
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`pad2d_node` builds it from its input and pad code (its bounds)."""
+    return pad2d_node(node.name, inputs[0], node.attrs["padding"], node.attrs["pad_code"])
+
+
 SPEC = OpSpec(
     op="pad2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={
         "padding": "[[top, bottom], [left, right]] rows and columns added",

@@ -38,4 +38,9 @@ def reshape_node(name: str, src: Node, shape, source: str = "") -> Node:
     return Node(name, "reshape", [src.name], shape, src.type, {"lo": lo, "hi": hi}, {}, source)
 
 
-SPEC = OpSpec(op="reshape", n_inputs=1, validate=validate, execute=execute)
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`reshape_node` builds it from its input and shape (its bounds)."""
+    return reshape_node(node.name, inputs[0], node.shape)
+
+
+SPEC = OpSpec(op="reshape", n_inputs=1, validate=validate, rebuild=rebuild, execute=execute)

@@ -33,10 +33,16 @@ def sumpool1d_node(name: str, src: Node, pool: int = 3, strides: int | None = No
     return from_2d(twin, "sumpool1d", {"pool": [int(pool)], "strides": [int(s)]})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`sumpool1d_node` builds it from its input (its bounds)."""
+    return sumpool1d_node(node.name, inputs[0], node.attrs["pool"][0], node.attrs["strides"][0])
+
+
 SPEC = OpSpec(
     op="sumpool1d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[p] window size", "strides": "[s]"},
 )

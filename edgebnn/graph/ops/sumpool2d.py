@@ -52,10 +52,16 @@ def sumpool2d_node(name: str, src: Node, pool=(3, 3), strides=None, source: str 
     return Node(name, "sumpool2d", [src.name], shape, output_type(src, attrs["pool"]), {"lo": lo, "hi": hi}, attrs, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`sumpool2d_node` builds it from its input (its bounds)."""
+    return sumpool2d_node(node.name, inputs[0], node.attrs["pool"], node.attrs["strides"])
+
+
 SPEC = OpSpec(
     op="sumpool2d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[ph, pw] window size", "strides": "[sh, sw]"},
 )

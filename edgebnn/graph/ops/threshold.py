@@ -118,10 +118,18 @@ def threshold_node(name: str, src: Node, thresholds, levels, out_type: FixedType
     return Node(name, "threshold", [src.name], src.shape, out_type, params, {}, source)
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`threshold_node` builds it from its thresholds and levels (its bounds)."""
+    p = node.params
+    lattice = (p["base"], p["step"]) if "base" in p else None
+    return threshold_node(node.name, inputs[0], p["thresholds"], p["levels"], node.type, lattice=lattice)
+
+
 SPEC = OpSpec(
     op="threshold",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     describe=describe,
     params={

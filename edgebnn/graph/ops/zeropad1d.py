@@ -39,10 +39,16 @@ def zeropad1d_node(name: str, src: Node, padding=(1, 1), pad_code: int = 0, sour
     return from_2d(twin, "zeropad1d", {"padding": [left, right]})
 
 
+def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
+    """The node as :func:`zeropad1d_node` builds it from its input and pad code (its bounds)."""
+    return zeropad1d_node(node.name, inputs[0], node.attrs["padding"], node.attrs["pad_code"])
+
+
 SPEC = OpSpec(
     op="zeropad1d",
     n_inputs=1,
     validate=validate,
+    rebuild=rebuild,
     execute=execute,
     attrs={
         "padding": "[left, right] positions added",
