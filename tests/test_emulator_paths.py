@@ -355,6 +355,47 @@ def test_thresholds_equal_the_reference(k, even):
     assert REGISTRY["threshold"].execute(node, [src], [x[:0]]).shape == (0, 4, c)
 
 
+@pytest.mark.parametrize("gaps", ["one", "power of two", "odd", "per channel"])
+@pytest.mark.parametrize("width", [8, 12, 20])
+@pytest.mark.parametrize("k", [2, 15, 40])
+def test_evenly_spaced_thresholds_equal_the_reference(gaps, width, k):
+    """Evenly spaced thresholds (a k-bit quantizer's, or one per reachable code of a float head)
+    counted by a division: the first threshold at either end of the input type (differences
+    past the codes' dtype), codes on, beside and beyond every threshold, even and uneven levels."""
+    rng = np.random.default_rng(k * width)
+    c = 5
+    src = input_node("x", (c,), FixedType(width, width))
+    lo, hi = src.type.min_code, src.type.max_code
+    gap = {"one": np.ones(c, int), "power of two": np.full(c, 8), "odd": np.full(c, 3), "per channel": np.array([1, 2, 3, 5, 7])}
+    g = gap[gaps]
+    k = min(k, (hi - lo) // int(g.max()) + 1)  # as many as the type holds
+    first = rng.integers(lo, hi - g * (k - 1) + 1)
+    first[0], first[1] = lo, hi - g[1] * (k - 1)  # the thresholds at the type's two ends
+    t = first[:, None] + g[:, None] * np.arange(k)
+    assert (np.diff(t, axis=1) == g[:, None]).all() and t.min() >= lo and t.max() <= hi
+    out_t = FixedType(8, 8)
+    x = np.concatenate([t.T - 1, t.T, t.T + 1, np.full((1, c), lo), np.full((1, c), hi), rng.integers(lo, hi + 1, (40, c))])
+    x = np.clip(x, lo, hi).astype(src.type.code_dtype).astype(_weighted.compact_dtype(src.type))
+    for levels in (np.arange(k + 1)[None] * np.ones((c, 1), int) - 3, np.sort(rng.integers(-128, 128, (c, k + 1)), axis=1)):
+        node = threshold_node("t", src, t, levels, out_t)
+        got = REGISTRY["threshold"].execute(node, [src], [x])
+        assert got.dtype == np.int8 and np.array_equal(got, ref_threshold(node, x))
+
+
+def test_many_uneven_thresholds_with_repeats_equal_the_reference():
+    """More thresholds than a compare each is worth (a binary search per channel), some repeated
+    (a channel with fewer levels than the others), uneven levels."""
+    rng = np.random.default_rng(5)
+    c, k = 4, 500
+    src = input_node("x", (c,), FixedType(16, 16))
+    t = np.sort(rng.integers(-3000, 3000, (c, k)), axis=1)
+    t[2, 300:] = t[2, 299]  # repeated: all reached at once
+    levels = np.sort(rng.integers(-(2**15), 2**15, (c, k + 1)), axis=1)
+    node = threshold_node("t", src, t, levels, FixedType(16, 16))
+    x = np.concatenate([t.T, t.T - 1, rng.integers(-(2**15), 2**15, (100, c))]).astype(np.int16)
+    assert np.array_equal(REGISTRY["threshold"].execute(node, [src], [x]), ref_threshold(node, x))
+
+
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_levels_further_apart_than_the_codes_dtype_holds(per_channel):
     """A sign onto -100 / +100 (a step of 200, beyond int8, the codes' dtype) and a ternary onto
