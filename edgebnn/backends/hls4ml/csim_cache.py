@@ -218,16 +218,16 @@ _COMPILE_LINES = (
     '${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o\n'
     "${CC} ${CFLAGS} ${INCFLAGS} -shared ${PROJECT}.o ${PROJECT}_bridge.o -o firmware/${PROJECT}-${LIB_STAMP}.so\n"
 )
-# the same library built from three units at once: the weights on their own, without inlining
+# the same library built from three units at once: the weights on their own, cheaply
 _SPLIT_LINES = """\
 # The weights' static initialization (one ap_int/ap_fixed constructor per weight, all in one
 # function) takes most of g++'s time when it is optimized with the network: it is compiled on its
-# own without inlining (it runs once, at load), the network sees the weights as extern, and the
-# three units build in parallel. The same arrays, the same values, the same arithmetic.
+# own, without inlining and at -Og (it runs once, at load), the network sees the weights as
+# extern, and the three units build in parallel. The same arrays, values and arithmetic.
 ${CC} ${CFLAGS} ${INCFLAGS} -include firmware/${PROJECT}_weights_extern.h -D WEIGHTS_DIR="${WEIGHTS_DIR}" \\
   -c firmware/${PROJECT}.cpp -o ${PROJECT}.o &
 NETWORK=$!
-${CC} ${CFLAGS} -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp -o ${PROJECT}_weights.o &
+${CC} ${CFLAGS} -Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp -o ${PROJECT}_weights.o &
 WEIGHTS=$!
 ${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o
 wait ${NETWORK}
