@@ -16,13 +16,22 @@ binary convolutions, max pools and a binary dense head). Printed, from interleav
 BLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise (the popcount reference and
 the emulator's own passes are single-threaded, so one thread compares like with like).
 
+With ``--keras`` it measures what a user calls instead: ``edgebnn.emulate(freeze(model), x)`` on
+two Keras models 784-1024-1024-10 (a 4-bit one: quantized_bits(4, 0) kernels with float biases,
+quantized_relu(4, 0), an unsigned 4-bit input quantizer on float inputs; a binary one: ste_sign
+kernels and activations, BatchNormalization after each layer, a quantized_bits(2, 1) input), the
+float heads rounded by ``output_quantizer``, on 10,000 float samples, against float64 GEMMs of
+the same layer shapes, interleaved (input quantization, thresholds, chunks and the head included).
+
 Usage: python bench/emulator_bench.py [--batch 2000] [--reps 7] [--cnn-batches 100,500,2000]
-(with PYTHONPATH pointing at another checkout it measures that one's emulator).
+[--keras [--keras-batch 10000]] (with PYTHONPATH pointing at another checkout it measures that
+one's emulator).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -195,6 +204,81 @@ def mlp_report(graph: Graph, x: np.ndarray, reps: int, popcount: bool) -> None:
             print(f"  layer {n.name:4s} execute vs popcount reference   {ratio}")
 
 
+def keras_models(seed: int = 0) -> dict:
+    """The two Keras models of ``--keras`` with trained-looking weights: {name: model}."""
+    import keras
+
+    from edgebnn.layers import QuantActivation, QuantDense
+
+    rng = np.random.default_rng(seed)
+    keras.utils.set_random_seed(seed)
+    int4 = keras.Sequential(
+        [keras.Input((784,))]
+        + [
+            layer
+            for i, units in enumerate((1024, 1024, 10))
+            for layer in (
+                QuantDense(
+                    units,
+                    input_quantizer="quantized_bits(4, 0, keep_negative=False)" if i == 0 else None,
+                    kernel_quantizer="quantized_bits(4, 0)",
+                ),
+                QuantActivation("quantized_relu(4, 0)") if units > 10 else None,
+            )
+            if layer is not None
+        ]
+    )
+    binary = keras.Sequential(
+        [keras.Input((784,))]
+        + [
+            layer
+            for i, units in enumerate((1024, 1024, 10))
+            for layer in (
+                QuantDense(
+                    units,
+                    input_quantizer="quantized_bits(2, 1)" if i == 0 else "ste_sign",
+                    kernel_quantizer="ste_sign",
+                    use_bias=False,
+                ),
+                keras.layers.BatchNormalization(),
+            )
+        ]
+    )
+    for layer in int4.layers:
+        if isinstance(layer, QuantDense):  # weights over the whole 4-bit range, not Glorot's few codes
+            kernel, bias = layer.get_weights()
+            layer.set_weights([rng.uniform(-1, 1, kernel.shape), rng.normal(0, 0.5, bias.shape)])
+    for layer in binary.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            n = layer.gamma.shape[0]
+            layer.set_weights([rng.uniform(0.5, 2, n), rng.normal(0, 1, n), rng.normal(0, 3, n), rng.uniform(5, 50, n)])
+    return {"int4_mlp": int4, "binary_mlp": binary}
+
+
+def keras_report(batch: int, reps: int) -> None:
+    """``edgebnn.emulate(freeze(model), x)`` against float64 GEMMs of the model's layer shapes."""
+    import edgebnn
+
+    rng = np.random.default_rng(0)
+    for name, model in keras_models().items():
+        graph = edgebnn.freeze(model, output_quantizer="quantized_bits(18, 9)")
+        x = rng.uniform(0, 1, (batch, 784)) if name == "int4_mlp" else rng.normal(0, 1, (batch, 784))
+        layers = _weighted_layers(graph)
+        xs = [rng.normal(size=(batch, n.params["weight"].shape[0])) for n in layers]
+        ws = [n.params["weight"].astype(np.float64) for n in layers]
+        cases = {
+            "edgebnn.emulate": lambda g=graph, x=x: edgebnn.emulate(g, x),
+            "float64 GEMM": lambda xs=xs, ws=ws: gemm_chain(xs, ws),
+        }
+        t = interleaved(cases, reps)
+        shapes = " ".join(f"{batch}x{w.shape[0]}@{w.shape[1]}" for w in ws)
+        print(f"{name} (Keras, frozen): batch {batch}, layers {shapes}")
+        for case, (lo, med) in t.items():
+            print(f"  {case:32s} min {lo * 1e3:9.2f} ms   median {med * 1e3:9.2f} ms")
+        emu, ref = t["edgebnn.emulate"], t["float64 GEMM"]
+        print(f"  emulate vs float64 GEMM            {ref[0] / emu[0]:.2f}x (min/min)   {ref[1] / emu[1]:.2f}x (median/median)")
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set (VmHWM, which starts afresh at exec; getrusage's
     ru_maxrss would carry the parent's peak at fork over into a child)."""
@@ -240,13 +324,23 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--cnn-batches", default="100,500,2000")
     ap.add_argument("--only", choices=("mlp4", "binary", "cnn"), default=None)
+    ap.add_argument("--keras", action="store_true", help="only the two frozen Keras models, through edgebnn.emulate")
+    ap.add_argument("--keras-batch", type=int, default=10000)
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.rss_child is not None:
         rss_child(args.rss_child)
         return 0
+    with contextlib.suppress(ImportError):  # BLAS on one thread even where the variables came too late
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
     rng = np.random.default_rng(0)
     print(f"numpy {np.__version__}, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, load average {os.getloadavg()}")
+    if args.keras:
+        keras_report(args.keras_batch, args.reps)
+        print(f"load average at the end {os.getloadavg()}")
+        return 0
     if args.only in (None, "mlp4"):
         g = mlp4(rng)
         mlp_report(g, rng.uniform(0, 1, (args.batch, 784)), args.reps, popcount=False)

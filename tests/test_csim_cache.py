@@ -203,6 +203,54 @@ def test_the_build_flags_are_the_exporters():
     assert exporter.CSIM_CFLAGS is csim_cache.CSIM_CFLAGS
 
 
+def test_the_weights_build_apart_from_the_network(mlp):
+    """build_lib.sh compiles the weights in a unit of their own (the library the mlp fixture built
+    that way predicts as the emulator): every weight header of parameters.h is defined there
+    once, and declared extern, its include guard defined, for the network."""
+    _, project, _, _, _ = mlp
+    root = pathlib.Path(project.path)
+    headers = re.findall(r'#include "(weights/\w+\.h)"', (root / "firmware" / "parameters.h").read_text())
+    assert len(headers) >= 4  # the weights, biases, thresholds and levels of the layers
+    units = (root / "firmware" / "myproject_weights.cpp").read_text()
+    extern = (root / "firmware" / "myproject_weights_extern.h").read_text()
+    for header in headers:
+        guard, name = re.search(r"#ifndef (\w+)\n#define \1\n\s*\w+ (\w+)\[", (root / "firmware" / header).read_text()).groups()
+        assert f'#include "{header}"' in units and f"#define {guard}\n" in extern and f" {name}[" in extern
+    script = (root / "build_lib.sh").read_text()
+    assert "-Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp" in script
+    assert "-include firmware/${PROJECT}_weights_extern.h" in script
+
+
+def test_weights_in_another_form_keep_one_unit(mlp):
+    """A project whose weight headers hls4ml wrote otherwise (read from text files in the
+    C-simulation) or whose build_lib.sh is not hls4ml's is left as it is."""
+    graph, _, folder, _, _ = mlp
+    project = export_quietly(graph, folder / "forms", board=PYNQ)
+    root = pathlib.Path(project.path)
+    script = root / "build_lib.sh"
+    for name in ("myproject_weights.cpp", "myproject_weights_extern.h"):
+        (root / "firmware" / name).unlink()
+    split = script.read_text()
+    start, end = split.index("# The weights' static"), split.index("rm -f *.o")
+    script.write_text(split[:start] + csim_cache._COMPILE_LINES + split[end:])  # as hls4ml wrote it
+    hls4ml_script = script.read_text()
+    header = root / "firmware" / "weights" / "w2.h"
+    text = header.read_text()
+    header.write_text(
+        text.replace("#define W2_H_\n", "#define W2_H_\n#ifndef __SYNTHESIS__\nint w2_txt;\n#else\n").replace(
+            "#endif", "#endif\n#endif"
+        )
+    )
+    assert csim_cache.split_weights(root, "myproject") is False
+    assert script.read_text() == hls4ml_script and not (root / "firmware" / "myproject_weights.cpp").exists()
+    header.write_text(text)
+    script.write_text(hls4ml_script.replace("-c firmware/${PROJECT}.cpp", "-c firmware/${PROJECT}.cpp -DX"))
+    assert csim_cache.split_weights(root, "myproject") is False
+    script.write_text(hls4ml_script)
+    assert csim_cache.split_weights(root, "myproject") is True
+    assert script.read_text() == split
+
+
 # ------------------------------------------------------------------ parallel C-simulation
 @pytest.fixture(scope="module")
 def leaky(cache, tmp_path_factory):

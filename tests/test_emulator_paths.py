@@ -138,6 +138,55 @@ def test_each_path_equals_the_integer_reference(path, bias):
     assert np.array_equal(forced(node, inp, x, path), ref_weighted(node, inp, x))
 
 
+@pytest.mark.parametrize("path", ["float32", "float64"])
+@pytest.mark.parametrize("bias", [None, "fixed<10,2>", "fixed<12,12>"])  # finer and coarser than the products
+@pytest.mark.parametrize("n_out", [1, 2, 5, 9, 64])
+def test_packed_columns_equal_the_reference(path, bias, n_out):
+    """A float path summing several output columns in one BLAS column, each count of columns
+    forced up to the most that stay exact (and one more refused), with saturated inputs, extreme
+    weights and a bias finer or coarser than the products: the integer reference's codes."""
+    rng = np.random.default_rng(n_out)
+    in_t, w_t = FixedType.from_string("fixed<4,2,RND_CONV,SAT>"), FixedType.from_string("fixed<5,1>")
+    bias_t = None if bias is None else FixedType.from_string(bias)
+    inp, node = _dense(in_t, w_t, 9, n_out, rng, bias_t)
+    x = extreme_codes(in_t, (50, 9), rng)
+    x[0], x[1] = in_t.max_code, in_t.min_code  # every product at its largest, both signs
+    want = ref_weighted(node, inp, x)
+    w = node.params["weight"]
+    bounds = _weighted.feature_bounds(node, inp, 9)
+    pack = 1
+    while True:
+        try:
+            k = _weighted.build_kernel(node, inp, w, *bounds, path=path, pack=pack)
+        except ValueError as err:
+            assert "cannot pack" in str(err)
+            break
+        assert k.pack == pack and np.array_equal(_weighted.run_kernel(k, node, x), want), pack
+        pack += 1
+    # sums within 1152 (4608 with the finer bias's grid): float32 holds two, float64 four (three)
+    most = {"float32": 1 if bias == "fixed<10,2>" else 2, "float64": 3 if bias == "fixed<10,2>" else 4}[path]
+    most = min(n_out, most)
+    assert pack - 1 == -(-n_out // -(-n_out // most))  # as many as leave no group of columns empty
+
+
+def test_wide_layers_pack_their_columns():
+    """The layers of a 784-1024-1024-10 MLP: 4-bit ones pack three columns into float64, binary
+    ones two into float32, the 10-wide binary head sums by popcount."""
+    rng = np.random.default_rng(3)
+    u4 = input_node("x", (784,), FixedType.from_string("ufixed<4,0,RND_CONV,SAT>"))
+    d4 = dense_node("d", u4, rng.integers(-8, 8, (784, 1024)), FixedType.from_string("fixed<4,1>"))
+    sign = threshold_node("s", u4, np.full((784, 1), 8), [[-1, 1]] * 784, BINARY)
+    db = dense_node("b", sign, rng.choice([-1, 1], (784, 1024)), BINARY)
+    head = dense_node("h", sign, rng.choice([-1, 1], (784, 10)), BINARY)
+    kernels = {n.name: _weighted.kernel(n, src, n.params["weight"]) for n, src in ((d4, u4), (db, sign), (head, sign))}
+    assert (kernels["d"].path, kernels["d"].pack) == ("float64", 3)
+    assert (kernels["b"].path, kernels["b"].pack) == ("float32", 2)
+    assert kernels["h"].path == "popcount"
+    x = rng.uniform(0, 1, (30, 784))
+    assert_emulates_as_reference(Graph("int4", [u4, d4]), x)
+    assert_emulates_as_reference(Graph("binary", [u4, sign, db]), x)
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_binary_inputs_and_weights_take_any_path_alike(path):
     rng = np.random.default_rng(1)
@@ -353,6 +402,47 @@ def test_thresholds_equal_the_reference(k, even):
     got = REGISTRY["threshold"].execute(node, [src], [x])
     assert got.dtype == np.int16 and np.array_equal(got, ref_threshold(node, x))  # fixed<12,12>'s compact codes
     assert REGISTRY["threshold"].execute(node, [src], [x[:0]]).shape == (0, 4, c)
+
+
+@pytest.mark.parametrize("gaps", ["one", "power of two", "odd", "per channel"])
+@pytest.mark.parametrize("width", [8, 12, 20])
+@pytest.mark.parametrize("k", [2, 15, 40])
+def test_evenly_spaced_thresholds_equal_the_reference(gaps, width, k):
+    """Evenly spaced thresholds (a k-bit quantizer's, or one per reachable code of a float head)
+    counted by a division: the first threshold at either end of the input type (differences
+    past the codes' dtype), codes on, beside and beyond every threshold, even and uneven levels."""
+    rng = np.random.default_rng(k * width)
+    c = 5
+    src = input_node("x", (c,), FixedType(width, width))
+    lo, hi = src.type.min_code, src.type.max_code
+    gap = {"one": np.ones(c, int), "power of two": np.full(c, 8), "odd": np.full(c, 3), "per channel": np.array([1, 2, 3, 5, 7])}
+    g = gap[gaps]
+    k = min(k, (hi - lo) // int(g.max()) + 1)  # as many as the type holds
+    first = rng.integers(lo, hi - g * (k - 1) + 1)
+    first[0], first[1] = lo, hi - g[1] * (k - 1)  # the thresholds at the type's two ends
+    t = first[:, None] + g[:, None] * np.arange(k)
+    assert (np.diff(t, axis=1) == g[:, None]).all() and t.min() >= lo and t.max() <= hi
+    out_t = FixedType(8, 8)
+    x = np.concatenate([t.T - 1, t.T, t.T + 1, np.full((1, c), lo), np.full((1, c), hi), rng.integers(lo, hi + 1, (40, c))])
+    x = np.clip(x, lo, hi).astype(src.type.code_dtype).astype(_weighted.compact_dtype(src.type))
+    for levels in (np.arange(k + 1)[None] * np.ones((c, 1), int) - 3, np.sort(rng.integers(-128, 128, (c, k + 1)), axis=1)):
+        node = threshold_node("t", src, t, levels, out_t)
+        got = REGISTRY["threshold"].execute(node, [src], [x])
+        assert got.dtype == np.int8 and np.array_equal(got, ref_threshold(node, x))
+
+
+def test_many_uneven_thresholds_with_repeats_equal_the_reference():
+    """More thresholds than a compare each is worth (a binary search per channel), some repeated
+    (a channel with fewer levels than the others), uneven levels."""
+    rng = np.random.default_rng(5)
+    c, k = 4, 500
+    src = input_node("x", (c,), FixedType(16, 16))
+    t = np.sort(rng.integers(-3000, 3000, (c, k)), axis=1)
+    t[2, 300:] = t[2, 299]  # repeated: all reached at once
+    levels = np.sort(rng.integers(-(2**15), 2**15, (c, k + 1)), axis=1)
+    node = threshold_node("t", src, t, levels, FixedType(16, 16))
+    x = np.concatenate([t.T, t.T - 1, rng.integers(-(2**15), 2**15, (100, c))]).astype(np.int16)
+    assert np.array_equal(REGISTRY["threshold"].execute(node, [src], [x]), ref_threshold(node, x))
 
 
 @pytest.mark.parametrize("per_channel", [False, True])

@@ -209,3 +209,60 @@ def store_shared(folder: pathlib.Path, key: str, lib: pathlib.Path, sha: str) ->
             f"could not store the C-simulation library in the build cache '{folder}' ({CACHE_ENV}): "
             f"{err.strerror or err}; free space there, point {CACHE_ENV} elsewhere or unset it"
         ) from None
+
+
+# ---------------------------------------------------------------- the build itself
+# hls4ml's compile lines in build_lib.sh: the network, the bridge, the link
+_COMPILE_LINES = (
+    '${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c firmware/${PROJECT}.cpp -o ${PROJECT}.o\n'
+    '${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o\n'
+    "${CC} ${CFLAGS} ${INCFLAGS} -shared ${PROJECT}.o ${PROJECT}_bridge.o -o firmware/${PROJECT}-${LIB_STAMP}.so\n"
+)
+# the same library built from three units at once: the weights on their own, cheaply
+_SPLIT_LINES = """\
+# The weights' static initialization (one ap_int/ap_fixed constructor per weight, all in one
+# function) takes most of g++'s time when it is optimized with the network: it is compiled on its
+# own, without inlining and at -Og (it runs once, at load), the network sees the weights as
+# extern, and the three units build in parallel. The same arrays, values and arithmetic.
+${CC} ${CFLAGS} ${INCFLAGS} -include firmware/${PROJECT}_weights_extern.h -D WEIGHTS_DIR="${WEIGHTS_DIR}" \\
+  -c firmware/${PROJECT}.cpp -o ${PROJECT}.o &
+NETWORK=$!
+${CC} ${CFLAGS} -Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp -o ${PROJECT}_weights.o &
+WEIGHTS=$!
+${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o
+wait ${NETWORK}
+wait ${WEIGHTS}
+${CC} ${CFLAGS} ${INCFLAGS} -shared ${PROJECT}.o ${PROJECT}_weights.o ${PROJECT}_bridge.o -o firmware/${PROJECT}-${LIB_STAMP}.so
+"""
+# a weight header as hls4ml's writer prints it (the C-simulation reads the initializer compiled in)
+_WEIGHT_HEADER = re.compile(r"#ifndef (\w+)\n#define \1\n\s*(\w+) (\w+)\[(\d+)\] = \{[^{}]*\};\s*#endif\s*$")
+
+
+def split_weights(folder, project_name: str) -> bool:
+    """Make the project's ``build_lib.sh`` compile the weights apart from the network (see
+    ``_SPLIT_LINES``): write ``firmware/<project>_weights.cpp`` (every weight header of
+    ``parameters.h``, defined once) and ``firmware/<project>_weights_extern.h`` (their extern
+    declarations, and their include guards defined so that ``parameters.h`` skips the
+    definitions). False, and nothing changed, unless every weight header and the script are in
+    the form hls4ml 1.3.0 writes."""
+    folder = pathlib.Path(folder)
+    firmware = folder / "firmware"
+    script = (folder / "build_lib.sh").read_text()
+    if script.count(_COMPILE_LINES) != 1:
+        return False
+    defines = (firmware / "defines.h").read_text()
+    headers = re.findall(r'^#include "(weights/\w+\.h)"$', (firmware / "parameters.h").read_text(), flags=re.M)
+    extern = [f"// the weights of {project_name}, defined in {project_name}_weights.cpp", '#include "defines.h"']
+    for header in headers:
+        found = _WEIGHT_HEADER.search((firmware / header).read_text())
+        if found is None or not re.search(rf"^typedef .+ {re.escape(found[2])};$", defines, flags=re.M):
+            return False
+        guard, type_name, name, size = found.groups()
+        extern += [f"#define {guard}", f"extern {type_name} {name}[{size}];"]
+    if not headers:
+        return False
+    units = ['#include "defines.h"'] + [f'#include "{h}"' for h in headers]
+    (firmware / f"{project_name}_weights_extern.h").write_text("\n".join(extern) + "\n")
+    (firmware / f"{project_name}_weights.cpp").write_text("\n".join(units) + "\n")
+    (folder / "build_lib.sh").write_text(script.replace(_COMPILE_LINES, _SPLIT_LINES))
+    return True

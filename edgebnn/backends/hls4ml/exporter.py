@@ -32,7 +32,7 @@ from ...graph import Graph
 from ...outputs import staged_dir
 from ..target import BACKENDS, Target, make_target
 from . import pad_layer, pool_layer, reuse, threshold_layer
-from .csim_cache import CSIM_CFLAGS
+from .csim_cache import CSIM_CFLAGS, split_weights
 from .model import check_model, hls_chain, hls_config, hls_names, layer_list
 from .ops import lowering, source
 from .project import HLSExportWarning, HLSProject
@@ -117,6 +117,7 @@ def export(
             messages += check_model(model, chain, names, target)
             model.write()
         _build_at_o1(tmp / "build_lib.sh")
+        split_weights(tmp, project_name)
         # hls4ml's pointwise pass rebuilds a 1x1 Conv2D from the configuration (strategy 'Resource')
         # and then restores the lower-case strategy its templates need: nothing the user must know
         messages += [

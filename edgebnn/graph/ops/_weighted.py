@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 import weakref
 
 import numpy as np
@@ -76,6 +77,10 @@ _POPCOUNT_BLOCK = 1 << 15
 _KERNELS: collections.OrderedDict[tuple, Kernel] = collections.OrderedDict()
 _MAX_KERNELS = 1024
 _INT64 = np.dtype(np.int64)
+# a binary layer narrower than this sums by popcount: a GEMM with few columns is slow per column
+_POPCOUNT_NARROW = 64
+# the time of a GEMM column per float path, relative to float32 (measured here: float64 about 2x)
+_FLOAT_COST = {"float32": 1.0, "float64": 2.0}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -92,7 +97,10 @@ class Kernel:
     sum's grid in the path's dtype (None without a bias); ``shift`` the left shift of a popcount
     or integer sum onto that grid; ``lsb_exp`` the sum's grid; ``cast`` False when the sum
     provably lies in the node's type on that grid, so the cast (its overflow pass) is skipped;
-    ``dtype`` the dtype the path reads input codes in (im2col builds the windows in it)."""
+    ``dtype`` the dtype the path reads input codes in (im2col builds the windows in it).
+    A float path may sum ``pack`` output columns in one BLAS column, column ``g * h + j`` (h =
+    ceil(n_out / pack)) weighted by ``2**(g * pack_exp)``: while every such packed partial sum
+    stays exact, one GEMM of ``h`` columns does the work of ``n_out`` (see :func:`_packing`)."""
 
     path: str
     weight: np.ndarray
@@ -105,6 +113,9 @@ class Kernel:
     work: np.dtype = _INT64  # the popcount path's integer sums (int32 while they fit)
     out: np.dtype = _INT64  # the codes it returns: compact_dtype(node.type) when not cast
     nonzero: bool = False  # the popcount path's inputs are never 0 (a sign's output): no zero mask
+    pack: int = 1  # the float paths: output columns summed together per BLAS column (see _packed)
+    pack_exp: int = 0  # ... each 2**pack_exp times the one before
+    n_out: int = 0
     key: tuple = ()  # weak references to the arrays it was built from and the values (see kernel())
 
 
@@ -174,9 +185,13 @@ def kernel(node: Node, src: Node, w: np.ndarray) -> Kernel:
     return built
 
 
-def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, path: str | None = None) -> Kernel:
+def build_kernel(
+    node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.ndarray, path: str | None = None, pack: int | None = None
+) -> Kernel:
     """The :class:`Kernel` of ``node`` for input codes within ``lo`` .. ``hi`` per feature (float64
-    integers): the fastest exact path unless ``path`` names one (it must be exact: tests force each)."""
+    integers): the fastest exact path unless ``path`` names one, and for a float path as many
+    columns packed as stay exact unless ``pack`` says how many (each must be exact: tests force
+    every one)."""
     from ...fixed import dot_interval_codes
 
     w = np.asarray(w, dtype=np.int64)
@@ -193,7 +208,8 @@ def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.nd
             pshift, lsb_exp = prod_exp - bt.lsb_exp, bt.lsb_exp
     # every partial sum is at most this (an upper bound: float64 sums of non-negative terms, widened)
     big = np.maximum(np.abs(lo), np.abs(hi))
-    mag = (big @ np.abs(w).astype(np.float64)) * 2.0**pshift
+    products = (big @ np.abs(w).astype(np.float64)) * 2.0**pshift
+    mag = products
     if bias is not None:
         mag = mag + np.abs(bias).astype(np.float64) * 2.0**bshift
     bound = float(mag.max(initial=0.0)) * (1 + 2.0**-20)
@@ -206,10 +222,27 @@ def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.nd
         "int64": bound < EXACT_INT64 and code_max < EXACT_INT64,
         "object": True,
     }
+    w_max = float(np.abs(w).max(initial=0)) * 2.0**pshift
+    # how many output columns each float path may pack into one (1: none), and its cost per
+    # column of the weight relative to an unpacked float32 GEMM (float64 takes twice as long)
+    packing = {
+        dt: _packing(float(products.max(initial=0.0)) * (1 + 2.0**-20), w_max, limit, n_out) if fits[dt] else (1, 0)
+        for dt, limit in (("float32", EXACT_FLOAT32), ("float64", EXACT_FLOAT64))
+    }
     if path is None:
         path = next(p for p, ok in fits.items() if ok)
+        floats = [dt for dt in ("float32", "float64") if fits[dt]]
+        if floats and (path != "popcount" or n_out >= _POPCOUNT_NARROW):
+            best = min(floats, key=lambda dt: _FLOAT_COST[dt] / packing[dt][0])
+            # a wide binary layer: BLAS beats the popcount once it packs (it ties it unpacked)
+            if path != "popcount" or _FLOAT_COST[best] / packing[best][0] < 1:
+                path = best
     elif not fits[path]:
         raise ValueError(f"node {node.name!r}: the {path} path is not exact for these bounds and weights")
+    if pack is not None and path in packing:
+        if not 1 <= pack <= packing[path][0]:
+            raise ValueError(f"node {node.name!r}: the {path} path cannot pack {pack} columns exactly")
+        packing[path] = (pack, packing[path][1] if pack > 1 else 0)
     # the sum's exact range: with it inside the node's type on its grid, no cast is needed
     as_int = (lambda a: a.astype(np.int64)) if code_max < EXACT_INT64 else (lambda a: np.array([int(v) for v in a], dtype=object))
     klo, khi = dot_interval_codes(as_int(lo), as_int(hi), w)
@@ -235,14 +268,65 @@ def build_kernel(node: Node, src: Node, w: np.ndarray, lo: np.ndarray, hi: np.nd
         return Kernel(path, wb, bp, pshift, lsb_exp, cast, np.dtype(np.int8), n_in, work, out, nonzero=signs)
     if path in ("float32", "float64"):
         dt = np.dtype(path)
-        wf = (w.astype(np.float64) * 2.0**pshift).astype(dt)
+        p, e = packing[path]
+        wf = w.astype(np.float64) * 2.0**pshift
+        if p > 1:  # column g * h + j into packed column j, times 2**(g * e): exact integers below the limit
+            h = -(-n_out // p)
+            wf = np.pad(wf, ((0, 0), (0, h * p - n_out))).reshape(n_in, p, h)
+            wf = np.einsum("igh,g->ih", wf, 2.0 ** (e * np.arange(p)))
         bf = None if b is None else np.asarray(b, dtype=np.float64).astype(dt)
-        return Kernel(path, wf, bf, 0, lsb_exp, cast, dt, n_in, out=out)
+        return Kernel(
+            path, np.ascontiguousarray(wf.astype(dt)), bf, 0, lsb_exp, cast, dt, n_in, out=out, pack=p, pack_exp=e, n_out=n_out
+        )
     if path == "int64":
         bi = None if b is None else np.asarray(b, dtype=np.int64)
         return Kernel(path, w.copy(), bi, pshift, lsb_exp, cast, _INT64, n_in)  # a copy: no reference to the node's weight
     bo = None if b is None else np.array([int(v) for v in np.ravel(b)], dtype=object)
     return Kernel(path, w.astype(object), bo, pshift, lsb_exp, cast, np.dtype(object), n_in)
+
+
+def _packing(products: float, w_max: float, limit: float, n_out: int) -> tuple[int, int]:
+    """``(pack, pack_exp)``: the most output columns one float GEMM column can carry exactly, and
+    the power of two between them, for sums of products within +-``products`` (no bias) of
+    weights within +-``w_max``, exact below ``limit`` (2**24 or 2**53).
+
+    Column ``j`` of the packed weight is ``sum_g 2**(g e) w[:, g h + j]``. With ``2**e > 2 *
+    products`` every packed partial sum is a sum of partial sums of the columns within
+    ``products * sum_g 2**(g e)``: below ``limit`` it is an exact integer whatever order BLAS adds
+    in, and so is each input times a packed weight. Each column's sum ``y_g`` then comes back
+    exactly, from the top: ``y_g = rint(acc / 2**(g e))`` (the columns below add less than a
+    half), ``acc -= y_g * 2**(g e)``."""
+    e = max(1, math.floor(products * 2).bit_length()) if products >= 1 else 1  # 2**e > 2 * products
+    pack = 1
+    while pack < n_out:
+        total = sum(2.0 ** (g * e) for g in range(pack + 1))
+        if products * total >= limit or w_max * total >= limit:
+            break
+        pack += 1
+    pack = -(-n_out // -(-n_out // pack)) if n_out else 1  # no empty group of columns
+    return (pack, e) if pack > 1 else (1, 0)
+
+
+def _unpack(k: Kernel, acc: np.ndarray, out: np.ndarray) -> None:
+    """The ``k.n_out`` columns of the packed sums ``acc`` (M, h), each plus its bias, into the codes
+    ``out`` (M, n_out) (``acc`` is consumed)."""
+    h = acc.shape[1]
+    part = np.empty_like(acc) if k.pack > 1 else None
+    for g in range(k.pack - 1, -1, -1):
+        cols = slice(g * h, min((g + 1) * h, k.n_out))
+        if g:  # scaling by powers of two is exact: part is y_g * 2**(g e), then y_g
+            scale = 2.0 ** (g * k.pack_exp)
+            np.multiply(acc, 1 / scale, out=part)
+            np.rint(part, out=part)
+            np.multiply(part, scale, out=part)
+            acc -= part
+            np.multiply(part, 1 / scale, out=part)
+            y = part[:, : cols.stop - cols.start]
+        else:
+            y = acc[:, : cols.stop - cols.start]
+        if k.bias is not None:
+            y += k.bias[cols]
+        np.copyto(out[:, cols], y, casting="unsafe")  # exact integers: no rounding
 
 
 def pack_bits(bits: np.ndarray, n: int) -> np.ndarray:
@@ -296,6 +380,9 @@ def run_kernel(k: Kernel, node: Node, x: np.ndarray) -> np.ndarray:
     x = x.reshape(-1, k.n_in)
     if k.path == "popcount":
         acc = _popcount_sum(k, x)
+    elif k.path in ("float32", "float64") and k.pack > 1:
+        acc = np.empty((x.shape[0], k.n_out), dtype=k.out)
+        _unpack(k, x.astype(k.dtype, copy=False) @ k.weight, acc)
     elif k.path in ("float32", "float64"):
         acc = x.astype(k.dtype, copy=False) @ k.weight
         if k.bias is not None:

@@ -44,9 +44,15 @@ def validate(node: Node, inputs: list[Node], where: str) -> None:
             raise GraphError(f"{where}: thresholds must lie on the lattice of its inputs (base + k * step)")
 
 
+# from this many thresholds per channel on, a channel's count is a binary search (np.searchsorted)
+# rather than a compare per threshold, unless its thresholds are evenly spaced (then a division)
+SEARCH_MIN = 24
+
+
 def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarray:
-    """Per channel, the level indexed by the number of thresholds at or below each code: one
-    compare (into a reused mask) and one small-integer add per threshold, then the level as
+    """Per channel, the level indexed by the number of thresholds at or below each code, counted
+    by :func:`_counts` (a division where every channel's thresholds are evenly spaced, a binary
+    search per channel for many uneven ones, else a compare per threshold), then the level as
     ``levels[c, 0] + n * step[c]`` where each channel's levels are evenly spaced (sign, ternary,
     k-bit) or one flat gather otherwise. Codes come out in the compact dtype of the node's type."""
     x = codes[0]
@@ -59,33 +65,80 @@ def execute(node: Node, inputs: list[Node], codes: list[np.ndarray]) -> np.ndarr
         return np.take_along_axis(levels.T, counts, axis=0).reshape(x.shape) if flat.shape[0] else counts.reshape(x.shape)
     out = compact_dtype(node.type)
     levels = node.params["levels"].astype(out)
-    if x.dtype.kind == "i" and t.size and np.iinfo(x.dtype).min <= t.min() and t.max() <= np.iinfo(x.dtype).max:
-        t = t.astype(x.dtype)  # compare in the codes' own width
     if k == 0:
         return np.broadcast_to(levels[:, 0], x.shape).copy()
-    rows = np.ascontiguousarray(t.T)  # threshold j of every channel, contiguous: a fast broadcast
-    if k == 1:
-        counts = np.greater_equal(x, rows[0]).view(np.uint8)
-    else:
-        counts = np.zeros(x.shape, dtype=np.uint8 if k < 256 else np.int64)
-        reached = np.empty(x.shape, dtype=bool)
-        for j in range(k):
-            np.greater_equal(x, rows[j], out=reached)
-            counts += reached
     wide = node.params["levels"].astype(np.int64)
     step = wide[:, 1] - wide[:, 0]
-    if not np.array_equal(wide, wide[:, :1] + step[:, None] * np.arange(k + 1)):
+    even_levels = np.array_equal(wide, wide[:, :1] + step[:, None] * np.arange(k + 1))
+    counts = _counts(x, t, node.type if even_levels and k < 128 else None)
+    if not even_levels:
         return np.take(levels.reshape(-1), counts + np.arange(c, dtype=np.int64) * (k + 1))
     # level0 + n * step in the codes' own dtype, in place: n * step may wrap, but the sum is a
     # level of the type, so it wraps back exactly
-    y = counts.view(out) if out == np.int8 and counts.dtype == np.uint8 and k < 128 else counts.astype(out)
+    if counts.dtype == out:
+        y = counts
+    elif out == np.int8 and counts.dtype == np.uint8 and k < 128:
+        y = counts.view(out)
+    else:
+        y = counts.astype(out)
     if (step == step[0]).all() and (wide[:, 0] == wide[0, 0]).all():  # one form for every channel: scalar passes
-        y *= step[:1].astype(out)[0]  # astype wraps a step wider than the dtype (200 in int8)
-        y += levels[0, 0]
+        if step[0] != 1:
+            y *= step[:1].astype(out)[0]  # astype wraps a step wider than the dtype (200 in int8)
+        if wide[0, 0] != 0:
+            y += levels[0, 0]
     else:
         y *= step.astype(out)
         y += levels[:, 0]
     return y
+
+
+def _counts(x: np.ndarray, t: np.ndarray, into) -> np.ndarray:
+    """How many of each channel's thresholds ``t`` (C, K), K >= 1, lie at or below each integer
+    code of ``x`` (..., C): uint8 or a signed integer dtype, or the compact dtype of the FixedType
+    ``into`` when given (the counts, at most K < 128, are written into it directly where a pass
+    can)."""
+    c, k = t.shape
+    info = np.iinfo(x.dtype)
+    if t.min() >= info.min and t.max() <= info.max:
+        t = t.astype(x.dtype)  # compare in the codes' own width
+    if k == 1:
+        return np.greater_equal(x, t[:, 0]).view(np.uint8)
+    gaps = t[:, 1] - t[:, 0]
+    if (gaps > 0).all() and np.array_equal(t, t[:, :1] + gaps[:, None] * np.arange(k)):
+        # evenly spaced: n = clip(floor((x - t0 + gap) / gap), 0, K), in a dtype holding every difference
+        offset = t[:, 0].astype(np.int64) - gaps
+        span = (int(info.min) - int(offset.max()), int(info.max) - int(offset.min()))
+        dt = next(
+            (np.dtype(d) for d in (np.int16, np.int32, np.int64) if np.iinfo(d).min <= span[0] and span[1] <= np.iinfo(d).max),
+            None,
+        )
+        if dt is not None:
+            if dt.itemsize < x.dtype.itemsize:
+                dt = x.dtype
+            d = np.subtract(x, offset.astype(dt), dtype=dt)
+            g = int(gaps[0])
+            if not (gaps == g).all():
+                np.floor_divide(d, gaps.astype(dt), out=d)
+            elif g > 1 and g & (g - 1) == 0:
+                np.right_shift(d, g.bit_length() - 1, out=d)  # an arithmetic shift: the floor
+            elif g > 1:
+                np.floor_divide(d, dt.type(g), out=d)
+            if into is not None:
+                return np.clip(d, 0, k, out=np.empty(d.shape, dtype=compact_dtype(into)), casting="unsafe")
+            return np.clip(d, 0, k, out=d)
+    if k >= SEARCH_MIN:
+        flat = x.reshape(-1, c)
+        counts = np.empty(flat.shape, dtype=np.int64)
+        for j in range(c):
+            counts[:, j] = np.searchsorted(t[j], flat[:, j], side="right")
+        return counts.reshape(x.shape)
+    counts = np.zeros(x.shape, dtype=np.uint8 if k < 256 else np.int64)
+    reached = np.empty(x.shape, dtype=bool)
+    rows = np.ascontiguousarray(t.T)  # threshold j of every channel, contiguous: a fast broadcast
+    for j in range(k):
+        np.greater_equal(x, rows[j], out=reached)
+        counts += reached
+    return counts
 
 
 def describe(node: Node) -> str:
