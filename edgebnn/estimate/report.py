@@ -66,8 +66,18 @@ class Estimate:
 
     @property
     def latency_cycles(self) -> int:
+        """io_parallel: the sum of the rows (on the slowest path). io_stream: hls4ml's layers
+        are DATAFLOW processes that start as soon as their first input arrives, so the
+        slowest process (largest II) sets the pace: its latency plus, for every other row, the
+        cycles it adds after its last input (``latency - II`` for a row that streams its
+        output as it goes; the whole latency for a row whose II is its latency, as
+        dense(stream), which writes only at its end)."""
         on_path = set(self.latency_path)
-        return sum(r.latency for r in self.rows if not on_path or r.name in on_path)
+        rows = [r for r in self.rows if not on_path or r.name in on_path]
+        if self.io_type != "io_stream" or not rows:
+            return sum(r.latency for r in rows)
+        slowest = max(rows, key=lambda r: r.ii)
+        return slowest.latency + sum(r.latency - r.ii if r.ii < r.latency else r.latency for r in rows if r is not slowest)
 
     @property
     def ii(self) -> int:
