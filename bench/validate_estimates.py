@@ -459,7 +459,22 @@ def compare(row: dict, est) -> dict:
         "err_c": {k: rel_error(mine[k], v) for k, v in cs.items()},
         "err_t": {k: rel_error(mine[k], v) for k, v in hls.items()},
         "ok_t": {k: v is not None and cycles_ok(mine[k], v) for k, v in hls.items()},
+        "family": est.family,
+        "ops": sorted({r.op for r in est.rows}),
+        "n_weights": int(row["n_weights"]),
+        "intervals": est.intervals,
+        # (published - estimate) / estimate: what the intervals are made of
+        "resid": {
+            **{k.lower(): _resid(mine[k], vs[k]) for k in ("LUT", "FF", "DSP", "BRAM18")},
+            "latency": _resid(mine["latency"], hls["latency"]),
+        },
     }
+
+
+def _resid(est, true):
+    if true is None or not est:
+        return None
+    return (true - est) / est
 
 
 def _fmt(v):
@@ -544,6 +559,7 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
                 + " ".join(f"{k} {_median(r['err_v'][k] for r in rest):.1f}%" for k in ("LUT", "FF", "DSP"))
                 + f" latency {_median(r['err_t']['latency'] for r in rest):.1f}%"
             )
+    _print_breakdowns(results, p)
     p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all {len(results)} rows")
     p(
         "median abs error: "
@@ -552,7 +568,90 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
     )
 
 
-def run(csv_path: str, out=sys.stdout, builder=None):
+OP_FAMILIES = {
+    "dense": ("dense",),
+    "conv": ("conv1d", "conv2d", "depthwise_conv2d"),
+    "pool": ("maxpool1d", "maxpool2d", "avgpool1d", "avgpool2d", "sumpool1d", "sumpool2d"),
+    "activation": ("cast", "threshold", "softmax"),
+}
+SIZES = ((0, 1000, "< 1k weights"), (1000, 10000, "1k-10k weights"), (10000, None, ">= 10k weights"))
+
+
+def _medians(rs: list[dict]) -> str:
+    """The medians of a group: resources vs post-synthesis (rows with it), latency and II."""
+    n_v = sum(r["vsynth"]["LUT"] is not None for r in rs)
+    res = " ".join(f"{k} {_median(r['err_v'][k] for r in rs):.1f}%" for k in ("LUT", "FF", "DSP")) if n_v else "no vsynth"
+    return (
+        f"{len(rs)} rows ({n_v} vsynth): {res}; latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
+        f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}"
+    )
+
+
+def derive_intervals(results: list[dict]) -> dict:
+    """(p10, p90) of the residuals per family ("dense", "conv", and "all" pooled) and figure,
+    where a family has at least ``MIN_ROWS`` of them; "all" gets (0.0, 0.0) where no row has one."""
+    from edgebnn.estimate.intervals import KEYS, MIN_ROWS
+
+    out: dict = {}
+    for fam in ("all", "dense", "conv"):
+        table = {}
+        for key in KEYS:
+            vals = [r["resid"][key] for r in results if fam in ("all", r["family"]) and r["resid"][key] is not None]
+            if len(vals) >= MIN_ROWS:
+                table[key] = (round(float(np.percentile(vals, 10)), 3), round(float(np.percentile(vals, 90)), 3))
+            elif fam == "all":
+                table[key] = (0.0, 0.0)
+        if table:
+            out[fam] = table
+    return out
+
+
+def coverage(rs: list[dict], table=None) -> str:
+    """How many published figures of ``rs`` lie inside their estimate's interval (``table``:
+    the shipped intervals when None)."""
+    from edgebnn.estimate.intervals import KEYS, bounds
+
+    parts = []
+    for key in KEYS:
+        inside, n = 0, 0
+        for r in rs:
+            v = r["resid"][key]
+            if v is None:
+                continue
+            lo, hi = bounds(r["family"], key, table)
+            inside += lo <= v <= hi
+            n += 1
+        if n:
+            parts.append(f"{key} {inside}/{n}")
+    return ", ".join(parts)
+
+
+def _print_breakdowns(results: list[dict], p) -> None:
+    p("by op family (the published figures are whole designs: a design counts under every op family it has):")
+    for fam, ops in OP_FAMILIES.items():
+        rs = [r for r in results if any(op in ops for op in r["ops"])]
+        if rs:
+            p(f"  {fam:<10} {_medians(rs)}")
+    p("by design size:")
+    for lo, hi, label in SIZES:
+        rs = [r for r in results if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
+        if rs:
+            p(f"  {label:<15} {_medians(rs)}")
+    sources = sorted({r["source"] for r in results})
+    held = [s for s in sources if sum(r["source"] == s for r in results) >= 3]
+    if held:
+        p(
+            "leave-one-source-out, sources with 3+ rows (the model's constants are fixed; the intervals are "
+            "derived from the other sources' rows and checked on the held-out ones):"
+        )
+        for src in held:
+            mine = [r for r in results if r["source"] == src]
+            rest = [r for r in results if r["source"] != src]
+            p(f"  {src}: {_medians(mine)}; inside intervals: {coverage(mine, derive_intervals(rest))}")
+    p(f"inside the shipped intervals (edgebnn.estimate.intervals, 10th-90th percentile): {coverage(results)}")
+
+
+def run(csv_path: str, out=sys.stdout, builder=None, intervals: bool = False):
     builder = builder or build_graph
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -567,14 +666,21 @@ def run(csv_path: str, out=sys.stdout, builder=None):
         graph = builder(design, draw_weights(design))
         results.append(compare(row, estimate_row(design, graph)))
     print_report(results, skipped, out)
+    if intervals:
+        print("INTERVALS = " + repr(derive_intervals(results)), file=out)
     return results, skipped
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", nargs="?", default=DEFAULT_CSV, help="CSV with the reference file's columns")
+    ap.add_argument(
+        "--intervals",
+        action="store_true",
+        help="also print the residual intervals of these rows as edgebnn.estimate.intervals.INTERVALS",
+    )
     args = ap.parse_args(argv)
-    run(args.csv)
+    run(args.csv, intervals=args.intervals)
     return 0
 
 
