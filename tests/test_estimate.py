@@ -783,3 +783,28 @@ def test_fit_under_resource_tries_only_reuse_factors_every_node_keeps():
 
     found = fit(calibrated_mlp(), "cora-z7-07s", strategy="Resource", limit=0.0001)
     assert [rf for rf, _ in found.tried] == [1, 2, 4] and found.reuse_factor is None
+
+
+def test_io_stream_latency_is_the_slowest_process_plus_the_others_tails():
+    g, _ = conv_graph(h=12, w=12)
+    est = estimate(g, "pynq-z2", io_type="io_stream")
+    slowest = max(est.rows, key=lambda r: r.ii)
+    assert slowest.op == "conv2d" and slowest.ii > 100  # a pixel per cycle over the input
+    tails = [r.latency if r.op == "dense" else max(r.latency - r.ii, 1) for r in est.rows if r is not slowest]
+    assert est.latency_cycles == slowest.latency + sum(tails)
+    assert est.latency_cycles < sum(r.latency for r in est.rows)  # DATAFLOW overlaps the layers
+    par = estimate(g, "pynq-z2")
+    assert par.latency_cycles == sum(r.latency for r in par.rows)
+
+
+def test_io_stream_fifos_are_registers_srl_or_bram_by_depth():
+    from edgebnn.backends.hls4ml.cost.blocks import _fifo
+
+    c = CONSTANTS
+    assert _fifo(1, 64, c) == (0, 64, 0)
+    assert _fifo(c.stream_fifo_srl_max_depth, 64, c) == (64 * c.stream_fifo_srl_max_depth // 32, 64, 0)
+    assert _fifo(676, 64, c) == (0, 0, 4)  # 676 x 64 bits: four 1Kx18 RAMB18
+    g, _ = conv_graph(h=24, w=24)
+    est = estimate(g, "pynq-z2", io_type="io_stream")
+    conv = next(r for r in est.rows if r.op == "conv2d")
+    assert conv.detail["stream_fifo_depth"] == 24 * 24 and conv.bram18 >= 1

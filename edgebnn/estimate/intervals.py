@@ -34,7 +34,7 @@ INTERVALS: dict[str, dict[str, tuple[float, float]]] = {
         "ff": (-0.166, 1.12),
         "dsp": (-0.16, 0.562),
         "bram18": (-0.478, 0.631),
-        "latency": (-0.25, 0.2),
+        "latency": (-0.182, 0.215),
     },
     "dense": {
         "lut": (-0.174, 0.617),
@@ -48,7 +48,7 @@ INTERVALS: dict[str, dict[str, tuple[float, float]]] = {
         "ff": (-0.162, 1.199),
         "dsp": (-0.16, 0.555),
         "bram18": (-0.708, 0.651),
-        "latency": (-0.512, 0.014),
+        "latency": (-0.019, 0.093),
     },
 }
 

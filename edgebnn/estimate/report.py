@@ -99,15 +99,18 @@ class Estimate:
         """io_parallel: the sum of the rows (on the slowest path). io_stream: hls4ml's layers
         are DATAFLOW processes that start as soon as their first input arrives, so the
         slowest process (largest II) sets the pace: its latency plus, for every other row, the
-        cycles it adds after its last input (``latency - II`` for a row that streams its
-        output as it goes; the whole latency for a row whose II is its latency, as
-        dense(stream), which writes only at its end)."""
+        cycles it adds after its last input: ``latency - II`` (at least 1) for a row that
+        streams its output as it goes, the whole latency for one that writes only at its end
+        (dense(stream): ``detail["stream_writes_at_end"]``)."""
         on_path = set(self.latency_path)
         rows = [r for r in self.rows if not on_path or r.name in on_path]
         if self.io_type != "io_stream" or not rows:
             return sum(r.latency for r in rows)
         slowest = max(rows, key=lambda r: r.ii)
-        return slowest.latency + sum(r.latency - r.ii if r.ii < r.latency else r.latency for r in rows if r is not slowest)
+        tails = (
+            r.latency if r.detail.get("stream_writes_at_end") else max(r.latency - r.ii, 1) for r in rows if r is not slowest
+        )
+        return slowest.latency + sum(tails)
 
     @property
     def ii(self) -> int:

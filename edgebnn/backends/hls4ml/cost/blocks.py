@@ -241,7 +241,14 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
         bram18=row.bram18 + fifo_bram,
         latency=latency,
         ii=ii,
-        detail={**row.detail, "stream_fifo_bits": depth * word, "stream_fifo_depth": depth, "stream_array_bits": arrays},
+        detail={
+            **row.detail,
+            "stream_fifo_bits": depth * word,
+            "stream_fifo_depth": depth,
+            "stream_array_bits": arrays,
+            # dense(stream) writes its outputs only after its whole latency (Estimate.latency_cycles)
+            "stream_writes_at_end": row.op == "dense",
+        },
     )
 
 
