@@ -37,7 +37,7 @@ def test_exact_lut_multipliers_on_a_tiny_layer():
     assert r.detail["products"] == {"zero": 1, "free": 1, "shift_add": 1, "lut": 1, "dsp": 0}
     # one adder (column 0's two terms), level 1 of 8 + 8 + 1 bits capped by the accumulator
     add = min(wa, 17)
-    assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0}
+    assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0, "weight_rom": 0}
     assert (r.lut, r.dsp, r.bram18, r.uram) == (39 + add, 0, 0, 0)
     # the LUT multiply and one adder level (2.5 + 2.0 ns) fit one 10 ns cycle (8.75 ns usable):
     # only the 2 outputs are registered; Vitis HLS adds its layer boundary, ceil(3.5 / 8.75) = 1
@@ -166,10 +166,14 @@ def test_resource_strategy_stores_weights_in_bram():
     g = dense_graph(weight_type=W8)
     r1 = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=1))
     assert r1.bram18 == 0  # hls4ml keeps RF=1 weights as constants
-    for rf, brams in ((8, math.ceil(64 * 32 // 8 * 8 / 36)), (64, math.ceil(32 * 8 / 36)), (1024, math.ceil(2 * 8 / 18))):
+    for rf, brams in ((32, math.ceil(64 * 32 // 32 * 8 / 36)), (64, math.ceil(32 * 8 / 36)), (1024, math.ceil(2 * 8 / 18))):
         r = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=rf))
-        assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8}
-        assert r.bram18 == brams
+        assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8, "in": "bram"}
+        assert r.bram18 == brams and r.detail["lut_split"]["weight_rom"] == 0
+    # a memory of a few words is a LUT ROM (a LUT6 per bit holds 64 words), no BRAM
+    shallow = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=8))
+    assert shallow.detail["weight_memory"] == {"depth": 8, "width_bits": 64 * 32 // 8 * 8, "in": "lut"}
+    assert shallow.bram18 == 0 and shallow.detail["lut_split"]["weight_rom"] == 64 * 32 // 8 * 8
     assert row(estimate(g, "pynq-z2", strategy="Latency", reuse_factor=8)).bram18 == 0
 
 
@@ -188,7 +192,7 @@ def test_wider_weights_cost_more():
         g = dense_graph(weight_type=FixedType(bits, 1), input_type="fixed<16,6>")
         est = estimate(g, "zcu104")
         lut[bits], dsp[bits] = row(est).lut, est.dsp_needed
-        bram[bits] = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=16)).bram18
+        bram[bits] = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=32)).bram18
     # while products stay in LUTs, LUTs grow with the width; then DSPs take over and grow
     assert lut[3] < lut[4] < lut[5] < lut[6]
     assert dsp[3] == dsp[4] == dsp[5] == dsp[6] == 0

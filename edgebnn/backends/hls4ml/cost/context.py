@@ -76,6 +76,9 @@ class ModelConstants:
     dense_extra_cycles: int = 0
     # io_stream: cycles each node spends reading and writing its streams
     stream_cycles: int = 1
+    # a weight memory (Resource, R > 1) at most this many words deep is a LUT ROM, not BRAM
+    # (CSV rows 16, 19: R = 3-9 took no BRAM after synthesis; rows 14, 20: 32-72 words did)
+    rom_lut_max_depth: int = 16
     # io_stream FIFOs (hls::stream, as deep as the tensor's positions): registers up to this
     # depth, SRL32 shift registers up to the next, BRAM18 deeper (blocks._fifo)
     stream_fifo_register_depth: int = 2
