@@ -598,6 +598,17 @@ def test_softmax_row_matches_the_formulas():
     assert row(estimate(g, "pynq-z2", softmax=True), "softmax").detail["n"] == 3
 
 
+def test_io_stream_softmax_shares_its_multipliers_at_the_reuse_factor():
+    g, t = _logits_graph(n_out=10)
+    types = {"dense": {"result": t}}
+    par = row(estimate(g, "pynq-z2", reuse_factor=4, types=types), "softmax")
+    assert par.dsp == 10  # io_parallel: a product per class
+    for rf, dsp in ((1, 10), (4, 3), (16, 1)):
+        assert row(estimate(g, "pynq-z2", io_type="io_stream", reuse_factor=rf, types=types), "softmax").dsp == dsp
+    per_node = estimate(g, "pynq-z2", io_type="io_stream", reuse_factor={"dense": 4}, types=types)
+    assert row(per_node, "softmax").dsp == 10  # a per-node reuse factor leaves the softmax at 1
+
+
 def test_softmax_grows_with_classes():
     small, big = (row(estimate(_logits_graph(n)[0], "zcu104"), "softmax") for n in (4, 32))
     assert big.lut > small.lut and big.dsp > small.dsp and big.bram18 > small.bram18
