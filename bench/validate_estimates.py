@@ -589,7 +589,7 @@ def _medians(rs: list[dict]) -> str:
 
 def derive_intervals(results: list[dict]) -> dict:
     """(p10, p90) of the residuals per family ("dense", "conv", and "all" pooled) and figure,
-    where a family has at least ``MIN_ROWS`` of them; "all" gets (0.0, 0.0) where no row has one."""
+    where a family has at least ``MIN_ROWS`` of them (a figure with fewer even pooled has none)."""
     from edgebnn.estimate.intervals import KEYS, MIN_ROWS
 
     out: dict = {}
@@ -599,10 +599,7 @@ def derive_intervals(results: list[dict]) -> dict:
             vals = [r["resid"][key] for r in results if fam in ("all", r["family"]) and r["resid"][key] is not None]
             if len(vals) >= MIN_ROWS:
                 table[key] = (round(float(np.percentile(vals, 10)), 3), round(float(np.percentile(vals, 90)), 3))
-            elif fam == "all":
-                table[key] = (0.0, 0.0)
-        if table:
-            out[fam] = table
+        out[fam] = table
     return out
 
 
@@ -613,16 +610,22 @@ def coverage(rs: list[dict], table=None) -> str:
 
     parts = []
     for key in KEYS:
-        inside, n = 0, 0
+        inside, n, none = 0, 0, 0
         for r in rs:
             v = r["resid"][key]
             if v is None:
                 continue
-            lo, hi = bounds(r["family"], key, table)
+            try:
+                lo, hi = bounds(r["family"], key, table)
+            except KeyError:  # fewer than MIN_ROWS residuals to derive it from
+                none += 1
+                continue
             inside += lo <= v <= hi
             n += 1
         if n:
             parts.append(f"{key} {inside}/{n}")
+        elif none:
+            parts.append(f"{key} - (too few residuals elsewhere)")
     return ", ".join(parts)
 
 
