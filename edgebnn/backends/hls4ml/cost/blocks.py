@@ -205,9 +205,9 @@ def _fifo(depth: int, word_bits: int, c: ModelConstants) -> tuple[int, int, int]
     return 0, 0, _bram18(word_bits, depth, c.bram18_shapes)
 
 
-def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:
+def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0, depth: int = 1) -> LayerEstimate:
     """io_stream: each node's output goes through a FIFO as deep as its positions (pixels; 1
-    for a vector, ``bits`` wide for a row without a node), a word per position of the last
+    for a vector; ``depth`` words of ``bits`` for a row without a node), a word per position of the last
     axis's values (:func:`_fifo`: registers, SRL or BRAM by depth), and the node reads and
     writes its stream: ``stream_cycles`` more. hls4ml's
     dense(stream) reads all inputs, runs the dense and writes all outputs in sequence (only
@@ -221,7 +221,7 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
         depth = _positions(node)
         word = int(node.shape[-1]) * widths[node.name]["result"].width
     else:
-        depth, word = 1, bits
+        word = bits
     fifo_lut, fifo_ff, fifo_bram = _fifo(depth, word, ctx.c)
     latency = row.latency + ctx.c.stream_cycles
     ii = row.ii
@@ -394,7 +394,8 @@ def _merge_chain(node: Node, src: list[Node], ctx: _Context, widths, step_row) -
             rows.append(step_row(step, widths[node.name]["result"].width))
         else:
             row = step_row(step, step.type.width)
-            rows.append(_stream(row, None, ctx, widths, bits=int(np.prod(step.shape)) * step.type.width))
+            depth = int(np.prod(step.shape[:-1]))
+            rows.append(_stream(row, None, ctx, widths, bits=int(step.shape[-1]) * step.type.width, depth=depth))
     last = rows[-1]
     detail = dict(last.detail, merges=len(steps), inputs=len(src))
     for key in ("adders", "adder_bits"):
