@@ -48,7 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 
-DEFAULT_CSV = "/work/shared/reference/hls4ml_synthesis_results.csv"
+DEFAULT_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference", "hls4ml_synthesis_results.csv")
 SEED = 0
 
 _TYPE = re.compile(r"ap_(u?)fixed<\s*(\d+)\s*,\s*(-?\d+)[^>]*>")
@@ -66,45 +66,157 @@ def parse_types(text: str) -> list[tuple[bool, int, int]]:
     return [(u != "u", int(w), int(i)) for u, w, i in _TYPE.findall(text or "")]
 
 
-def parse_architecture(text: str) -> list[tuple[str, int, int]]:
-    """The chain as (kind, n_in, n_out) steps: ("dense", a, b), ("relu", n, n)."""
-    steps = []
+def _shape(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split("x"))
+
+
+def _check(what: str, given, derived) -> None:
+    if given is not None and tuple(given) != tuple(derived):
+        raise NotCovered(f"{what}: the row says {given}, the chain before it gives {derived}")
+
+
+def parse_architecture(text: str) -> list[tuple]:
+    """The chain as steps: ("dense", a, b), ("relu"|"softmax"|"flatten", in, out) with ``in``
+    and ``out`` sizes or shapes, and ("conv2d"|"dwconv2d"|"maxpool2d", in_shape, out_shape,
+    attrs) for the spatial layers (``valid`` padding, as the table's ``out=`` sizes say). Two
+    spellings are read: the table's ``Conv2D(in=HxWxC,k=KxK,f=F,s=S,out=HxW)`` /
+    ``MaxPool2D(PxP,in=HxWxC)`` and the tutorial's ``Input(HxWxC) -> Conv2D(KxK,f=F)+ReLU ->
+    MaxPool2x2 -> Flatten(N) -> Dense(N)+ReLU``; every size is checked against the chain."""
+    steps: list[tuple] = []
     if re.search(r"LSTM|GRU|RNN", text):
         raise NotCovered("recurrent layers have no graph node")
-    if re.search(r"DWConv|PWConv|SeparableConv|DepthwiseConv", text):
-        raise NotCovered("depthwise / separable convolution has no graph node yet (only Conv2D)")
-    if re.search(r"Conv", text):
-        raise NotCovered(
-            "convolution row: Conv2D, MaxPool2D and Flatten are modelled, but this script's Keras "
-            "rebuild of convolution rows is not written yet"
-        )
-    for token in re.split(r"\s*->\s*(?![^()]*\))", text.split(" (")[0] if text.startswith("Input(") else text):
+    text = re.split(r";| \(", text)[0]  # a trailing remark: "...; ~50% sparsity", "... (Keras Sequential)"
+    shape: tuple[int, ...] | None = None
+
+    def cur() -> tuple[int, ...]:
+        if shape is None:
+            raise NotCovered(f"the chain does not say its input's shape before {token!r}")
+        return shape
+
+    for token in re.split(r"\s*->\s*(?![^()]*\))", text.strip()):
         token = token.strip()
-        m = re.fullmatch(r"Dense\((\d+)->(\d+)\)(\+ReLU)?", token)
-        if m:
+        relu = False
+        if re.search(r"\+ReLU$", token, re.I):
+            token, relu = token[: -len("+ReLU")], True
+        if m := re.fullmatch(r"Input\((\d+(?:x\d+)*)\)", token):
+            shape = _shape(m[1])
+        elif m := re.fullmatch(r"Dense\((\d+)->(\d+)\)", token):
+            if shape is not None:
+                _check(token, (int(m[1]),), shape if len(shape) == 1 else (int(np.prod(shape)),))
+                if len(shape) > 1:
+                    steps.append(("flatten", shape, (int(np.prod(shape)),)))
             steps.append(("dense", int(m[1]), int(m[2])))
+            shape = (int(m[2]),)
+        elif m := re.fullmatch(r"Dense\((\d+)\)", token):
+            if len(cur()) > 1:
+                steps.append(("flatten", shape, (int(np.prod(shape)),)))
+            steps.append(("dense", int(np.prod(shape)), int(m[1])))
+            shape = (int(m[1]),)
+        elif m := re.fullmatch(r"(DW|PW|)Conv2D\((.*)\)", token):
+            parts = [x.strip() for x in m[2].split(",")]
+            args = dict(a.split("=", 1) if "=" in a else ("k", a) for a in parts if "=" in a or re.fullmatch(r"\d+x\d+", a))
+            given_in = _shape(args["in"]) if "in" in args else None
+            if given_in is not None and shape is not None and given_in != shape:
+                raise NotCovered(f"{token}: the row's in={args['in']} is not what the chain before it gives ({shape})")
+            h, w, c = given_in or cur()
+            kh, kw = _shape(args["k"])
+            stride = int(args.get("s", 1))
+            depthwise = m[1] == "DW"
+            f = c if depthwise else int(args["f"])
+            if depthwise and int(args["f"]) != c:
+                raise NotCovered(f"{token}: a depthwise convolution with a depth multiplier")
+            out = ((h - kh) // stride + 1, (w - kw) // stride + 1, f)
+            _check(token, _shape(args["out"]) + (f,) if "out" in args else None, out)
+            steps.append(("dwconv2d" if depthwise else "conv2d", (h, w, c), out, {"k": (kh, kw), "s": stride}))
+            shape = out
+        elif m := re.fullmatch(r"MaxPool(?:2D)?\(?(\d+)x(\d+)(?:,in=(\d+x\d+x\d+))?\)?", token):
             if m[3]:
-                steps.append(("relu", int(m[2]), int(m[2])))
+                _check(token, _shape(m[3]), cur())
+            h, w, c = cur()
+            ph, pw = int(m[1]), int(m[2])
+            out = (h // ph, w // pw, c)
+            steps.append(("maxpool2d", (h, w, c), out, {"pool": (ph, pw)}))
+            shape = out
+        elif m := re.fullmatch(r"Flatten\((\d+)\)", token):
+            _check(token, (int(m[1]),), (int(np.prod(cur())),))
+            steps.append(("flatten", shape, (int(m[1]),)))
+            shape = (int(m[1]),)
         elif token.lower().startswith("relu"):
-            steps.append(("relu", steps[-1][2], steps[-1][2]))
+            relu = True
         elif token.lower() == "softmax":
             steps.append(("softmax", steps[-1][2], steps[-1][2]))
-        elif token.lower() == "linear" or re.fullmatch(r"Input\(\d+\)", token):
-            continue
+        elif token.lower() == "linear":
+            pass
         elif re.fullmatch(r"BN\(\d+\)", token):
-            continue  # not estimated (see the module docstring)
+            pass  # not estimated (see the module docstring)
         else:
             raise NotCovered(f"layer {token!r} is not modelled")
-    if not any(s[0] == "dense" for s in steps):
-        raise NotCovered("no Dense layer")
+        if relu:
+            steps.append(("relu", steps[-1][2], steps[-1][2]))
+    if not any(s[0] in WEIGHTED for s in steps):
+        raise NotCovered("no Dense or convolution layer")
     return steps
+
+
+WEIGHTED = ("dense", "conv2d", "dwconv2d")
+
+
+def n_weights_of(step: tuple) -> int:
+    kind = step[0]
+    if kind == "dense":
+        return step[1] * step[2]
+    kh, kw = step[3]["k"]
+    return kh * kw * step[1][2] * (1 if kind == "dwconv2d" else step[2][2])
+
+
+def kernel_shape(step: tuple) -> tuple[int, ...]:
+    kind = step[0]
+    if kind == "dense":
+        return (step[1], step[2])
+    kh, kw = step[3]["k"]
+    return (kh, kw, step[1][2], 1 if kind == "dwconv2d" else step[2][2])
+
+
+def family(steps: list[tuple]) -> str:
+    """The op family a design is grouped under: "conv" when it has a convolution, else "dense"."""
+    return "conv" if any(s[0] in ("conv2d", "dwconv2d") for s in steps) else "dense"
+
+
+def _zeros(text: str, n_weights: int) -> tuple[int, bool]:
+    """The row's count of zero weights, and whether it is only a stated share ("~50%...")."""
+    text = text.strip()
+    if re.fullmatch(r"\d+", text):
+        return int(text), False
+    m = re.match(r"~?\s*(\d+(?:\.\d+)?)\s*%", text)
+    if m:
+        return round(n_weights * float(m[1]) / 100), True
+    raise NotCovered(f"n_zero_weights is {text!r}, not a count")
+
+
+def _rf_requested(rfs: list[int], steps: list[tuple], strategy: str) -> int:
+    """The model-wide reuse factor that, snapped per layer as hls4ml does, gives exactly the
+    row's set of compiled values (a row lists several when hls4ml snapped some layers)."""
+    if len(set(rfs)) == 1:
+        return rfs[0]
+    if strategy != "Resource":
+        raise NotCovered("per-layer reuse factors under the Latency strategy")
+    from edgebnn.backends.hls4ml.cost.blocks import _closest_reuse_factor, valid_reuse_factors
+
+    shapes = []
+    for s in steps:
+        if s[0] == "dense":
+            shapes.append((s[1], s[2]))
+        elif s[0] in ("conv2d", "dwconv2d"):
+            kh, kw = s[3]["k"]
+            shapes.append((kh * kw * s[1][2], s[2][2]))  # the im2col unit (a depthwise one: its full kernel)
+    for rf in sorted(set(rfs)):
+        if {_closest_reuse_factor(valid_reuse_factors(a, b), rf) for a, b in shapes} == set(rfs):
+            return rf
+    raise NotCovered(f"no one reuse factor snaps to the row's per-layer values {';'.join(map(str, rfs))}")
 
 
 def design_of(row: dict) -> dict:
     """Everything the rebuild needs from one CSV row (raises NotCovered)."""
-    if row["model_type"] != "MLP":
-        parse_architecture(row["architecture"])  # the precise reason, where there is one
-        raise NotCovered(f"{row['model_type']} (convolution rows come with convolution export)")
     steps = parse_architecture(row["architecture"])
     weights = parse_types(row["weight_precision"])
     acts = parse_types(row["activation_precision"])
@@ -116,36 +228,39 @@ def design_of(row: dict) -> dict:
     default = (True, 16, 6)
     data = default if default in acts else signed_acts[0]  # inputs and dense results
     relu = unsigned_acts[0] if unsigned_acts else data  # relu outputs
+    # "X (output_dense: Y)": the last dense layer's weights are Y, the others X
+    last_weight = weights[1] if len(weights) > 1 and re.search(r"output_dense:", row["weight_precision"]) else weights[0]
     rfs = [int(v) for v in row["reuse_factor"].split(";")]
     strategies = row["strategy"].split(";")
-    if len(set(rfs)) > 1 or len(set(strategies)) > 1:
-        raise NotCovered("per-layer reuse factors or strategies")
-    n_weights = sum(a * b for kind, a, b in steps if kind == "dense")
+    if len(set(strategies)) > 1:
+        raise NotCovered("per-layer strategies (" + ", ".join(strategies) + ")")
+    strategy = strategies[0].capitalize()
+    n_weights = sum(n_weights_of(s) for s in steps if s[0] in WEIGHTED)
     if n_weights != int(row["n_weights"]):
         raise NotCovered(f"architecture has {n_weights} weights, the row says {row['n_weights']}")
-    try:
-        zeros = int(row["n_zero_weights"])
-    except ValueError:
-        raise NotCovered(f"n_zero_weights is {row['n_zero_weights']!r}, not a count") from None
+    zeros, approx = _zeros(row["n_zero_weights"], n_weights)
     notes = row.get("notes", "")
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
-    if any(kind == "softmax" for kind, _, _ in steps[:-1]):
-        raise NotCovered("a softmax before the last layer")
+    if any(kind == "softmax" for kind, *_ in steps[:-1]):
+        raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
     return {
         "steps": steps,
         "weight": weights[0],
+        "last_weight": last_weight,
         "data": data,
         "relu": relu,
         "accum": accum[0],
-        "reuse_factor": rfs[0],
-        "strategy": strategies[0].capitalize(),
+        "reuse_factor": _rf_requested(rfs, steps, strategy),
+        "strategy": strategy,
         "io_type": row["io_type"],
         "clock": float(row["clock_ns"]),
         "part": row["part"],
         "zeros": zeros,
+        "zeros_approx": approx,
         "multipliers": multipliers,
         "hls_tool": f"{row['hls_tool']} {row['hls_version']}",
         "source": row["source_repo"],
+        "family": family(steps),
     }
 
 
@@ -169,19 +284,22 @@ def fixed_string(t) -> str:
 
 
 def draw_weights(design: dict, seed: int = SEED) -> list[np.ndarray]:
-    """Integer codes per dense layer: Glorot-uniform values on the weight grid, no zero among
-    them, then exactly ``zeros`` of all the network's weights set to zero."""
+    """Integer codes per weighted layer (its kernel's shape): Glorot-uniform values on the
+    weight grid, no zero among them, then exactly ``zeros`` of all the network's weights set
+    to zero."""
     rng = np.random.default_rng(seed)
-    signed, width, integer = design["weight"]
-    lsb = 2.0 ** (integer - width)
-    hi_code = 2 ** (width - signed) - 1
-    lo_code = -(2 ** (width - 1)) if signed else 0
+    weighted = [s for s in design["steps"] if s[0] in WEIGHTED]
     layers = []
-    for kind, n_in, n_out in design["steps"]:
-        if kind != "dense":
-            continue
-        limit = np.sqrt(6.0 / (n_in + n_out))
-        codes = np.round(rng.uniform(-limit, limit, size=(n_in, n_out)) / lsb).astype(np.int64)
+    for i, step in enumerate(weighted):
+        shape = kernel_shape(step)
+        signed, width, integer = design.get("last_weight", design["weight"]) if i == len(weighted) - 1 else design["weight"]
+        lsb = 2.0 ** (integer - width)
+        hi_code = 2 ** (width - signed) - 1
+        lo_code = -(2 ** (width - 1)) if signed else 0
+        receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+        fan_in, fan_out = receptive * shape[-2], receptive * shape[-1]
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        codes = np.round(rng.uniform(-limit, limit, size=shape) / lsb).astype(np.int64)
         codes = np.clip(codes, lo_code, hi_code)
         zero = codes == 0
         codes[zero] = rng.choice([c for c in (1, -1) if lo_code <= c <= hi_code], size=int(zero.sum()))
@@ -199,50 +317,62 @@ def draw_weights(design: dict, seed: int = SEED) -> list[np.ndarray]:
 
 
 def build_graph(design: dict, weights: list[np.ndarray]):
-    """The row's design as a deployment graph: Keras model -> edgebnn.freeze."""
+    """The row's design as a deployment graph: Keras model -> edgebnn.freeze. Each layer reads
+    what hls4ml gives it: the first its quantized input, a relu its cast to the relu type, any
+    other layer's result the design's result type (a ``QuantActivation`` cast), the last
+    weighted layer's result its own type (``types=`` in :func:`estimate_row`)."""
     import keras
 
     import edgebnn  # noqa: F401  (registers the layers)
     from edgebnn.freeze import freeze
-    from edgebnn.layers import QuantActivation, QuantDense
+    from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense, QuantDepthwiseConv2D
 
     def qbits(t):
         signed, width, integer = t
         return f"quantized_bits({width}, {integer - signed}, keep_negative={signed})"
 
     steps = design["steps"]
-    n_in = steps[0][1]
-    layers, dense_layers, wi = [keras.Input((n_in,))], [], 0
-    first = True
-    for i, (kind, _, b) in enumerate(steps):
-        if kind == "dense":
-            layer = QuantDense(
-                b,
-                input_quantizer=qbits(design["data"]) if first else None,
-                kernel_quantizer=qbits(design["weight"]),
-                use_bias=False,
-                name=f"dense{wi}",
-            )
+    first_shape = steps[0][1] if isinstance(steps[0][1], tuple) else (steps[0][1],)
+    layers, weighted, wi = [keras.Input(first_shape)], [], 0
+    n_weighted = sum(s[0] in WEIGHTED for s in steps)
+    for i, step in enumerate(steps):
+        kind = step[0]
+        if kind in WEIGHTED:
+            last = wi == n_weighted - 1
+            wtype = design.get("last_weight", design["weight"]) if last else design["weight"]
+            common = {
+                "input_quantizer": qbits(design["data"]) if wi == 0 else None,
+                "use_bias": False,
+                "name": f"{kind}{wi}",
+            }
+            if kind == "dense":
+                layer = QuantDense(step[2], kernel_quantizer=qbits(wtype), **common)
+            elif kind == "conv2d":
+                layer = QuantConv2D(step[2][2], step[3]["k"], strides=step[3]["s"], kernel_quantizer=qbits(wtype), **common)
+            else:
+                layer = QuantDepthwiseConv2D(step[3]["k"], strides=step[3]["s"], depthwise_quantizer=qbits(wtype), **common)
             layers.append(layer)
-            dense_layers.append((layer, weights[wi]))
+            weighted.append((layer, weights[wi], wtype))
             wi += 1
-            first = False
             relu_next = i + 1 < len(steps) and steps[i + 1][0] == "relu"
-            last = all(k != "dense" for k, _, _ in steps[i + 1 :])
-            # between layers hls4ml casts the dense result to its result type; the last dense
+            # between layers hls4ml casts a result to its result type; the last weighted layer
             # writes its result type itself (types= below), no activation layer follows it
             if not relu_next and not last:
                 layers.append(QuantActivation(qbits(design["data"]), name=f"result{wi - 1}"))
         elif kind == "softmax":  # hls4ml's softmax: stripped by freeze, its cost added by the estimator
             layers.append(keras.layers.Activation("softmax", name="softmax"))
+        elif kind == "relu":
+            layers.append(keras.layers.Activation("relu", name=f"relu{i}"))
+            layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{i}_out"))
+        elif kind == "maxpool2d":
+            layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
+        elif kind == "flatten":
+            layers.append(keras.layers.Flatten(name=f"flatten{i}"))
         else:
-            layers.append(keras.layers.Activation("relu", name=f"relu{wi - 1}"))
-            layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{wi - 1}_out"))
+            raise NotCovered(f"step {kind} has no rebuild")
     model = keras.Sequential(layers)
-    _, width, integer = design["weight"]
-    lsb = 2.0 ** (integer - width)
-    for layer, codes in dense_layers:
-        layer.kernel.assign((codes * lsb).astype("float32"))
+    for layer, codes, (_, width, integer) in weighted:
+        layer.weights[0].assign((codes * 2.0 ** (integer - width)).astype("float32"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return freeze(model, name="row", strip_softmax=True)
@@ -252,7 +382,10 @@ def estimate_row(design: dict, graph):
     from edgebnn.estimate import estimate
 
     accum = fixed_string(design["accum"])
-    types = {n.name: {"accum": accum, "result": fixed_string(design["data"])} for n in graph.compute_nodes() if n.op == "dense"}
+    from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
+
+    result = fixed_string(design["data"])
+    types = {n.name: {"accum": accum, "result": result} for n in graph.compute_nodes() if n.op in WEIGHTED_OPS}
     return estimate(
         graph,
         board_for_part(design["part"]),
@@ -326,7 +459,22 @@ def compare(row: dict, est) -> dict:
         "err_c": {k: rel_error(mine[k], v) for k, v in cs.items()},
         "err_t": {k: rel_error(mine[k], v) for k, v in hls.items()},
         "ok_t": {k: v is not None and cycles_ok(mine[k], v) for k, v in hls.items()},
+        "family": est.family,
+        "ops": sorted({r.op for r in est.rows}),
+        "n_weights": int(row["n_weights"]),
+        "intervals": est.intervals,
+        # (published - estimate) / estimate: what the intervals are made of
+        "resid": {
+            **{k.lower(): _resid(mine[k], vs[k]) for k in ("LUT", "FF", "DSP", "BRAM18")},
+            "latency": _resid(mine["latency"], hls["latency"]),
+        },
     }
+
+
+def _resid(est, true):
+    if true is None or not est:
+        return None
+    return (true - est) / est
 
 
 def _fmt(v):
@@ -411,6 +559,7 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
                 + " ".join(f"{k} {_median(r['err_v'][k] for r in rest):.1f}%" for k in ("LUT", "FF", "DSP"))
                 + f" latency {_median(r['err_t']['latency'] for r in rest):.1f}%"
             )
+    _print_breakdowns(results, p)
     p(f"resource medians below are over the {n_v} rows with post-synthesis results; latency over all {len(results)} rows")
     p(
         "median abs error: "
@@ -419,7 +568,93 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
     )
 
 
-def run(csv_path: str, out=sys.stdout, builder=None):
+OP_FAMILIES = {
+    "dense": ("dense",),
+    "conv": ("conv1d", "conv2d", "depthwise_conv2d"),
+    "pool": ("maxpool1d", "maxpool2d", "avgpool1d", "avgpool2d", "sumpool1d", "sumpool2d"),
+    "activation": ("cast", "threshold", "softmax"),
+}
+SIZES = ((0, 1000, "< 1k weights"), (1000, 10000, "1k-10k weights"), (10000, None, ">= 10k weights"))
+
+
+def _medians(rs: list[dict]) -> str:
+    """The medians of a group: resources vs post-synthesis (rows with it), latency and II."""
+    n_v = sum(r["vsynth"]["LUT"] is not None for r in rs)
+    res = " ".join(f"{k} {_median(r['err_v'][k] for r in rs):.1f}%" for k in ("LUT", "FF", "DSP")) if n_v else "no vsynth"
+    return (
+        f"{len(rs)} rows ({n_v} vsynth): {res}; latency {_median(r['err_t']['latency'] for r in rs):.1f}% "
+        f"(ok {sum(r['ok_t']['latency'] for r in rs)}/{len(rs)}), II ok {sum(r['ok_t']['II'] for r in rs)}/{len(rs)}"
+    )
+
+
+def derive_intervals(results: list[dict]) -> dict:
+    """(p10, p90) of the residuals per family ("dense", "conv", and "all" pooled) and figure,
+    where a family has at least ``MIN_ROWS`` of them (a figure with fewer even pooled has none)."""
+    from edgebnn.estimate.intervals import KEYS, MIN_ROWS
+
+    out: dict = {}
+    for fam in ("all", "dense", "conv"):
+        table = {}
+        for key in KEYS:
+            vals = [r["resid"][key] for r in results if fam in ("all", r["family"]) and r["resid"][key] is not None]
+            if len(vals) >= MIN_ROWS:
+                table[key] = (round(float(np.percentile(vals, 10)), 3), round(float(np.percentile(vals, 90)), 3))
+        out[fam] = table
+    return out
+
+
+def coverage(rs: list[dict], table=None) -> str:
+    """How many published figures of ``rs`` lie inside their estimate's interval (``table``:
+    the shipped intervals when None)."""
+    from edgebnn.estimate.intervals import KEYS, bounds
+
+    parts = []
+    for key in KEYS:
+        inside, n, none = 0, 0, 0
+        for r in rs:
+            v = r["resid"][key]
+            if v is None:
+                continue
+            try:
+                lo, hi = bounds(r["family"], key, table)
+            except KeyError:  # fewer than MIN_ROWS residuals to derive it from
+                none += 1
+                continue
+            inside += lo <= v <= hi
+            n += 1
+        if n:
+            parts.append(f"{key} {inside}/{n}")
+        elif none:
+            parts.append(f"{key} - (too few residuals elsewhere)")
+    return ", ".join(parts)
+
+
+def _print_breakdowns(results: list[dict], p) -> None:
+    p("by op family (the published figures are whole designs: a design counts under every op family it has):")
+    for fam, ops in OP_FAMILIES.items():
+        rs = [r for r in results if any(op in ops for op in r["ops"])]
+        if rs:
+            p(f"  {fam:<10} {_medians(rs)}")
+    p("by design size:")
+    for lo, hi, label in SIZES:
+        rs = [r for r in results if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
+        if rs:
+            p(f"  {label:<15} {_medians(rs)}")
+    sources = sorted({r["source"] for r in results})
+    held = [s for s in sources if sum(r["source"] == s for r in results) >= 3]
+    if held:
+        p(
+            "leave-one-source-out, sources with 3+ rows (the model's constants are fixed; the intervals are "
+            "derived from the other sources' rows and checked on the held-out ones):"
+        )
+        for src in held:
+            mine = [r for r in results if r["source"] == src]
+            rest = [r for r in results if r["source"] != src]
+            p(f"  {src}: {_medians(mine)}; inside intervals: {coverage(mine, derive_intervals(rest))}")
+    p(f"inside the shipped intervals (edgebnn.estimate.intervals, 10th-90th percentile): {coverage(results)}")
+
+
+def run(csv_path: str, out=sys.stdout, builder=None, intervals: bool = False):
     builder = builder or build_graph
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -434,14 +669,21 @@ def run(csv_path: str, out=sys.stdout, builder=None):
         graph = builder(design, draw_weights(design))
         results.append(compare(row, estimate_row(design, graph)))
     print_report(results, skipped, out)
+    if intervals:
+        print("INTERVALS = " + repr(derive_intervals(results)), file=out)
     return results, skipped
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", nargs="?", default=DEFAULT_CSV, help="CSV with the reference file's columns")
+    ap.add_argument(
+        "--intervals",
+        action="store_true",
+        help="also print the residual intervals of these rows as edgebnn.estimate.intervals.INTERVALS",
+    )
     args = ap.parse_args(argv)
-    run(args.csv)
+    run(args.csv, intervals=args.intervals)
     return 0
 
 

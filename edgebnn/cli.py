@@ -310,6 +310,10 @@ def cmd_estimate(args) -> int:
     for out, option, suffix in ((args.plot, "--plot", ".svg"), (args.json, "--json", ".json"), (args.csv, "--csv", ".csv")):
         if out:
             _check_out_path(out, option, suffix)  # before the work, not after it
+    if args.margin is not None and not args.fit:
+        raise EdgebnnError("--margin applies to --fit only; add --fit or leave --margin out")
+    if args.margin is not None and not args.margin >= 0:
+        raise EdgebnnError(f"--margin must be a fraction >= 0 (0.1 for 10%), got {args.margin:g}")
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
         from .stages import estimate_stage, run_config
@@ -346,7 +350,7 @@ def cmd_estimate(args) -> int:
         for board in boards:
             if args.fit:
                 shown = _fit_progress(board.name)
-                found = fit(graph, board, limit=args.limit, target=target, types=args.types, progress=shown)
+                found = fit(graph, board, limit=args.limit, target=target, types=args.types, progress=shown, margin=args.margin)
                 if shown is not None:
                     print("\r\033[K", end="", file=sys.stderr, flush=True)  # the status line gives way to the answer
                 progress.log(f"{board.name}: {found}", at=progress.QUIET)
@@ -711,6 +715,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--limit", type=float, default=DEFAULT_LIMIT, help="utilization limit for 'fits' (default 0.8)")
     e.add_argument("--fit", action="store_true", help="find the smallest valid reuse factor that fits each board")
+    e.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="with --fit, a design fits only when the top of each resource's calibrated interval (from published "
+        "designs' errors) times 1 + FRACTION is under the limit, e.g. 0 or 0.1",
+    )
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
     e.add_argument("--json", metavar="FILE.json", help="also write the estimates as JSON")
     e.add_argument("--csv", metavar="FILE.csv", help="also write the estimates as CSV (a row per node and board)")

@@ -37,7 +37,7 @@ def test_exact_lut_multipliers_on_a_tiny_layer():
     assert r.detail["products"] == {"zero": 1, "free": 1, "shift_add": 1, "lut": 1, "dsp": 0}
     # one adder (column 0's two terms), level 1 of 8 + 8 + 1 bits capped by the accumulator
     add = min(wa, 17)
-    assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0}
+    assert r.detail["lut_split"] == {"multipliers": 11 + 2 * 14, "adders": add, "muxes": 0, "weight_rom": 0}
     assert (r.lut, r.dsp, r.bram18, r.uram) == (39 + add, 0, 0, 0)
     # the LUT multiply and one adder level (2.5 + 2.0 ns) fit one 10 ns cycle (8.75 ns usable):
     # only the 2 outputs are registered; Vitis HLS adds its layer boundary, ceil(3.5 / 8.75) = 1
@@ -166,10 +166,14 @@ def test_resource_strategy_stores_weights_in_bram():
     g = dense_graph(weight_type=W8)
     r1 = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=1))
     assert r1.bram18 == 0  # hls4ml keeps RF=1 weights as constants
-    for rf, brams in ((8, math.ceil(64 * 32 // 8 * 8 / 36)), (64, math.ceil(32 * 8 / 36)), (1024, math.ceil(2 * 8 / 18))):
+    for rf, brams in ((32, math.ceil(64 * 32 // 32 * 8 / 36)), (64, math.ceil(32 * 8 / 36)), (1024, math.ceil(2 * 8 / 18))):
         r = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=rf))
-        assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8}
-        assert r.bram18 == brams
+        assert r.detail["weight_memory"] == {"depth": rf, "width_bits": 64 * 32 // rf * 8, "in": "bram"}
+        assert r.bram18 == brams and r.detail["lut_split"]["weight_rom"] == 0
+    # a memory of a few words is a LUT ROM (a LUT6 per bit holds 64 words), no BRAM
+    shallow = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=8))
+    assert shallow.detail["weight_memory"] == {"depth": 8, "width_bits": 64 * 32 // 8 * 8, "in": "lut"}
+    assert shallow.bram18 == 0 and shallow.detail["lut_split"]["weight_rom"] == 64 * 32 // 8 * 8
     assert row(estimate(g, "pynq-z2", strategy="Latency", reuse_factor=8)).bram18 == 0
 
 
@@ -188,7 +192,7 @@ def test_wider_weights_cost_more():
         g = dense_graph(weight_type=FixedType(bits, 1), input_type="fixed<16,6>")
         est = estimate(g, "zcu104")
         lut[bits], dsp[bits] = row(est).lut, est.dsp_needed
-        bram[bits] = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=16)).bram18
+        bram[bits] = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=32)).bram18
     # while products stay in LUTs, LUTs grow with the width; then DSPs take over and grow
     assert lut[3] < lut[4] < lut[5] < lut[6]
     assert dsp[3] == dsp[4] == dsp[5] == dsp[6] == 0
@@ -594,6 +598,17 @@ def test_softmax_row_matches_the_formulas():
     assert row(estimate(g, "pynq-z2", softmax=True), "softmax").detail["n"] == 3
 
 
+def test_io_stream_softmax_shares_its_multipliers_at_the_reuse_factor():
+    g, t = _logits_graph(n_out=10)
+    types = {"dense": {"result": t}}
+    par = row(estimate(g, "pynq-z2", reuse_factor=4, types=types), "softmax")
+    assert par.dsp == 10  # io_parallel: a product per class
+    for rf, dsp in ((1, 10), (4, 3), (16, 1)):
+        assert row(estimate(g, "pynq-z2", io_type="io_stream", reuse_factor=rf, types=types), "softmax").dsp == dsp
+    per_node = estimate(g, "pynq-z2", io_type="io_stream", reuse_factor={"dense": 4}, types=types)
+    assert row(per_node, "softmax").dsp == 10  # a per-node reuse factor leaves the softmax at 1
+
+
 def test_softmax_grows_with_classes():
     small, big = (row(estimate(_logits_graph(n)[0], "zcu104"), "softmax") for n in (4, 32))
     assert big.lut > small.lut and big.dsp > small.dsp and big.bram18 > small.bram18
@@ -783,3 +798,28 @@ def test_fit_under_resource_tries_only_reuse_factors_every_node_keeps():
 
     found = fit(calibrated_mlp(), "cora-z7-07s", strategy="Resource", limit=0.0001)
     assert [rf for rf, _ in found.tried] == [1, 2, 4] and found.reuse_factor is None
+
+
+def test_io_stream_latency_is_the_slowest_process_plus_the_others_tails():
+    g, _ = conv_graph(h=12, w=12)
+    est = estimate(g, "pynq-z2", io_type="io_stream")
+    slowest = max(est.rows, key=lambda r: r.ii)
+    assert slowest.op == "conv2d" and slowest.ii > 100  # a pixel per cycle over the input
+    tails = [r.latency if r.op == "dense" else max(r.latency - r.ii, 1) for r in est.rows if r is not slowest]
+    assert est.latency_cycles == slowest.latency + sum(tails)
+    assert est.latency_cycles < sum(r.latency for r in est.rows)  # DATAFLOW overlaps the layers
+    par = estimate(g, "pynq-z2")
+    assert par.latency_cycles == sum(r.latency for r in par.rows)
+
+
+def test_io_stream_fifos_are_registers_srl_or_bram_by_depth():
+    from edgebnn.backends.hls4ml.cost.blocks import _fifo
+
+    c = CONSTANTS
+    assert _fifo(1, 64, c) == (0, 64, 0)
+    assert _fifo(c.stream_fifo_srl_max_depth, 64, c) == (64 * c.stream_fifo_srl_max_depth // 32, 64, 0)
+    assert _fifo(676, 64, c) == (0, 0, 4)  # 676 x 64 bits: four 1Kx18 RAMB18
+    g, _ = conv_graph(h=24, w=24)
+    est = estimate(g, "pynq-z2", io_type="io_stream")
+    conv = next(r for r in est.rows if r.op == "conv2d")
+    assert conv.detail["stream_fifo_depth"] == 24 * 24 and conv.bram18 >= 1

@@ -145,3 +145,77 @@ def test_cli_fit_shows_progress_on_a_terminal_and_advises_only_what_was_not_give
     out, err = capsys.readouterr()
     assert "; try the Resource strategy, narrower weights or a larger board" in out
     assert "cora-z7-07s: reuse factor 1 does not fit" in err and err.endswith("\r\033[K")
+
+
+def _margin_exhaustive(graph, board, strategy, margin, limit=0.8):
+    """The first candidate in ascending order whose estimate fits and whose intervals' tops
+    times 1 + margin are within the limit, each estimated afresh."""
+    dense = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
+    valid = [set(valid_reuse_factors(*_matrix_shape(n))) for n in dense]
+    if strategy == "Resource":
+        valid = [set.intersection(*valid) | {1}]
+    for rf in sorted(set().union(*valid)):
+        est = estimate(graph, board, strategy=strategy, reuse_factor=rf, utilization_limit=limit)
+        have = est.available
+        tops = {k: hi * (1 + margin) for k, (_, hi) in est.intervals.items() if k != "latency"}
+        if est.fits and all(v == 0 or (have[k] and v <= limit * have[k]) for k, v in tops.items()):
+            return rf
+    return None
+
+
+@pytest.mark.parametrize("strategy", ["Latency", "Resource"])
+def test_fit_with_a_margin_refuses_a_design_whose_interval_crosses_the_budget(strategy):
+    graph = GRAPHS["dense16"]()
+    board = load_board("pynq-z2")
+    # a limit the plain answer just meets: the top of its intervals lies above it
+    first = fit(graph, board, strategy=strategy).estimate
+    limit = max(first.utilization.values()) / 100 + 1e-9
+    plain = fit(graph, board, strategy=strategy, limit=limit)
+    tight = fit(graph, board, strategy=strategy, limit=limit, margin=0.0)
+    wide = fit(graph, board, strategy=strategy, limit=limit, margin=0.5)
+    assert plain.reuse_factor == exhaustive_fit(graph, board, strategy, limit)[0]
+    assert tight.reuse_factor == _margin_exhaustive(graph, board, strategy, 0.0, limit)
+    assert wide.reuse_factor == _margin_exhaustive(graph, board, strategy, 0.5, limit)
+    # the plain answer fits as estimated, but the top of an interval crosses the budget
+    assert plain.estimate.fits and not plain.estimate.fits_with_margin(0.0)
+    if tight.fits:
+        assert tight.reuse_factor > plain.reuse_factor and tight.estimate.fits_with_margin(0.0)
+        assert "margin" in str(tight)
+    else:  # nothing fits at the top of its interval: the reason says so and names the resource
+        assert "with the calibrated interval and a margin of 0%" in tight.reason and "up to" in tight.reason
+    assert wide.reuse_factor is None or (tight.fits and wide.reuse_factor >= tight.reuse_factor)
+
+
+def test_fit_margin_is_a_fraction():
+    with pytest.raises(ValueError, match="margin must be a fraction >= 0"):
+        fit(GRAPHS["dense16"](), "pynq-z2", margin=-0.1)
+
+
+def test_an_estimate_carries_its_family_interval():
+    from edgebnn.estimate.intervals import INTERVALS
+
+    est = estimate(GRAPHS["dense16"](), "pynq-z2")
+    assert est.family == "dense"
+    lo, hi = INTERVALS["dense"]["lut"]
+    assert est.intervals["lut"] == (est.totals["lut"] * (1 + lo), est.totals["lut"] * (1 + hi))
+    assert est.intervals["latency"][0] <= est.latency_cycles <= est.intervals["latency"][1]
+    assert "8 in 10 published dense designs lay within: LUT" in est.table()
+    assert est.to_dict()["intervals"]["dsp"] == list(est.intervals["dsp"])
+    conv = estimate(conv_graph()[0], "pynq-z2")
+    assert conv.family == "conv" and conv.intervals["ff"][1] == conv.totals["ff"] * (1 + INTERVALS["conv"]["ff"][1])
+
+
+def test_cli_margin_goes_with_fit_and_refuses_what_crosses_the_budget(tmp_path, capsys):
+    from edgebnn.cli import main
+
+    GRAPHS["dense16"]().save(tmp_path / "graph.npz")
+    args = ["estimate", str(tmp_path / "graph.npz"), "--board", "pynq-z2"]
+    assert main([*args, "--margin", "0.1"]) == 2
+    assert "--margin applies to --fit only" in capsys.readouterr().err
+    assert main([*args, "--fit", "--margin", "-1"]) == 2
+    assert "--margin must be a fraction >= 0" in capsys.readouterr().err
+    assert main([*args, "--fit", "--margin", "9"]) == 0  # ten times the interval's top fits nowhere
+    out = capsys.readouterr().out
+    assert "nothing fits pynq-z2 under 80% of each resource with the calibrated interval and a margin of 900%" in out
+    assert main([*args, "--fit", "--margin", "0"]) == 0
+    assert "(interval top + 0% margin)" in capsys.readouterr().out

@@ -203,7 +203,9 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
             rows.append(_clone(node, copies, ctx, widths))
     stripped = graph.meta.get("stripped_softmax")
     if softmax or (softmax is None and stripped):
-        row = _softmax.cost(graph.compute_nodes()[-1], ctx, widths, softmax_implementation)
+        # hls4ml gives the softmax the model's reuse factor (1 where it is set per node)
+        model_rf = target.reuse_factor if isinstance(target.reuse_factor, int) else 1
+        row = _softmax.cost(graph.compute_nodes()[-1], ctx, widths, softmax_implementation, model_rf)
         rows.append(_stream(row, None, ctx, widths, bits=row.detail["n"] * row.detail["input_bits"]))
     dsp_needed = sum(r.dsp for r in rows)
     rows = _cap_dsp(rows, board, warnings)

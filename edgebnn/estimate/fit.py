@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping
 
 from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
-from edgebnn.backends.hls4ml.cost.context import CONSTANTS, ModelConstants
+from edgebnn.backends.hls4ml.cost.context import CONSTANTS, EstimateError, ModelConstants
 from edgebnn.backends.target import Target, make_target
 
+from .intervals import bounds
 from .report import Estimate
 
 
@@ -27,6 +28,7 @@ def fit(
     softmax=None,
     target: Target | None = None,
     progress: Callable[[int, bool], None] | None = None,
+    margin: float | None = None,
 ) -> Fit:
     """The smallest reuse factor (the fastest design) with which ``graph`` fits ``board``.
 
@@ -40,12 +42,18 @@ def fit(
     work that does not depend on the reuse factor is done once (``_Context.memo``), and under
     the Resource strategy the candidates whose DSPs alone cannot fit are skipped by a
     galloping bisection (:func:`_first_within_dsp`). ``progress``, when given, is called with
-    each reuse factor estimated and whether it fits. Returns a :class:`Fit`; when nothing fits, its
+    each reuse factor estimated and whether it fits. With ``margin`` (a fraction >= 0) a candidate
+    fits only when, besides its estimate, the top of every resource's calibrated interval
+    (:attr:`Estimate.intervals`, from the validation residuals) times ``1 + margin`` is within
+    ``limit`` (:meth:`Estimate.fits_with_margin`): a design whose interval crosses the budget is
+    refused. Returns a :class:`Fit`; when nothing fits, its
     ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
     the largest reuse factor and what else to try (not what was given).
     """
     from . import _estimate, _load, _prepare  # the package's functions; the package imports this module
 
+    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0):
+        raise EstimateError(f"margin must be a fraction >= 0 (0.1 for 10%), got {margin!r}")
     graph = _load(graph)
     target = make_target(target, strategy=strategy, io_type=io_type, clock_period_ns=clock_period, hls_tool=hls_tool)
     graph, target, ctx, widths = _prepare(graph, board, target, limit, constants, types, multipliers, softmax, "stable")
@@ -57,37 +65,50 @@ def fit(
     candidates = sorted(set().union(*valid)) or [1]
     done: dict[int, Estimate] = {}
 
+    def ok(e: Estimate) -> bool:
+        return e.fits and (margin is None or e.fits_with_margin(margin))
+
     def at(i: int) -> Estimate:
         rf = candidates[i]
         if rf not in done:
             done[rf] = _estimate(graph, target.replace(reuse_factor=rf), ctx, widths, limit, softmax, "stable")
             if progress is not None:
-                progress(rf, done[rf].fits)
+                progress(rf, ok(done[rf]))
         return done[rf]
 
     start = 0
-    if target.strategy == "Resource" and len(candidates) > 2 and not at(0).fits:
-        start = _first_within_dsp(at, len(candidates), ctx.board.dsp * limit)
+    if target.strategy == "Resource" and len(candidates) > 2 and not ok(at(0)):
+        # with a margin the DSPs must fit at the top of their interval too: a tighter bound
+        grow = 1.0 if margin is None else max(1.0, (1 + bounds(at(0).family, "dsp")[1]) * (1 + margin))
+        start = _first_within_dsp(at, len(candidates), ctx.board.dsp * limit / grow)
     for i in range(start, len(candidates)):
-        if at(i).fits:
+        if ok(at(i)):
             # every candidate before it does not fit: tried in turn, or skipped as proven not to
             tried = tuple((rf, False) for rf in candidates[:i]) + ((candidates[i], True),)
-            return Fit(candidates[i], at(i), tried, "")
+            return Fit(candidates[i], at(i), tried, "", margin)
     last = at(len(candidates) - 1)
     over = {k: f"{v:.0f}%" for k, v in last.utilization.items() if v > 100 * limit}
+    if not over and margin is not None:  # it fits as estimated; the top of its interval does not
+        have = last.available
+        over = {
+            k: f"up to {100 * hi * (1 + margin) / have[k]:.0f}%" if have[k] else "some"
+            for k, (_, hi) in last.intervals.items()
+            if k != "latency" and hi * (1 + margin) > limit * have[k]
+        }
     try_ = [] if target.strategy == "Resource" else ["the Resource strategy"]
     if any(widths[n.name]["weight"].width > constants.free_operand_bits for n in dense):
         try_.append("narrower weights")  # binary or ternary weights are as narrow as they go
     try_.append("a larger board")
+    with_margin = "" if margin is None else f" with the calibrated interval and a margin of {100 * margin:g}%"
     reason = (
-        f"nothing fits {last.board.name} under {100 * limit:g}% of each resource: even the largest "
+        f"nothing fits {last.board.name} under {100 * limit:g}% of each resource{with_margin}: even the largest "
         f"reuse factor {candidates[-1]} needs "
         + ", ".join(f"{k.upper()} {v}" for k, v in over.items())
         + " of the board; try "
         + (", ".join(try_[:-1]) + " or " if len(try_) > 1 else "")
         + try_[-1]
     )
-    return Fit(None, None, tuple((rf, False) for rf in candidates), reason)
+    return Fit(None, None, tuple((rf, False) for rf in candidates), reason, margin)
 
 
 def _first_within_dsp(at: Callable[[int], Estimate], n: int, allowed: float) -> int:
@@ -132,6 +153,7 @@ class Fit:
     estimate: Estimate | None
     tried: tuple[tuple[int, bool], ...]
     reason: str
+    margin: float | None = None  # the fit took every resource at the top of its interval times 1 + margin
 
     @property
     def fits(self) -> bool:
@@ -141,8 +163,9 @@ class Fit:
         if not self.fits:
             return self.reason
         e = self.estimate
+        with_margin = "" if self.margin is None else f" (interval top + {100 * self.margin:g}% margin)"
         return (
-            f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%: "
+            f"smallest reuse factor that fits {e.board.name} under {100 * e.utilization_limit:g}%{with_margin}: "
             f"{self.reuse_factor} (latency {_count(e.latency_cycles, 'cycle')}, II {e.ii}; tried "
             f"{_count(len(self.tried), 'value')})"
         )

@@ -16,6 +16,8 @@ from typing import Any
 from edgebnn.backends.hls4ml.cost.row import LayerEstimate, _jsonable
 from edgebnn.boards import RESOURCES, Board
 
+from .intervals import family_of, interval
+
 __all__ = ["Estimate", "LayerEstimate"]
 
 
@@ -65,9 +67,50 @@ class Estimate:
         )
 
     @property
+    def family(self) -> str:
+        """The design family whose validation residuals give the intervals (``"dense"``, ``"conv"``)."""
+        return family_of(r.op for r in self.rows)
+
+    @property
+    def intervals(self) -> dict[str, tuple[float, float]]:
+        """Per figure (``lut``, ``ff``, ``dsp``, ``bram18``, ``latency``) the interval in which
+        8 in 10 published designs of this family lay (:mod:`.intervals`)."""
+        values = {**{k: v for k, v in self.totals.items() if k != "uram"}, "latency": self.latency_cycles}
+        return {k: interval(v, self.family, k) for k, v in values.items()}
+
+    def fits_with_margin(self, margin: float) -> bool:
+        """Whether the design fits when every resource is taken at the top of its interval
+        times ``1 + margin`` (the DSPs at the top of the interval of ``dsp_needed``): a design
+        whose interval crosses the budget does not."""
+        have = self.available
+        _, hi = interval(self.dsp_needed, self.family, "dsp")
+        if hi * (1 + margin) > have["dsp"] * self.utilization_limit:
+            return False
+        for key, (_, hi) in self.intervals.items():
+            if key == "latency":
+                continue
+            top = hi * (1 + margin)
+            if top > 0 and (have[key] == 0 or top / have[key] > self.utilization_limit):
+                return False
+        return True
+
+    @property
     def latency_cycles(self) -> int:
+        """io_parallel: the sum of the rows (on the slowest path). io_stream: hls4ml's layers
+        are DATAFLOW processes that start as soon as their first input arrives, so the
+        slowest process (largest II) sets the pace: its latency plus, for every other row, the
+        cycles it adds after its last input: ``latency - II`` (at least 1) for a row that
+        streams its output as it goes, the whole latency for one that writes only at its end
+        (dense(stream): ``detail["stream_writes_at_end"]``)."""
         on_path = set(self.latency_path)
-        return sum(r.latency for r in self.rows if not on_path or r.name in on_path)
+        rows = [r for r in self.rows if not on_path or r.name in on_path]
+        if self.io_type != "io_stream" or not rows:
+            return sum(r.latency for r in rows)
+        slowest = max(rows, key=lambda r: r.ii)
+        tails = (
+            r.latency if r.detail.get("stream_writes_at_end") else max(r.latency - r.ii, 1) for r in rows if r is not slowest
+        )
+        return slowest.latency + sum(tails)
 
     @property
     def ii(self) -> int:
@@ -97,6 +140,8 @@ class Estimate:
             "latency_cycles": self.latency_cycles,
             "latency_ns": self.latency_ns,
             "ii": self.ii,
+            "family": self.family,
+            "intervals": {k: [lo, hi] for k, (lo, hi) in self.intervals.items()},
             "warnings": list(self.warnings),
             **({"latency_path": list(self.latency_path)} if self.latency_path else {}),
         }
@@ -127,9 +172,17 @@ class Estimate:
             f"fits under {100 * self.utilization_limit:g}% of every resource: {'yes' if self.fits else 'no'}; "
             f"latency {self.latency_cycles} cycle{'' if self.latency_cycles == 1 else 's'} = {self.latency_ns:g} ns, "
             f"II {self.ii} cycle{'' if self.ii == 1 else 's'}",
+            "8 in 10 published "
+            + self.family
+            + " designs lay within: "
+            + ", ".join(f"{_label(k)} {lo:,.0f}-{hi:,.0f}" for k, (lo, hi) in self.intervals.items()),
         ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def _label(key: str) -> str:
+    return key if key == "latency" else key.upper()
 
 
 def _pct(value: float) -> str:

@@ -191,10 +191,25 @@ def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_b
     }
 
 
-def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0) -> LayerEstimate:
-    """io_stream: each node's output goes through a FIFO (depth 1 for io_parallel-shaped
-    dense outputs, in registers: the node's output bits, or ``bits`` for a row without a
-    node) and the node reads and writes its stream: ``stream_cycles`` more. hls4ml's
+def _fifo(depth: int, word_bits: int, c: ModelConstants) -> tuple[int, int, int]:
+    """(LUT, FF, BRAM18) of an hls::stream FIFO ``depth`` words of ``word_bits`` deep: up to
+    ``stream_fifo_register_depth`` words it is registers; up to ``stream_fifo_srl_max_depth``
+    an SRL32 shift register (``ceil(depth / 32)`` LUTs per bit, the output word registered);
+    deeper a RAMB18 memory (``_bram18``), as Vivado maps the FIFOs HLS writes. Measured: an
+    hls4ml CNN's 676-deep 64-bit FIFOs took BRAM (CSV row 2: 19,550 LUT, 15,004 FF, 5 tiles),
+    not the 43,264 FFs of their bits."""
+    if depth <= c.stream_fifo_register_depth:
+        return 0, depth * word_bits, 0
+    if depth <= c.stream_fifo_srl_max_depth:
+        return word_bits * math.ceil(depth / c.srl_bits_per_lut), word_bits, 0
+    return 0, 0, _bram18(word_bits, depth, c.bram18_shapes)
+
+
+def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0, depth: int = 1) -> LayerEstimate:
+    """io_stream: each node's output goes through a FIFO as deep as its positions (pixels; 1
+    for a vector; ``depth`` words of ``bits`` for a row without a node), a word per position of the last
+    axis's values (:func:`_fifo`: registers, SRL or BRAM by depth), and the node reads and
+    writes its stream: ``stream_cycles`` more. hls4ml's
     dense(stream) reads all inputs, runs the dense and writes all outputs in sequence (only
     the dense inside is pipelined), ``stream_dense_overhead_cycles`` more, so its II is its
     whole latency (DATAFLOW's II is the slowest process's); it copies its input stream into a
@@ -202,7 +217,12 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
     has sent it, ``n_in * Wx + n_out * Wr`` more register bits. io_parallel rows pass as they are."""
     if ctx.io_type != "io_stream":
         return row
-    fifo = int(np.prod(node.shape)) * widths[node.name]["result"].width if node is not None else bits
+    if node is not None:
+        depth = _positions(node)
+        word = int(node.shape[-1]) * widths[node.name]["result"].width
+    else:
+        word = bits
+    fifo_lut, fifo_ff, fifo_bram = _fifo(depth, word, ctx.c)
     latency = row.latency + ctx.c.stream_cycles
     ii = row.ii
     arrays = 0
@@ -216,10 +236,19 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
         arrays = row.detail["n_in"] * row.detail["input_bits"] + row.detail["n_out"] * row.detail["result_bits"]
     return dataclasses.replace(
         row,
-        ff=row.ff + fifo + arrays,
+        lut=row.lut + fifo_lut,
+        ff=row.ff + fifo_ff + arrays,
+        bram18=row.bram18 + fifo_bram,
         latency=latency,
         ii=ii,
-        detail={**row.detail, "stream_fifo_bits": fifo, "stream_array_bits": arrays},
+        detail={
+            **row.detail,
+            "stream_fifo_bits": depth * word,
+            "stream_fifo_depth": depth,
+            "stream_array_bits": arrays,
+            # dense(stream) writes its outputs only after its whole latency (Estimate.latency_cycles)
+            "stream_writes_at_end": row.op == "dense",
+        },
     )
 
 
@@ -311,17 +340,19 @@ def _elementwise_frame(node: Node, ctx: _Context, live: np.ndarray | None, out_b
 def _clone(node: Node, copies: int, ctx: _Context, widths) -> LayerEstimate:
     """io_stream: hls4ml's ``Clone`` after a node that ``copies`` nodes read: one packet (a
     pixel) copied to every output stream per cycle, each copy a FIFO of the node's whole output
-    (``copies * H*W*C * Wo`` register bits, as ``_stream`` counts one); ``H*W`` cycles plus its
-    stream cycle, II ``H*W``."""
+    (``H*W`` words of ``C * Wo`` bits, :func:`_fifo`, as ``_stream`` counts one); ``H*W`` cycles
+    plus its stream cycle, II ``H*W``."""
     pixels = _positions(node)
-    fifo = copies * int(np.prod(node.shape)) * widths[node.name]["result"].width
+    word = int(node.shape[-1]) * widths[node.name]["result"].width
+    fifo = copies * pixels * word
+    lut, ff, bram = (copies * v for v in _fifo(pixels, word, ctx.c))
     return LayerEstimate(
         f"clone_{node.name}",
         "clone",
+        lut,
+        ff,
         0,
-        fifo,
-        0,
-        0,
+        bram,
         0,
         pixels + ctx.c.stream_cycles,
         pixels,
@@ -363,7 +394,8 @@ def _merge_chain(node: Node, src: list[Node], ctx: _Context, widths, step_row) -
             rows.append(step_row(step, widths[node.name]["result"].width))
         else:
             row = step_row(step, step.type.width)
-            rows.append(_stream(row, None, ctx, widths, bits=int(np.prod(step.shape)) * step.type.width))
+            depth = int(np.prod(step.shape[:-1]))
+            rows.append(_stream(row, None, ctx, widths, bits=int(step.shape[-1]) * step.type.width, depth=depth))
     last = rows[-1]
     detail = dict(last.detail, merges=len(steps), inputs=len(src))
     for key in ("adders", "adder_bits"):

@@ -76,6 +76,21 @@ class ModelConstants:
     dense_extra_cycles: int = 0
     # io_stream: cycles each node spends reading and writing its streams
     stream_cycles: int = 1
+    # a weight memory (Resource, R > 1) at most this many words deep is a LUT ROM, not BRAM
+    # (CSV rows 16, 19: R = 3-9 took no BRAM after synthesis; rows 14, 20: 32-72 words did)
+    rom_lut_max_depth: int = 16
+    # io_stream FIFOs (hls::stream, as deep as the tensor's positions): registers up to this
+    # depth, SRL32 shift registers up to the next, BRAM18 deeper (blocks._fifo)
+    stream_fifo_register_depth: int = 2
+    stream_fifo_srl_max_depth: int = 128
+    # io_stream conv2d, Resource strategy: the reuse loop (R iterations, weights from memory)
+    # runs once per pixel and its pipeline drains before the next pixel starts, so a pixel costs
+    # R plus this many cycles (CSV rows 16, 19, 14: R = 3, 9, 36 took 12, 18, 43 cycles a pixel)
+    stream_resource_pixel_cycles: int = 8
+    # io_stream conv2d, Latency strategy with R > 1: the pixel loop's interval is the shared
+    # multipliers' interval plus this many cycles (CSV rows 2, 10: 13 and 6 cycles a pixel for
+    # multiplier intervals of 12 and 5)
+    stream_latency_pixel_cycles: int = 1
     # io_stream: a dense process reads its input, runs the dense and writes its output one after
     # the other (hls4ml's dense(stream) is not pipelined as a whole), plus this many cycles of
     # loop entry/exit; its II is that latency (DATAFLOW runs at the slowest process's interval)

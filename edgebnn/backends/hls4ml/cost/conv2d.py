@@ -19,7 +19,10 @@ is ``II_u = max(II_dense, R)``. ``Wx`` is the input's width.
   registers of ``W * Wx`` bits (``blocks._line_buffers``: SRL32 LUTs up to
   ``line_buffer_srl_max_depth``, BRAM18 beyond), and the ``kh*kw*C`` window in FFs. The pixel
   loop reads one input pixel per ``II_u`` cycles: ``II = H*W * II_u``, latency
-  ``= II + dense latency``.
+  ``= II + dense latency``. Here the pixel interval is not ``R``: under the Latency strategy it
+  is the shared multipliers' interval plus ``stream_latency_pixel_cycles`` (1 when that
+  interval is 1), under Resource with ``R > 1`` the reuse loop drains before the next pixel:
+  ``R + stream_resource_pixel_cycles`` (the CSV's io_stream CNN rows).
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ def cost(
     row = dense.cost(unit, src, rf, ctx, widths, warnings, live)
     # the pixel loop is pipelined at II = R whatever the multipliers need (PIPELINE II=reuse_factor)
     ii_unit = max(row.detail["ii"], row.detail["reuse_factor"])
+    if ctx.io_type == "io_stream":
+        r = row.detail["reuse_factor"]
+        if ctx.strategy == "Resource" and r > 1:
+            ii_unit = r + c.stream_resource_pixel_cycles  # the reuse loop drains every pixel
+        elif row.detail["ii"] > 1:
+            ii_unit = row.detail["ii"] + c.stream_latency_pixel_cycles
+        else:
+            ii_unit = 1
     wx = widths[src.name]["result"].width
     n_in = kh * kw * ch
     lut, ff, bram = row.lut, row.ff, row.bram18

@@ -66,7 +66,10 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   (``Wx + Ww`` bits).
 * BRAM18 (weights in memory): hls4ml maps the weights to ``ROM_nP_BRAM`` reshaped into
   ``ceil(n_in*n_out/R)`` weights per word, a memory ``R`` words deep and
-  ``ceil(n_in*n_out/R) * Ww`` bits wide (``blocks._bram18``).
+  ``ceil(n_in*n_out/R) * Ww`` bits wide (``blocks._bram18``). A memory at most
+  ``rom_lut_max_depth`` words deep Vivado builds as distributed ROM instead, one LUT per bit
+  per 64 words (CSV rows 16 and 19: HLS reported 80 and 45 BRAM18 for R = 3-9, Vivado used
+  only the 8 of the FIFOs).
 * DSP cap (``blocks._cap_dsp``): the row's ``lut_per_dsp`` is what one DSP costs when Vivado
   rebuilds it in fabric. A constant multiplier HLS bound to a DSP "mul" core was not
   strength-reduced, so Vivado's LUT multiplier keeps one partial product per ``1`` bit of the
@@ -329,21 +332,26 @@ def cost(
     ff = math.ceil(c.ff_scale * ff)
 
     bram = 0
+    lut_rom = 0
     if weights_in_memory:
         width = math.ceil(n_in * n_out / rf) * wt.width
-        bram = _bram18(width, rf, c.bram18_shapes)
-        detail["weight_memory"] = {"depth": rf, "width_bits": width}
+        if rf <= c.rom_lut_max_depth:
+            # a memory this shallow Vivado builds as distributed ROM (a LUT6 per bit per 64 words)
+            lut_rom = width * math.ceil(rf / 64)
+        else:
+            bram = _bram18(width, rf, c.bram18_shapes)
+        detail["weight_memory"] = {"depth": rf, "width_bits": width, "in": "lut" if lut_rom else "bram"}
 
     p = _positions(node)
     ii_total = ii * p
     latency += (p - 1) * ii
     detail.update(
         adders=adders,
-        lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux},
+        lut_split={"multipliers": lut_mult, "adders": lut_add, "muxes": lut_mux, "weight_rom": lut_rom},
         adder_levels=levels,
         path_ns=round(path_ns, 3),
         lut_per_dsp=lut_per_dsp,
         ii=ii,
     )
-    lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux))
+    lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux + lut_rom))
     return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)

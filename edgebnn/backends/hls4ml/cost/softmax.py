@@ -16,7 +16,8 @@ last axis, ``n`` values of ``Wi`` bits (the output's width, also the result widt
 * the sum by a tree of ``n - 1`` adders of ``softmax_table_bits`` bits, ``1/sum`` from a second
   table (one BRAM18), then ``n`` products ``exp_i * inv`` of 18x18 bits (``blocks._dsp_slices``
   DSPs each, or a LUT multiplier of ``lut_per_mult_bit2 * 18 * 18`` LUTs when multipliers are
-  forced to fabric).
+  forced to fabric); in io_stream the process runs at the model's reuse factor ``R`` and the
+  products share ``ceil(n / R)`` multipliers.
 * latency: the tool's layer boundary, two table reads (``_Context.rom`` cycles each), the cycles
   beyond the first of the logic before each read (max tree and subtraction; sum tree), and the
   multiply (at least 1). Registers: every internal cycle boundary holds ``n`` table-width
@@ -39,18 +40,19 @@ from .context import _Context
 from .row import LayerEstimate
 
 
-def cost(last: Node, ctx: _Context, widths, implementation: str) -> LayerEstimate:
-    """The softmax row after the graph's output node ``last`` (``"stable"`` or ``"latency"``)."""
+def cost(last: Node, ctx: _Context, widths, implementation: str, reuse_factor: int = 1) -> LayerEstimate:
+    """The softmax row after the graph's output node ``last`` (``"stable"`` or ``"latency"``),
+    built with the model's ``reuse_factor``."""
     n = int(last.shape[-1])
     wi = widths[last.name]["result"].width
-    row = _softmax(n, wi, wi, ctx, implementation)
+    row = _softmax(n, wi, wi, ctx, implementation, reuse_factor)
     p = _positions(last)
     if p > 1:
         row = dataclasses.replace(row, lut=row.lut * p, ff=row.ff * p, dsp=row.dsp * p, bram18=row.bram18 * p)
     return row
 
 
-def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> LayerEstimate:
+def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str, reuse_factor: int = 1) -> LayerEstimate:
     """One softmax over ``n`` values of ``wi`` bits with ``wr``-bit results."""
     c = ctx.c
     tb = c.softmax_table_bits
@@ -63,9 +65,12 @@ def _softmax(n: int, wi: int, wr: int, ctx: _Context, implementation: str) -> La
         lut += n * wi * c.lut_per_adder_bit  # x_max - x_i
         pre_ns = levels * (ctx.ns("compare") + ctx.ns("add")) + ctx.ns("add")
     use_dsp = ctx.multipliers != "lut"
-    dsp = n * int(_dsp_slices(np.array([tb]), np.array([tb]), ctx.board.dsp_ports)[0]) if use_dsp else 0
+    # io_stream: the softmax process is pipelined at the reuse factor, its n products share
+    # ceil(n / R) multipliers (CSV rows 2 and 11: 10 and 3 products at R = 16 and 8, one DSP)
+    mults = math.ceil(n / max(1, reuse_factor)) if ctx.io_type == "io_stream" else n
+    dsp = mults * int(_dsp_slices(np.array([tb]), np.array([tb]), ctx.board.dsp_ports)[0]) if use_dsp else 0
     if not use_dsp:
-        lut += n * c.lut_per_mult_bit2 * tb * tb
+        lut += mults * c.lut_per_mult_bit2 * tb * tb
     mult_ns = ctx.ns("dsp_mult") if use_dsp else ctx.ns("lut_mult")
     rom_each = _bram18(tb, c.softmax_table_size, c.bram18_shapes)
     bram = (math.ceil(n / 2) + 1) * rom_each
