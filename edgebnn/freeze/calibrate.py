@@ -108,14 +108,14 @@ def _input_type(layer, spec: dict, data_type: FixedType) -> FixedType:
     return data_type
 
 
-def _spec(layer, bits: int, input_values, data_type: FixedType) -> dict:
-    """The quantizers of one calibrated layer at ``bits`` bits: the kernel's and the input's
-    ranges from their values; the bias on the grid of the products (input step times kernel
-    step), so that it does not make the accumulator finer."""
+def _spec(layer, bits: dict, input_values, data_type: FixedType) -> dict:
+    """The quantizers of one calibrated layer at the widths ``bits`` ({"kernel": b, "input": b}):
+    the kernel's and the input's ranges from their values; the bias on the grid of the
+    products (input step times kernel step), so that it does not make the accumulator finer."""
     kernel = keras.ops.convert_to_numpy(layer.kernel)
-    spec = {"kernel_quantizer": quantizer_for(kernel, bits)}
+    spec = {"kernel_quantizer": quantizer_for(kernel, bits["kernel"])}
     if input_values is not None:
-        spec["input_quantizer"] = quantizer_for(input_values, bits)
+        spec["input_quantizer"] = quantizer_for(input_values, bits["input"])
     if layer.use_bias:
         bias = keras.ops.convert_to_numpy(layer.bias)
         step = _input_type(layer, spec, data_type).lsb_exp + _type_of(spec["kernel_quantizer"]).lsb_exp
@@ -160,10 +160,10 @@ def twin(model, layers: dict):
 
 @dataclasses.dataclass
 class Calibration:
-    """What :func:`calibrate` chose: per layer its quantizers and width, and the accuracies."""
+    """What :func:`calibrate` chose: per layer its quantizers and widths, and the accuracies."""
 
     layers: dict  # name -> {argument: quantizer string}
-    bits: dict  # name -> bits
+    bits: dict  # name -> {"kernel": bits, "input": bits (where it has an input quantizer)}
     accuracy_float: float
     accuracy_twin: float
     labelled: bool  # accuracies against labels; else against the float model's predictions
@@ -172,8 +172,8 @@ class Calibration:
         """One line per calibrated layer, saying what was chosen."""
         out = []
         for name, spec in self.layers.items():
-            what = ", ".join(f"{k.split('_')[0]} {v}" for k, v in spec.items())
-            out.append(f"calibrated layer {name!r} at {self.bits[name]} bits: {what}")
+            what = ", ".join(f"{argument.removesuffix('_quantizer')} {q}" for argument, q in spec.items())
+            out.append(f"calibrated layer {name!r}: {what}")
         return out
 
     def to_meta(self) -> dict:
@@ -197,11 +197,67 @@ def _accuracy(outputs, labels) -> float:
     return float(np.mean(np.argmax(out.reshape(len(out), -1), axis=-1) == labels)) * 100.0
 
 
+class _Specs:
+    """The quantizers of the model's float layers at given widths, their ranges measured on
+    the inputs ``x`` once."""
+
+    def __init__(self, model, x):
+        self.layers = float_layers(model)
+        self.inputs = {}
+        for layer in self.layers:
+            if not _reads_grid(layer):
+                self.inputs[layer.name] = keras.Model(model.inputs, layer.input).predict(x, verbose=0)
+        self.data_type = propose_input_type(x)
+
+    def widths(self, bits: int) -> dict:
+        """Every tensor of every layer at ``bits``: {name: {"kernel": b[, "input": b]}}."""
+        return {l.name: {"kernel": bits, **({"input": bits} if l.name in self.inputs else {})} for l in self.layers}
+
+    def __call__(self, bits: dict) -> dict:
+        return {l.name: _spec(l, bits[l.name], self.inputs.get(l.name), self.data_type) for l in self.layers}
+
+    def inexact(self, bits: dict) -> list[str]:
+        specs = self(bits)
+        return [l.name for l in self.layers if not _float32_exact(l, specs[l.name], self.data_type)]
+
+
+def specs_at(model, x, bits: dict) -> dict:
+    """The twin's quantizers ({name: {argument: quantizer string}}) for the widths ``bits``
+    ({name: {"kernel": b, "input": b}}) of the model's float layers, their ranges measured on
+    the inputs ``x``."""
+    return _Specs(model, np.asarray(x, dtype=np.float32))(bits)
+
+
+def _exact_widths(specs: _Specs, bits: dict, name: str, drop, max_drop: float) -> dict:
+    """For a layer whose chosen kernel and input widths make sums beyond float32's exact
+    integers: of the widest exact pairs (for each kernel width, the widest input width), the
+    one that loses least, if that keeps the bound."""
+    best = None
+    for k in range(MAX_BITS, MIN_BITS - 1, -1):
+        pair = {**bits[name], "kernel": k}
+        while pair.get("input", MIN_BITS) > MIN_BITS and specs.inexact({**bits, name: pair}):
+            pair["input"] -= 1
+        if specs.inexact({**bits, name: pair}):
+            continue
+        lost = drop({**bits, name: pair})
+        if best is None or lost < best[0]:
+            best = (lost, pair)
+    if best is None or best[0] > max_drop:
+        raise FreezeError(
+            f"calibrated layer {name!r} needs {bits[name]} bits to keep the accuracy within {max_drop} points, and "
+            "its sums then exceed float32's exact integers, which Keras cannot compute exactly (no narrower widths "
+            "keep the bound); allow a larger drop (max_accuracy_drop=...) or give the layer quantizers and train again"
+        )
+    return best[1]
+
+
 def calibrate(model, data, max_drop: float = 0.5) -> Calibration | None:
     """Quantizers for ``model``'s float layers (:func:`float_layers`) from ``data`` (inputs, or
-    ``(inputs, labels)``): per layer in order, the fewest bits (binary search between 2 and 16,
-    the others at their choice so far) whose twin stays within ``max_drop`` points of the float
-    model's accuracy. None when the model has no float layer."""
+    ``(inputs, labels)``): from 16 bits everywhere, each tensor in turn (a layer's kernel, then
+    its input) takes the fewest bits (binary search down to 2, the others at their choice so far)
+    whose twin stays within ``max_drop`` points of the float model's accuracy. The choice must
+    leave each layer's sums within float32's exact integers (Keras then computes them exactly).
+    None when the model has no float layer."""
     found = float_layers(model)
     if not found:
         return None
@@ -212,46 +268,51 @@ def calibrate(model, data, max_drop: float = 0.5) -> Calibration | None:
     labelled = y is not None
     labels = y if labelled else np.argmax(np.asarray(float_out).reshape(len(x), -1), axis=-1)
     acc_float = _accuracy(float_out, labels)
-    inputs = {}
-    for layer in found:
-        if not _reads_grid(layer):
-            probe = keras.Model(model.inputs, layer.input)
-            inputs[layer.name] = probe.predict(x, verbose=0)
-    data_type = propose_input_type(x)
+    specs = _Specs(model, x)
 
-    def spec(layer, b):
-        return _spec(layer, b, inputs.get(layer.name), data_type)
+    trying = twin(model, specs(specs.widths(MAX_BITS)))
 
-    # the widest each layer can be with Keras's float32 sums still exact
-    top = {}
-    for layer in found:
-        b = MAX_BITS
-        while b > MIN_BITS and not _float32_exact(layer, spec(layer, b), data_type):
-            b -= 1
-        top[layer.name] = b
-    bits = dict(top)
+    def drop(bits) -> float:
+        # one twin whose quantizers are set per trial, called eagerly: no model to clone and no
+        # function to trace again (a trial is about accuracy; the chosen twin is built afresh)
+        for name, spec in specs(bits).items():
+            layer = trying.get_layer(name)
+            for argument, quantizer in spec.items():
+                setattr(layer, argument, q.get(quantizer))
+        out = [keras.ops.convert_to_numpy(trying(x[i : i + 256], training=False)) for i in range(0, len(x), 256)]
+        return acc_float - _accuracy(np.concatenate(out), labels)
 
-    def spec_at(choice):
-        return {l.name: spec(l, choice[l.name]) for l in found}
-
-    def accuracy(choice) -> float:
-        return _accuracy(twin(model, spec_at(choice)).predict(x, verbose=0), labels)
-
-    acc = accuracy(bits)
-    if acc_float - acc > max_drop:
+    bits = specs.widths(MAX_BITS)
+    lost = drop(bits)
+    if lost > max_drop:
         raise FreezeError(
-            f"calibration of {', '.join(repr(l.name) for l in found)} at "
-            f"{', '.join(str(b) for b in bits.values())} bits loses {acc_float - acc:.2f} accuracy points on the data, "
-            f"more than the bound {max_drop}; allow more (max_accuracy_drop=...) or give those layers quantizers and "
-            "train again"
+            f"calibration of {', '.join(repr(l.name) for l in found)} at {MAX_BITS} bits loses {lost:.2f} accuracy "
+            f"points on the data, more than the bound {max_drop}; allow more (max_accuracy_drop=...) or give those "
+            "layers quantizers and train again"
         )
     for layer in found:
-        lo, hi = MIN_BITS, bits[layer.name]  # hi keeps the bound
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if acc_float - accuracy({**bits, layer.name: mid}) <= max_drop:
-                hi = mid
-            else:
-                lo = mid + 1
-        bits[layer.name] = hi
-    return Calibration(spec_at(bits), dict(bits), acc_float, accuracy(bits), labelled)
+        for tensor in bits[layer.name]:
+            lo, hi = MIN_BITS, bits[layer.name][tensor]  # hi keeps the bound
+            while lo < hi:
+                mid = (lo + hi) // 2
+                trial = {**bits, layer.name: {**bits[layer.name], tensor: mid}}
+                if drop(trial) <= max_drop:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            bits[layer.name] = {**bits[layer.name], tensor: hi}
+    for name in specs.inexact(bits):
+        bits[name] = _exact_widths(specs, bits, name, drop, max_drop)
+    # the search lowered one tensor at a time: lower each by one more bit while the bound holds,
+    # until none can be (accuracy is not monotone in every width at once)
+    lowered = True
+    while lowered:
+        lowered = False
+        for name, widths in bits.items():
+            for tensor, b in widths.items():
+                fewer = {**bits, name: {**widths, tensor: b - 1}}
+                if b > MIN_BITS and drop(fewer) <= max_drop:
+                    bits, lowered = fewer, True
+                    break
+    chosen = twin(model, specs(bits))
+    return Calibration(specs(bits), bits, acc_float, _accuracy(chosen.predict(x, verbose=0), labels), labelled)
