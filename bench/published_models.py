@@ -555,8 +555,9 @@ def run_one(name: str, out: pathlib.Path, epochs: int, csim: bool) -> dict:
 
 def table(results: list[dict]) -> str:
     rows = [
-        "| model | published in | outcome | Keras | deployed | io_parallel K/E, E/C | io_stream K/E, E/C |",
-        "|---|---|---|---|---|---|---|",
+        "| model | published in | outcome | Keras | deployed | calibrated (bits), accuracy change "
+        "| io_parallel K/E, E/C | io_stream K/E, E/C |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         legs = r.get("legs", {})
@@ -565,8 +566,13 @@ def table(results: list[dict]) -> str:
             return " / ".join("-" if n is None else str(n) for n in legs[io]) if io in legs else "-"
 
         acc = [f"{100 * r[k]:.1f}%" if k in r else "-" for k in ("keras_accuracy", "deployed_accuracy")]
+        cal = r.get("calibrated")
+        if cal:
+            widths = "; ".join(f"{name} ({'/'.join(str(b) for b in bits.values())})" for name, bits in cal.items())
+            cal = f"{widths}; {r['accuracy_change']:+.2f} points on the training data"
         rows.append(
-            f"| {r['model']} | {r['source']} | {r['outcome']} | {acc[0]} | {acc[1]} | {leg('io_parallel')} | {leg('io_stream')} |"
+            f"| {r['model']} | {r['source']} | {r['outcome']} | {acc[0]} | {acc[1]} | {cal or '-'} | "
+            f"{leg('io_parallel')} | {leg('io_stream')} |"
         )
     return "\n".join(rows)
 
