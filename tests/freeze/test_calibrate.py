@@ -134,3 +134,48 @@ def test_edgebnn_layer_without_kernel_quantizer_is_calibrated(digits):
     assert set(graph.meta["calibration"]["layers"]) == {"d1"}
     assert "input_quantizer" not in graph.meta["calibration"]["layers"]["d1"]  # its own quantizer stays
     assert verify(model, graph, x).keras_vs_emulator == 0
+
+
+def test_the_run_pipeline_calibrates_with_its_training_data(tmp_path, capsys):
+    """A configuration whose first layer reads floats with float weights and whose last layer
+    has float weights: checked before training, calibrated by the freeze stage on the training
+    data, verified against the twin with the float model's accuracy beside it."""
+    import json
+
+    import yaml
+
+    from edgebnn import cli
+    from edgebnn.errors import EXIT_OK
+
+    config = {
+        "name": "float_edges",
+        "board": "pynq-z2",
+        "data": {"dataset": "digits", "test_fraction": 0.2, "seed": 0},
+        "model": [
+            {"QuantDense": {"units": 16, "use_bias": False}},
+            {"BatchNormalization": {"momentum": 0.9}},
+            {"QuantDense": {"units": 16, "input_quantizer": "ste_sign", "kernel_quantizer": "ste_sign", "use_bias": False}},
+            {"BatchNormalization": {"momentum": 0.9}},
+            {"QuantDense": {"units": 10, "input_quantizer": "ste_sign"}},
+        ],
+        "train": {"epochs": 3, "batch_size": 64, "optimizer": "adam", "learning_rate": 0.01, "seed": 0},
+        "export": {"backend": "Vitis", "io_type": "io_parallel"},
+    }
+    cfg = tmp_path / "float_edges.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    run = tmp_path / "run"
+    assert cli.main(["train", str(cfg), "-o", str(run)]) == EXIT_OK
+    assert cli.main(["freeze", str(run)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "calibrated layer 'quant_dense': kernel quantized_bits(" in out
+    assert "calibrated layer 'quant_dense_2': kernel quantized_bits(" in out
+    assert "calibrated the input type: ufixed<5,1>" in out
+    manifest = json.loads((run / "run.json").read_text())
+    assert "config:data" in manifest["stages"]["freeze"]["inputs"]
+    assert cli.main(["verify", str(run)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Keras's leg is the model's calibrated twin (quant_dense, quant_dense_2 quantized)" in out
+    result = json.loads((run / "verify.json").read_text())
+    assert result["mismatches"]["keras_vs_emulator"] == 0
+    assert set(result["calibration"]["layers"]) == {"quant_dense", "quant_dense_2"}
+    assert 0 < result["calibration"]["accuracy_float"] <= 1
