@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import sys
 import time
 import traceback
@@ -490,28 +489,18 @@ def _one_sentence(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
-def _freeze_as_advised(model, x_tr, result: dict):
-    """``freeze(model)``, then again with what each refusal advises as a freeze argument, as a
-    user would: the data's type (``edgebnn.propose_input_type``) when it asks for
-    ``input_type``, the ``output_quantizer='...'`` it proposes. Other refusals are raised."""
+def _freeze_calibrated(model, x_tr, result: dict):
+    """``freeze(model, data=x_tr)``, as a user would: freeze chooses from the data what the model
+    leaves in float (the input's type, float layers' quantizers, an output quantizer) and says
+    so in one FreezeWarning line each, kept in the result's notes."""
     import edgebnn
-    from edgebnn.errors import EdgebnnError
 
-    kwargs: dict = {}
-    while True:
-        try:
-            return edgebnn.freeze(model, **kwargs)
-        except EdgebnnError as err:
-            text = _one_sentence(err)
-            proposed = re.search(r"output_quantizer='([^']+)'", text)
-            if "input_type" in text and "input_type" not in kwargs and "output_quantizer" not in text:
-                kwargs["input_type"] = str(edgebnn.propose_input_type(x_tr))
-            elif proposed and "output_quantizer" not in kwargs:
-                kwargs["output_quantizer"] = proposed.group(1)
-            else:
-                raise
-            result["notes"].append(f"freeze advised {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}: {text}")
-            result["freeze_args"] = dict(kwargs)
+    graph = edgebnn.freeze(model, data=x_tr)
+    cal = graph.meta.get("calibration")
+    if cal:
+        result["calibrated"] = {name: cal["bits"][name] for name in cal["layers"]}
+        result["accuracy_change"] = cal["accuracy_twin"] - cal["accuracy_float"]
+    return graph
 
 
 def run_one(name: str, out: pathlib.Path, epochs: int, csim: bool) -> dict:
@@ -537,7 +526,7 @@ def run_one(name: str, out: pathlib.Path, epochs: int, csim: bool) -> dict:
         result["keras_accuracy"] = float(np.mean(np.argmax(model.predict(x_te, verbose=0), -1) == y_te))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            graph = _freeze_as_advised(model, x_tr, result)
+            graph = _freeze_calibrated(model, x_tr, result)
         result["notes"] += [_one_sentence(w.message) for w in caught if "FreezeWarning" in type(w.message).__name__]
         result["deployed_accuracy"] = float(np.mean(np.argmax(edgebnn.emulate(graph, x_te), -1) == y_te))
         result["legs"] = {}
@@ -566,8 +555,9 @@ def run_one(name: str, out: pathlib.Path, epochs: int, csim: bool) -> dict:
 
 def table(results: list[dict]) -> str:
     rows = [
-        "| model | published in | outcome | Keras | deployed | io_parallel K/E, E/C | io_stream K/E, E/C |",
-        "|---|---|---|---|---|---|---|",
+        "| model | published in | outcome | Keras | deployed | calibrated (bits), accuracy change "
+        "| io_parallel K/E, E/C | io_stream K/E, E/C |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         legs = r.get("legs", {})
@@ -576,8 +566,13 @@ def table(results: list[dict]) -> str:
             return " / ".join("-" if n is None else str(n) for n in legs[io]) if io in legs else "-"
 
         acc = [f"{100 * r[k]:.1f}%" if k in r else "-" for k in ("keras_accuracy", "deployed_accuracy")]
+        cal = r.get("calibrated")
+        if cal:
+            widths = "; ".join(f"{name} ({'/'.join(str(b) for b in bits.values())})" for name, bits in cal.items())
+            cal = f"{widths}; {r['accuracy_change']:+.2f} points on the training data"
         rows.append(
-            f"| {r['model']} | {r['source']} | {r['outcome']} | {acc[0]} | {acc[1]} | {leg('io_parallel')} | {leg('io_stream')} |"
+            f"| {r['model']} | {r['source']} | {r['outcome']} | {acc[0]} | {acc[1]} | {cal or '-'} | "
+            f"{leg('io_parallel')} | {leg('io_stream')} |"
         )
     return "\n".join(rows)
 

@@ -711,21 +711,30 @@ class DoReFa(Quantizer):
         \qquad
         \frac{\partial q}{\partial x} = \frac{1 - \tanh^2(x)}{d}
 
-    ``round`` is half to even, of the exact product :math:`n \cdot \mathrm{clip}(x, 0, 1)` (the
-    float32 product can round onto a tie); in ``"weights"`` mode of :math:`n` times the float32
-    :math:`x'`, whose own :math:`+\frac12` may round. Hardware: activations are ``scaled`` codes ``uint<k>`` times
+    ``round`` is half to even, of the float32 product as larq computes it: at
+    :math:`x = 0.16666667` (float32), :math:`3x` rounds to exactly :math:`0.5`, so ``DoReFa(2)``
+    gives 0 as larq does. ``rounding="exact"`` (activations mode only) rounds the real product
+    :math:`n \cdot \mathrm{clip}(x, 0, 1)` instead, which that ``x`` (just above :math:`1/6`) takes
+    to :math:`1/3`; not larq's numbers, one code apart at such inputs. In ``"weights"`` mode
+    ``round`` is of :math:`n` times the float32 :math:`x'`, whose own :math:`+\frac12` may round.
+    Hardware: activations are ``scaled`` codes ``uint<k>`` times
     ``1/n`` (``unipolar`` when k = 1); weights are ``scaled`` odd codes in ``[-n, n]``
     (``int<k+1>``) times ``1/n`` (``binary`` when k = 1). ``1/n`` is not a power of two for
     k > 1: Keras' float32 values are the rounded quotients.
     """
 
-    def __init__(self, k_bit: int = 2, mode: str = "activations"):
+    def __init__(self, k_bit: int = 2, mode: str = "activations", rounding: str = "larq"):
         if mode not in ("activations", "weights"):
             raise ValueError(f"DoReFa mode {mode!r} is unknown; use 'activations' or 'weights'")
         if int(k_bit) < 1:
             raise ValueError(f"DoReFa k_bit={k_bit} needs at least 1 bit")
+        if rounding not in ("larq", "exact"):
+            raise ValueError(f"DoReFa rounding {rounding!r} is unknown; use 'larq' or 'exact'")
+        if rounding == "exact" and mode == "weights":
+            raise ValueError("DoReFa rounding='exact' applies to mode='activations' only; drop it for weights")
         self.k_bit = int(k_bit)
         self.mode = mode
+        self.rounding = rounding
 
     @property
     def precision(self) -> int:
@@ -737,12 +746,18 @@ class DoReFa(Quantizer):
         d = ops.stop_gradient(ops.max(ops.abs(limited)))
         return ops.divide_no_nan(limited, 2.0 * d) + 0.5
 
+    def _codes(self, v):
+        """``round(n v)`` half to even: of the float32 product (larq) or of the real one."""
+        if self.rounding == "exact":
+            return _round_conv_times(v, self.k_bit)
+        return ops.round(v * float(2**self.k_bit - 1))
+
     def __call__(self, x, training=None):
         x = _tensor(x)
         n = float(2**self.k_bit - 1)
-        k_bit = _ste_identity(lambda v: ops.round(v * n) / n)
+        k_bit = _ste_identity(lambda v: self._codes(v) / n)
         if self.mode == "activations":
-            return _ste_identity(lambda v: _round_conv_times(v, self.k_bit) / n)(ops.clip(x, 0.0, 1.0))
+            return k_bit(ops.clip(x, 0.0, 1.0))
         return 2.0 * k_bit(self._unit(x)) - 1.0
 
     def split(self, x, training=None):
@@ -754,10 +769,10 @@ class DoReFa(Quantizer):
         if self.k_bit == 1:
             return self(x, training=training), None
         x = _tensor(x)
-        k, n = self.k_bit, float(2**self.k_bit - 1)
+        n = float(2**self.k_bit - 1)
         if self.mode == "activations":
-            return _custom(lambda v: _round_conv_times(v, k), lambda v, dy: dy * n)(ops.clip(x, 0.0, 1.0)), n
-        return _custom(lambda v: 2.0 * ops.round(v * n) - n, lambda v, dy: dy * (2.0 * n))(self._unit(x)), n
+            return _custom(self._codes, lambda v, dy: dy * n)(ops.clip(x, 0.0, 1.0)), n
+        return _custom(lambda v: 2.0 * self._codes(v) - n, lambda v, dy: dy * (2.0 * n))(self._unit(x)), n
 
     def rescale(self, v, s):
         return v if s is None else v / s
@@ -773,7 +788,7 @@ class DoReFa(Quantizer):
         return forms.Scaled(forms.Grid(FixedType(k + 1, k + 1, True, "RND_CONV", "SAT_SYM")), 1.0 / n)
 
     def get_config(self):
-        return {"k_bit": self.k_bit, "mode": self.mode}
+        return {"k_bit": self.k_bit, "mode": self.mode, "rounding": self.rounding}
 
 
 DoReFaQuantizer = DoReFa  # larq's former name

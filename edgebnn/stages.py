@@ -131,12 +131,36 @@ def _check_labels(data, model, where) -> None:
         raise ConfigError(f"{os.fspath(where)}: key 'data': {err}") from None
 
 
+def _check_structure(model, input_type, x) -> None:
+    """The model's structure freezes: as it is, or as the twin that the freeze stage calibrates
+    on the data ``x`` (float layers at 16 bits, the data's input type) when that is what it is
+    refused for."""
+    from .fixed import propose_input_type
+    from .freeze import FreezeError, plan
+    from .freeze.calibrate import _Specs, float_layers, twin
+
+    try:
+        plan(model, input_type=input_type)
+        return
+    except FreezeError:
+        if not _calibration_helps(model, input_type):
+            raise
+    if float_layers(model):
+        specs = _Specs(model, x[:256])
+        model = twin(model, specs(specs.widths(16)))
+    try:
+        plan(model, input_type=input_type)
+    except FreezeError as err:
+        if input_type is not None or "input_type" not in str(err):
+            raise
+        plan(model, input_type=propose_input_type(x))
+
+
 def prepare(config: dict[str, Any], where, check_compile: bool = False):
     """Everything checked before training: the board, the export options, g++ (``check_compile``),
     the data and their grid, the model's structure (it freezes and exports) and the reuse factors.
     Returns (board, target, data, model) with the model built, seeded, untrained."""
     from .backends.hls4ml import check_compiler, reuse
-    from .freeze import plan
     from .train import seed_everything
 
     if config["train"].get("distribute") == "multi_worker":
@@ -153,7 +177,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     seed_everything(config["train"]["seed"])
     model = build_model(config, data.x_train.shape[1:])
     _check_labels(data, model, where)
-    plan(model, input_type=input_type)  # the structure freezes and exports: refuse it now, not after training
+    _check_structure(model, input_type, data.x_train)  # it freezes and exports: refuse it now, not after training
     _check_export_untrained(model, input_type, target, where)
     try:  # and hls4ml builds every reuse factor as given
         reuse.check(target, reuse.matrices_of_model(model), model.name)
@@ -544,7 +568,7 @@ def load_trained(run: RunFolder, config):
 
 # ---------------------------------------------------------------------- freeze
 def freeze_stage(run_dir, log=progress.log):
-    from .freeze import FreezeWarning, freeze
+    from .freeze import FreezeError, FreezeWarning, freeze
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -554,15 +578,42 @@ def freeze_stage(run_dir, log=progress.log):
     kwargs = {"name": config["name"], "input_type": config["freeze"]["input_type"]}
     if config["freeze"].get("output_quantizer") is not None:
         kwargs["output_quantizer"] = config["freeze"]["output_quantizer"]
+    inputs = FREEZE_INPUTS
     with warnings.catch_warnings(record=True) as caught, progress.working("freezing"):
         warnings.simplefilter("always", FreezeWarning)
-        graph = freeze(model, **kwargs)
+        try:
+            graph = freeze(model, **kwargs)
+        except FreezeError:
+            if not _calibration_helps(model, kwargs["input_type"]):
+                raise
+            # float layers, or floats read without an input type: calibrate them on the training data
+            caught.clear()
+            kwargs["data"] = load_data(config, run / FILES["config"]).x_train
+            graph = freeze(model, **kwargs)
+            inputs = [*FREEZE_INPUTS, "config:data"]
     notes = [str(w.message) for w in caught if issubclass(w.category, FreezeWarning)]
     for note in notes:
-        log(f"  warning: {note}")
+        log(f"  {note}" if note.startswith("calibrated") else f"  warning: {note}")
     graph.save(run / FILES["graph"])  # atomically
-    run.record("freeze", run.inputs(FREEZE_INPUTS, config), time.perf_counter() - start, warnings=notes)
+    run.record("freeze", run.inputs(inputs, config), time.perf_counter() - start, warnings=notes)
     return graph
+
+
+def _calibration_helps(model, input_type) -> bool:
+    """freeze with data would choose what the model is refused for: it has float layers, or its
+    first layer reads floats and no input type is configured."""
+    from .freeze import FreezeError, plan
+    from .freeze.calibrate import float_layers
+
+    if float_layers(model):
+        return True
+    if input_type is not None:
+        return False
+    try:
+        plan(model)
+    except FreezeError as err:
+        return "input_type" in str(err)
+    return False
 
 
 def _board_and_target(config, where=None):
@@ -719,6 +770,15 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
     with progress.working("verifying"):
         report = verify(model, graph, data.x_test, project=project)
     result = verify_json(report, data.y_test)
+    calibration = graph.meta.get("calibration")
+    if calibration:
+        # Keras's leg is the model's twin with the calibrated quantizers; say how far the float model is
+        float_acc = _accuracy(np.asarray(model.predict(data.x_test, verbose=0), dtype=np.float64), data.y_test)
+        result["calibration"] = {"layers": calibration["layers"], "accuracy_float": float_acc}
+        log(
+            f"Keras's leg is the model's calibrated twin ({', '.join(calibration['layers'])} quantized): accuracy of the "
+            f"float model {100 * float_acc:.2f}%, of the twin {100 * result['accuracy']['keras']:.2f}%"
+        )
     run.write_json(FILES["verify"], result)
     run.record("verify", inputs, time.perf_counter() - start)
     write_summary(run, config)

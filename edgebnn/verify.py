@@ -87,7 +87,7 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
     x = np.asarray(x, dtype=np.float32)
     _check_input_grid(graph, x, model)
     stripped = bool(graph.meta.get("stripped_softmax"))
-    if model is not None and graph.meta.get("output_quantizer") is not None:
+    if model is not None and (graph.meta.get("output_quantizer") is not None or graph.meta.get("calibration")):
         from .freeze import keras_reference
 
         model, stripped = keras_reference(model, graph.meta)

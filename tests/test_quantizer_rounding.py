@@ -200,14 +200,23 @@ def test_quantized_bits_auto_rounds_half_up_exactly():
     assert float(keras.ops.convert_to_numpy(q.scale(x)).ravel()[0]) == 1.0
 
 
+@pytest.mark.parametrize("rounding", ["larq", "exact"])
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 8, 12])
-def test_dorefa_activations_round_the_exact_product(k):
-    """round(n clip(x, 0, 1)) / n with n = 2**k - 1: the float32 product can land on a tie."""
-    q = qz.DoReFa(k)
+def test_dorefa_activations_round_the_product(k, rounding):
+    """round(n clip(x, 0, 1)) / n with n = 2**k - 1, half to even: of the float32 product as larq
+    computes it (which can land on a tie the real product is not on), or of the real product."""
+    q = qz.DoReFa(k, rounding=rounding)
     n = 2**k - 1
     j = np.arange(-2, n + 3, dtype=np.float64)
     x = _sweep_around(np.concatenate([j / n, (j + 0.5) / n]), n=64)
-    codes = np.rint(np.clip(x.astype(np.float64), 0.0, 1.0) * n)  # v * n is exact in float64
+    v = np.clip(x, F32(0), F32(1))
+    if rounding == "larq":
+        codes = np.rint((v * F32(n)).astype(F32)).astype(np.float64)  # float32 product, then half to even
+    else:
+        codes = np.rint(v.astype(np.float64) * n)  # v * n is exact in float64
+    if k > 1:  # the two differ somewhere in every sweep with a scale that is not a power of two
+        other = np.rint(v.astype(np.float64) * n) if rounding == "larq" else np.rint((v * F32(n)).astype(F32))
+        assert np.any(codes != other)
     eager = keras.ops.convert_to_numpy(q(x))
     np.testing.assert_array_equal(eager, codes.astype(F32) / F32(n))
     # in a graph TensorFlow multiplies by 1/n instead of dividing (an ulp apart): compare the codes

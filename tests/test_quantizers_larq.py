@@ -96,6 +96,48 @@ def test_dorefa_activations_round_half_to_even(fwd_grad):
     assert (hw.kind, hw.type, hw.scale) == ("scaled", FixedType(3, 3, False, "RND_CONV", "SAT"), 1 / 7)
 
 
+def _larq_dorefa(x, k):
+    """larq's DoReFa activations, as its source computes them: ``tf.round(x * n) / n`` on the
+    clipped float32 ``x`` (a float32 product, rounded half to even, a float32 quotient)."""
+    n = 2**k - 1
+    v = tf.clip_by_value(tf.constant(np.asarray(x, np.float32)), 0.0, 1.0)
+    return (tf.round(v * n) / n).numpy()
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8])
+def test_dorefa_activations_are_larqs_at_ties(fwd_grad, k):
+    """At every float32 next to a tie (j + 1/2) / n, larq's numbers: x = 0.16666667 with k = 2 is
+    just above 1/6, but 3x rounds to exactly 0.5 in float32, which goes to 0 half to even."""
+    n = 2**k - 1
+    j = np.arange(-1, n + 2, dtype=np.float64)
+    base = np.concatenate([(j + 0.5) / n, j / n]).astype(np.float32)
+    x = [base]
+    up, down = base, base
+    for _ in range(8):
+        up, down = np.nextafter(up, np.float32(2)), np.nextafter(down, np.float32(-2))
+        x += [up, down]
+    x = np.concatenate(x)
+    y, g = fwd_grad(qz.DoReFa(k), x)
+    np.testing.assert_array_equal(y, _larq_dorefa(x, k))
+    flushed = np.where(np.abs(x) < np.finfo(np.float32).tiny, 0, x)  # TensorFlow's CPU kernels flush subnormals
+    np.testing.assert_array_equal(g, ((flushed >= 0) & (flushed <= 1)).astype(np.float32))
+    codes, n_ = qz.DoReFa(k).split(tf.constant(x))
+    if k > 1:
+        np.testing.assert_array_equal(qz.DoReFa(k).rescale(codes, n_).numpy(), y)
+
+
+def test_dorefa_tie_that_the_real_product_is_not_on():
+    x = [0.1666666716337204]
+    assert _larq_dorefa(x, 2)[0] == 0.0
+    assert keras.ops.convert_to_numpy(qz.DoReFa(2)(np.float32(x)))[0] == 0.0
+    assert keras.ops.convert_to_numpy(qz.DoReFa(2, rounding="exact")(np.float32(x)))[0] == np.float32(1) / np.float32(3)
+    assert qz.get("dorefa(2, rounding='exact')") == qz.DoReFa(2, rounding="exact")
+    with pytest.raises(ValueError, match="rounding"):
+        qz.DoReFa(2, rounding="up")
+    with pytest.raises(ValueError, match="activations"):
+        qz.DoReFa(2, mode="weights", rounding="exact")
+
+
 def test_dorefa_weights(fwd_grad):
     x = np.float32([-2.0, -0.5, 0.0, 0.3, 2.0])
     q = qz.DoReFa(2, mode="weights")

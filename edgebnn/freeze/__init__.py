@@ -192,6 +192,8 @@ def freeze(
     strip_softmax: bool = True,
     input_type=None,
     output_quantizer=None,
+    data=None,
+    max_accuracy_drop: float = 0.5,
 ) -> Graph:
     """Freeze ``model`` (Keras 3, edgebnn layers) into a :class:`~edgebnn.graph.Graph`.
 
@@ -213,7 +215,19 @@ def freeze(
     of the same layers plus that quantizer (``graph.meta["output_quantizer"]``), which
     :func:`edgebnn.verify` compares with. No training is needed; argmax changes only where two
     logits round to one value.
+
+    ``data`` (inputs, or ``(inputs, labels)``, e.g. the training set) calibrates what the model
+    leaves in float (``freeze/calibrate.py``): float ``Dense``/``Conv1D``/``Conv2D`` layers get
+    ``quantized_bits`` kernel, bias and (where they read real values) input quantizers, each
+    layer the fewest bits that keep the accuracy on ``data`` within ``max_accuracy_drop``
+    points of the float model's (against its own predictions without labels); the input type
+    comes from the data when the first layer reads floats, and the proposed ``output_quantizer``
+    when the logits are real-valued. One :class:`FreezeWarning` line per choice says what was
+    chosen; ``graph.meta["calibration"]`` records it, and the graph computes the model's twin
+    with those quantizers bit for bit (what :func:`edgebnn.verify` compares with).
     """
+    if data is not None:
+        return _freeze_calibrated(model, data, max_accuracy_drop, name, progress, strip_softmax, input_type, output_quantizer)
     original = model
     if output_quantizer is not None:
         model = with_output_quantizer(model, _output_quantizer(output_quantizer)) if strip_softmax else model
@@ -257,6 +271,67 @@ def freeze(
             stacklevel=2,
         )
     return Graph(name or original.name, nodes, meta)
+
+
+def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, input_type, output_quantizer) -> Graph:
+    """:func:`freeze` with ``data``: the twin of the calibrated float layers, frozen with the
+    input type and output quantizer that its refusals ask for, chosen from the data."""
+    import re
+
+    from ..fixed import propose_input_type
+    from .calibrate import _split_data, calibrate, twin
+
+    x, _ = _split_data(data)
+    calibration = calibrate(model, data, max_drop)
+    reference = model if calibration is None else twin(model, calibration.layers)
+    lines = [] if calibration is None else calibration.lines()
+    kwargs = {"input_type": input_type, "output_quantizer": output_quantizer}
+    while True:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                graph = freeze(reference, name or model.name, progress, strip_softmax, **kwargs)
+            break
+        except FreezeError as err:
+            text = " ".join(str(err).split())
+            proposed = re.search(r"output_quantizer='([^']+)'", text)
+            if "input_type" in text and kwargs["input_type"] is None and "output_quantizer" not in text:
+                kwargs["input_type"] = propose_input_type(x)
+                lines.append(f"calibrated the input type: {kwargs['input_type']} (the data's grid)")
+            elif proposed and kwargs["output_quantizer"] is None:
+                kwargs["output_quantizer"] = proposed.group(1)
+                lines.append(f"calibrated the logits: output_quantizer {proposed.group(1)!r}")
+            else:
+                raise
+    meta = graph.meta
+    if calibration is not None:
+        meta["calibration"] = calibration.to_meta()
+        if kwargs["output_quantizer"] is not None and output_quantizer is None:
+            final = keras_reference(model, meta)[0]
+            labels = calibration_labels(model, data)
+            meta["calibration"]["accuracy_twin"] = _accuracy_of(final, x, labels)
+    for line in lines:
+        warnings.warn(line, FreezeWarning, stacklevel=3)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return graph
+
+
+def calibration_labels(model, data) -> np.ndarray:
+    """The labels of ``data`` (inputs, or (inputs, labels)): its own, or the model's argmax."""
+    from .calibrate import _split_data
+
+    x, y = _split_data(data)
+    if y is not None:
+        return y
+    out = np.asarray(model.predict(x, verbose=0))
+    return np.argmax(out.reshape(len(x), -1), axis=-1)
+
+
+def _accuracy_of(model, x, labels) -> float:
+    from .calibrate import _accuracy
+
+    return _accuracy(model.predict(x, verbose=0), labels)
 
 
 def trace(model, x, strip_softmax: bool = True, input_type=None) -> dict[str, np.ndarray]:

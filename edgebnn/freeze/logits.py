@@ -57,9 +57,15 @@ def with_output_quantizer(model, quantizer):
 
 def keras_reference(model, meta: dict) -> tuple:
     """(the Keras model a graph of ``meta`` computes, whether a softmax is still to strip from
-    it): ``model`` itself, or with an ``output_quantizer`` recorded its logits through that
+    it): ``model`` itself, its calibrated twin when freeze calibrated float layers
+    (``meta["calibration"]``), and with an ``output_quantizer`` recorded the logits through that
     quantizer."""
     stripped = bool(meta.get("stripped_softmax"))
+    calibration = meta.get("calibration")
+    if calibration and calibration.get("layers"):
+        from .calibrate import twin
+
+        model = twin(model, calibration["layers"])
     quantizer = meta.get("output_quantizer")
     if quantizer is None:
         return model, stripped
