@@ -19,8 +19,8 @@ import re
 
 from ...fixed import FixedType
 
-_KEYWORDS = set(  # noqa: SIM905 - one readable block of words
-    (
+_KEYWORDS = set(
+    (  # noqa: SIM905 - one readable block of words
         "always and assign automatic begin buf bufif0 bufif1 case casex casez cell cmos config deassign "
         "default defparam design disable edge else end endcase endconfig endfunction endgenerate endmodule "
         "endprimitive endspecify endtable endtask event for force forever fork function generate genvar "
@@ -65,9 +65,15 @@ def signed_bits(lo: int, hi: int) -> int:
     return bits
 
 
-def ext(expr: str, t: FixedType) -> str:
-    """The ``t`` code ``expr`` (``t.width`` bits) as a signed value of ``t.width + 1`` bits."""
-    return f"$signed({{{expr}[{t.width - 1}], {expr}}})" if t.signed else f"$signed({{1'b0, {expr}}})"
+def ext(bus: str, at, t: FixedType) -> str:
+    """The ``t`` code in ``bus`` from bit ``at`` (an int or a Verilog expression) on, as a
+    signed value of ``t.width + 1`` bits."""
+    w = t.width
+    code = f"{bus}[{at} +: {w}]"
+    if not t.signed:
+        return f"$signed({{1'b0, {code}}})"
+    msb = f"{bus}[{at + w - 1}]" if isinstance(at, int) else f"{bus}[{at} + {w - 1}]"
+    return f"$signed({{{msb}, {code}}})"
 
 
 def code_bits(t: FixedType) -> int:

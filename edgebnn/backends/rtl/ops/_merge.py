@@ -24,7 +24,7 @@ def merge_unit(node, srcs, name, fold):
         for ch in range(c):
             terms = []
             for i, s in enumerate(srcs):
-                terms.append(f"({ext(lane(f'in{i}_data', ch, s.type.width), s.type)} <<< {s.type.lsb_exp - g})")
+                terms.append(f"({ext(f'in{i}_data', ch * s.type.width, s.type)} <<< {s.type.lsb_exp - g})")
             body.append(f"  wire signed [{sb - 1}:0] s_{ch} = {' + '.join(terms)};")
             body.append(f"  assign {lane('y', ch, ow)} = s_{ch}[{ow - 1}:0];")
         what = f"elementwise sum of {len(srcs)} inputs"
@@ -32,7 +32,7 @@ def merge_unit(node, srcs, name, fold):
         at = 0
         for i, s in enumerate(srcs):
             for ch in range(s.shape[-1]):
-                x = ext(lane(f"in{i}_data", ch, s.type.width), s.type)
+                x = ext(f"in{i}_data", ch * s.type.width, s.type)
                 body.append(
                     f"  wire signed [{max(sb, code_bits(s.type) + s.type.lsb_exp - g)}:0] v_{at} = {x} <<< {s.type.lsb_exp - g};"
                 )

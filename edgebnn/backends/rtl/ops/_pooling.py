@@ -29,7 +29,7 @@ def pool_unit(node, srcs, name, fold):
     def reduce(inner):
         body = []
         for ch in range(c):
-            xs = [ext(lane("in0_data", t * c + ch, iw), src.type) for t in range(taps)]
+            xs = [ext("in0_data", (t * c + ch) * iw, src.type) for t in range(taps)]
             if kind == "max":
                 body.append(f"  reg signed [{xb - 1}:0] m_{ch};")
                 body.append("  always @* begin")

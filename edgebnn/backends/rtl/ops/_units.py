@@ -116,16 +116,17 @@ def mvau(
     style = "block" if word_bits * nf * sf > BLOCK_ROM_BITS else "distributed"
     nfb, sfb, ab = _clog2(nf), _clog2(sf), _clog2(nf * sf)
     xs = f"b_x[s*{iw} +: {iw}]"
-    xe = ext(xs, src_type)
+    xe = ext("b_x", f"s*{iw}", src_type)
+    xmsb = f"b_x[s*{iw} + {iw - 1}]"
     wsel = f"b_w[(p*{simd} + s)*{wb} +: {wb}]"
     if mode == "xnor":
-        term = [f"        hits = hits + {{{xs}[{iw - 1}] ~^ {wsel}}};  // a -1 product: x < 0 and w > 0, or x > 0 and w < 0"]
+        term = [f"        hits = hits + {{{xmsb} ~^ {wsel}}};  // a -1 product: x < 0 and w > 0, or x > 0 and w < 0"]
         psum = f"{slit(simd, aw)} - (hits <<< 1)"
     elif mode == "pm1":
         term = [
             f"        if ({xs} != 0) begin",
             "          terms = terms + 1'b1;",
-            f"          hits = hits + {{{xs}[{iw - 1}] ~^ {wsel}}};",
+            f"          hits = hits + {{{xmsb} ~^ {wsel}}};",
             "        end",
         ]
         psum = "terms - (hits <<< 1)"

@@ -25,7 +25,7 @@ def unit(node, srcs, name, fold):
     tb = signed_bits(-big, big) + 1
     body = []
     for ch in range(c):
-        x = ext(lane("in0_data", ch, iw), src.type)
+        x = ext("in0_data", ch * iw, src.type)
         a, b = int(scale[ch]), int(offset[ch])
         body.append(f"  wire signed [{tb - 1}:0] v_{ch} = (({x} * {slit(a, tb)}) <<< {ps}) + ({slit(b, tb)} <<< {os_});")
         body.append(f"  assign {lane('y', ch, ow)} = to_out(v_{ch});")

@@ -20,7 +20,7 @@ def unit(node, srcs, name, fold):
     xb = code_bits(src.type)
     body = []
     for ch in range(c):
-        x = ext(lane("in0_data", ch, iw), src.type)
+        x = ext("in0_data", ch * iw, src.type)
         if node.attrs["relu"]:
             body.append(f"  wire signed [{xb - 1}:0] x_{ch} = {x};")
             x = f"(x_{ch}[{xb - 1}] ? {xb}'sd0 : x_{ch})"

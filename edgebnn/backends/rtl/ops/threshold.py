@@ -25,7 +25,7 @@ def unit(node, srcs, name, fold):
     for ch in range(c):
         levels = [int(v) for v in lv[ch]]
         body.append(f"  // channel {ch}: thresholds {[int(v) for v in t[ch]]} -> levels {levels}")
-        body.append(f"  wire signed [{xb - 1}:0] x_{ch} = {ext(lane('in0_data', ch, iw), src.type)};")
+        body.append(f"  wire signed [{xb - 1}:0] x_{ch} = {ext('in0_data', ch * iw, src.type)};")
         reached = " + ".join(f"{{{nb - 1}'d0, x_{ch} >= {slit(int(v), xb)}}}" for v in t[ch]) or f"{nb}'d0"
         body.append(f"  wire [{nb - 1}:0] n_{ch} = {reached};")
         pick = f"{ow}'h{hex_word(levels[-1], ow)}"

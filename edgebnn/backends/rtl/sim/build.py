@@ -42,7 +42,7 @@ VERILATOR_FLAGS = (
     "-Wno-UNOPTFLAT",
     "+define+EDGEBNN_TAPS",
 )
-CXXFLAGS = ("-O2", "-fPIC", "-std=c++17", "-shared", "-pthread")
+CXXFLAGS = ("-O2", "-fPIC", "-std=c++17", "-pthread")
 _FORMAT = b"edgebnn RTL simulation library 1"
 # Debian's Verilator: it miscompiles binary layers (measured: 145 of 1000 outputs of a 64->8 XNOR layer wrong)
 _REFUSED_VERSIONS = ("5.006",)
@@ -127,11 +127,11 @@ def build_library(
         _run(cmd, "Verilator", work)
         inc = root / "include"
         cpp = sorted(str(p) for p in work.glob("Vtop*.cpp"))
-        runtime = [str(inc / "verilated.cpp"), str(inc / "verilated_threads.cpp")]
         harness_cpp = [str(p) for p in harness if p.suffix == ".cpp"]
         out = work / "sim.so"
         cxx = ["g++", *CXXFLAGS, f"-I{work}", f"-I{harness[0].parent}", f"-I{inc}", f"-I{inc / 'vltstd'}"]
-        _run([*cxx, *harness_cpp, *cpp, *runtime, "-o", str(out)], "g++", work)
+        runtime = str(_runtime(shared, work))
+        _run([*cxx, "-shared", *harness_cpp, *cpp, runtime, "-o", str(out)], "g++", work)
         os.replace(out, lib)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -140,6 +140,30 @@ def build_library(
     if shared is not None:
         store_shared(shared, key, lib, sha)
     return True
+
+
+def _runtime(shared: pathlib.Path | None, work: pathlib.Path) -> pathlib.Path:
+    """Verilator's runtime (``verilated.cpp``, ``verilated_threads.cpp``) as one object file in
+    ``work``: compiled there, or copied from the shared cache, where it is kept once per Verilator,
+    flags and g++ (it is the same for every design and half of a small design's build)."""
+    inc = verilator_root() / "include"
+    obj = work / "verilated_runtime.o"
+    key = None
+    if shared is not None:
+        digest = hashlib.sha256(_FORMAT + b"runtime\0" + verilator_version().encode() + b"\0")
+        digest.update(" ".join(CXXFLAGS).encode() + b"\0" + compiler_identity())
+        key = "verilated-runtime-" + digest.hexdigest()
+        if fetch_shared(shared, key, obj) is not None:
+            return obj
+    parts = []
+    for name in ("verilated.cpp", "verilated_threads.cpp"):
+        part = work / f"{name}.o"
+        _run(["g++", *CXXFLAGS, "-c", f"-I{inc}", f"-I{inc / 'vltstd'}", str(inc / name), "-o", str(part)], "g++", work)
+        parts.append(str(part))
+    _run(["ld", "-r", *parts, "-o", str(obj)], "ld", work)
+    if key is not None:
+        store_shared(shared, key, obj, library_sha256(obj))
+    return obj
 
 
 def _run(cmd: list[str], what: str, cwd: pathlib.Path) -> None:
