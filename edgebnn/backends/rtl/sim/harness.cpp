@@ -68,12 +68,13 @@ extern "C" int edgebnn_taps() { return N_TAPS; }
 // Runs n samples through the design. in: n x IN.beats x IN.lanes codes; out: n x OUT.beats x
 // OUT.lanes; taps (may be null): per tap i, n x TAPS[i].beats x TAPS[i].lanes codes, one block
 // after the other; done[k]: the cycle at which sample k's last output beat left; first_in: the
-// cycle at which the first input beat entered. stall_seed != 0 withholds input beats and output
+// cycle at which the first input beat entered; tap_beats (may be null): the beats each tap saw. stall_seed != 0 withholds input beats and output
 // readiness pseudo-randomly (a test of the handshakes). Returns the cycles run, or -1 when
 // max_cycles pass first (a deadlock), -2 when a tap saw another number of beats, -3 when memdir
 // cannot be entered.
 extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in, int64_t* out, int64_t* taps,
-                               int64_t* done, int64_t* first_in, uint32_t stall_seed, int64_t max_cycles) {
+                               int64_t* done, int64_t* first_in, uint32_t stall_seed, int64_t max_cycles,
+                               int64_t* tap_beats) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return -3;
   if (chdir(memdir) != 0) return -3;
@@ -138,6 +139,8 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
       for (int i = 0; i < N_TAPS; i++)
         if (tap_count[i] != n * TAPS[i].beats) result = -2;
   }
+  if (taps && tap_beats)
+    for (int i = 0; i < N_TAPS; i++) tap_beats[i] = tap_count[i];
   t->final();
   delete t;
   delete ctx;
