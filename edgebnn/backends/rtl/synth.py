@@ -30,10 +30,10 @@ import time
 from typing import Any
 
 from ... import progress
+from ...boards import FLOWS
 from ...errors import EdgebnnError
 from . import tools
 
-FLOWS = ("xilinx", "ice40", "ecp5")
 _PNR_TOOL = {"ice40": "nextpnr-ice40", "ecp5": "nextpnr-ecp5"}
 DEFAULT_TIMEOUT_S = 3600.0
 
