@@ -1,6 +1,6 @@
 """Random models, checked Keras = emulator = C-simulation bit for bit (see edgebnn/fuzz.py).
 
-    python bench/fuzz.py --models 500 --csim 50 --seed 0 [--save fuzz-failures] [--coverage]
+    python bench/fuzz.py --models 500 --csim 50 --seed 0 [--rtl 20] [--save fuzz-failures] [--coverage]
     python bench/fuzz.py --replay fuzz-failures/seed-17
 
 Prints one line per model that is not ``ok`` (or every model with ``--verbose``) and one
@@ -24,6 +24,9 @@ def main(argv=None) -> int:
     p.add_argument("--models", type=int, default=100, help="random models to check (default 100)")
     p.add_argument(
         "--csim", type=int, default=0, help="how many to C-simulate (each where it adds ops or forms not C-simulated yet)"
+    )
+    p.add_argument(
+        "--rtl", type=int, default=0, help="how many other agreeing models to export as RTL and simulate with Verilator"
     )
     p.add_argument("--seed", type=int, default=0, help="first seed; model i uses seed + i")
     p.add_argument("--save", default="fuzz-failures", help="folder for failing models (default fuzz-failures)")
@@ -56,7 +59,7 @@ def main(argv=None) -> int:
             if args.verbose:
                 print("    " + "\n    ".join(outcome.layers), flush=True)
 
-    summary = fuzz.run(args.models, args.csim, args.seed, save_dir=args.save, progress=progress)
+    summary = fuzz.run(args.models, args.csim, args.seed, save_dir=args.save, progress=progress, rtl=args.rtl)
     if args.coverage:
         print_coverage(summary)
     print(f"{summary.line()} ({time.time() - t0:.0f} s)")
@@ -67,14 +70,17 @@ def main(argv=None) -> int:
 
 def print_coverage(summary) -> None:
     """One row per graph op (every op edgebnn knows, 0 where none was generated) and per quantizer
-    form seen: models that agreed, emulated and C-simulated per io type."""
+    form seen: models that agreed, emulated, C-simulated per io type and RTL-simulated."""
     from edgebnn.graph.ops import OPS
 
     table = summary.coverage()
     rows = [(op, table.get(op, {})) for op in OPS] + [(k, v) for k, v in sorted(table.items()) if k not in OPS]
-    print(f"{'op or form':44} {'emulated':>9} {'io_parallel':>12} {'io_stream':>10}")
+    print(f"{'op or form':44} {'emulated':>9} {'io_parallel':>12} {'io_stream':>10} {'rtl':>5}")
     for key, row in rows:
-        print(f"{key:44} {row.get('emulated', 0):9d} {row.get('io_parallel', 0):12d} {row.get('io_stream', 0):10d}")
+        counts = (
+            f"{row.get('emulated', 0):9d} {row.get('io_parallel', 0):12d} {row.get('io_stream', 0):10d} {row.get('rtl', 0):5d}"
+        )
+        print(f"{key:44} {counts}")
     missing = [op for op in OPS if op not in table]
     print("ops no agreeing model used: " + (", ".join(missing) if missing else "none"))
 

@@ -94,6 +94,8 @@ ACTIVATIONS = (
     "linear",
 )
 STATUSES = ("ok", "refused", "warned", "mismatch", "crash", "keras-error")
+# the "io type" of an outcome simulated as RTL (Verilator) instead of an hls4ml C-simulation
+RTL = "rtl"
 
 
 @dataclasses.dataclass
@@ -1384,6 +1386,9 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
                     return
         if io_type is None:
             return
+        if io_type == RTL:
+            _check_rtl(graph, case, pathlib.Path(tmp) / "rtl", out)
+            return
         from .backends.hls4ml import export
 
         if out.target is None:
@@ -1402,6 +1407,43 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             if report.first_mismatches:
                 first = report.first_mismatches[0]
                 out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
+
+
+def random_folding(rng, graph) -> dict:
+    """A random PE x SIMD for every folded node of ``graph`` (divisors of its sizes, at most
+    4096 products per cycle, so the simulation stays small)."""
+    from .backends.rtl import folding
+    from .backends.rtl.ops import LOWERINGS
+
+    out = {}
+    for node in graph.nodes:
+        module = LOWERINGS.get(node.op)
+        if module is None or not module.FOLDED:
+            continue
+        outputs, inputs = module.fold_sizes(node, graph.sources(node))
+        simd = int(rng.choice(folding.divisors(inputs)))
+        pes = [d for d in folding.divisors(outputs) if d * simd <= folding.DEFAULT_PRODUCTS] or [1]
+        out[node.name] = [int(rng.choice(pes)), simd]
+    return out
+
+
+def _check_rtl(graph, case: Case, path: pathlib.Path, out: Outcome) -> None:
+    """Export ``graph`` as RTL with a random folding (the case's seed), simulate it with
+    Verilator and compare with the emulator node by node; ``out.target`` records the folding."""
+    from .backends.rtl import export
+    from .verify import verify
+
+    if out.target is None:
+        out.target = {"folding": random_folding(np.random.default_rng([case.seed, 2]), graph)}
+    project = export(graph, path, folding=out.target["folding"])
+    project.compile()
+    report = verify(None, graph, case.x, rtl=project)
+    if report.emulator_vs_rtl:
+        out.status = "mismatch"
+        out.message = f"emulator vs RTL simulation: {report.emulator_vs_rtl} samples differ"
+        if report.first_mismatches:
+            first = report.first_mismatches[0]
+            out.message += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
 
 
 QUANTIZER_ATTRS = ("input_quantizer", "kernel_quantizer", "depthwise_quantizer", "pointwise_quantizer", "quantizer")
@@ -1512,8 +1554,12 @@ class Summary:
     seed: int
     outcomes: list[Outcome]
 
-    def counts(self, csim: bool | None = None) -> dict[str, int]:
-        chosen = [o for o in self.outcomes if csim is None or (o.csim is not None) == csim]
+    def counts(self, csim: bool | None = None, rtl: bool = False) -> dict[str, int]:
+        """Outcomes per status: all, or those C-simulated (``csim``) or not, or with ``rtl`` those RTL-simulated."""
+        if rtl:
+            chosen = [o for o in self.outcomes if o.csim == RTL]
+        else:
+            chosen = [o for o in self.outcomes if csim is None or (o.csim not in (None, RTL)) == csim]
         return {s: sum(o.status == s for o in chosen) for s in STATUSES}
 
     @property
@@ -1528,7 +1574,7 @@ class Summary:
             if o.status != "ok":
                 continue
             for key in [*o.ops, *o.forms]:
-                row = table.setdefault(key, {"emulated": 0, "io_parallel": 0, "io_stream": 0})
+                row = table.setdefault(key, {"emulated": 0, "io_parallel": 0, "io_stream": 0, RTL: 0})
                 row["emulated"] += 1
                 if o.csim:
                     row[o.csim] += 1
@@ -1536,12 +1582,15 @@ class Summary:
 
     def line(self) -> str:
         c = self.counts()
-        n_csim = sum(o.csim is not None for o in self.outcomes)
+        n_csim = sum(o.csim not in (None, RTL) for o in self.outcomes)
         cs = self.counts(csim=True)
+        rs = self.counts(rtl=True)
+        n_rtl = sum(o.csim == RTL for o in self.outcomes)
         return (
             f"fuzz: {len(self.outcomes)} models (seed {self.seed}): {c['ok']} ok, {c['refused']} refused, "
             f"{c['warned']} warned, {c['mismatch']} mismatches, {c['crash']} crashes; "
             f"C-simulated {n_csim}: {cs['ok']} ok, {cs['mismatch']} mismatches, {cs['crash']} crashes"
+            + (f"; RTL-simulated {n_rtl}: {rs['ok']} ok, {rs['mismatch']} mismatches, {rs['crash']} crashes" if n_rtl else "")
             + (f"; {c['keras-error']} models TensorFlow itself could not run" if c["keras-error"] else "")
         )
 
@@ -1552,18 +1601,21 @@ def run(
     seed: int = 0,
     save_dir: str | os.PathLike | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    rtl: int = 0,
 ) -> Summary:
     """Check ``models`` random models with seeds ``seed, seed + 1, ...``; up to ``csim`` of
     those that agree with Keras are also C-simulated, each in the io type where it takes a graph
     op or quantizer form not yet C-simulated there (the one with more of them, else alternating
     io_parallel and io_stream), so rare ops reach both io types; of the agreeing models that add
     nothing new, every fourth is C-simulated too (alternating), for the export options and
-    weights. Failing models are saved under ``save_dir`` (see :func:`save_failure`)."""
+    weights. Up to ``rtl`` agreeing models (each one not C-simulated) are exported as RTL with a
+    random folding and simulated with Verilator instead. Failing models are saved under
+    ``save_dir`` (see :func:`save_failure`)."""
     import keras
 
     outcomes = []
     io_types = ("io_parallel", "io_stream")
-    simulated = 0
+    simulated = rtl_simulated = 0
     simulated_keys: dict[str, set[str]] = {t: set() for t in io_types}  # ops and forms C-simulated ok
     agreed_without_news = 0
     with xla_allowed():
@@ -1587,12 +1639,15 @@ def run(
                 agreed_without_news = agreed_without_news + (io_type is None)
                 if io_type is None and agreed_without_news % 4 == 0:
                     io_type = turn
+            if io_type is None and rtl_simulated < rtl and outcome.status in ("ok", "warned"):
+                io_type = RTL
+                rtl_simulated += 1
             if io_type is not None:  # the C-simulation library is loaded into, and may abort, the process running it
                 outcome = check_in_child(s, io_type)
                 outcome.layers = outcome.layers or case.layers
-                if outcome.status in ("ok", "warned", "mismatch", "crash"):
+                if outcome.status in ("ok", "warned", "mismatch", "crash") and io_type != RTL:
                     simulated += 1
-                if outcome.status == "ok":
+                if outcome.status == "ok" and io_type != RTL:
                     simulated_keys[io_type] |= {*outcome.ops, *outcome.forms}
             if outcome.status == "refused" and io_type is not None and "export" not in outcome.message:
                 outcome.csim = None

@@ -1,4 +1,4 @@
-"""Prove Keras = emulator = C-simulation, bit for bit, and say where they part ways."""
+"""Prove Keras = emulator = C-simulation (= RTL simulation), bit for bit, and say where they part ways."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .graph import Graph
 
 @dataclasses.dataclass
 class Mismatch:
-    between: str  # "keras/emulator" or "emulator/csim"
+    between: str  # "keras/emulator", "emulator/csim" or "emulator/rtl"
     sample: int
     layer: str  # graph node where the two first differ
     source: str  # the Keras layer(s) that node was frozen from
@@ -40,13 +40,15 @@ class VerifyReport:
     # hls::stream data the C-simulation left unread: on the FPGA that stream stalls or feeds the
     # next frame, so the design is wrong even where these outputs agree
     stream_leftovers: list[str] = dataclasses.field(default_factory=list)
+    # the RTL design's Verilator simulation against the emulator (None: not run)
+    emulator_vs_rtl: int | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.keras_vs_emulator and not self.emulator_vs_csim and not self.stream_leftovers
+        return not self.keras_vs_emulator and not self.emulator_vs_csim and not self.stream_leftovers and not self.emulator_vs_rtl
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "samples": self.samples,
             "keras_vs_emulator": self.keras_vs_emulator,
             "emulator_vs_csim": self.emulator_vs_csim,
@@ -54,12 +56,17 @@ class VerifyReport:
             "keras_caveats": list(self.caveats),
             "stream_leftovers": list(self.stream_leftovers),
         }
+        if self.emulator_vs_rtl is not None:  # the RTL leg's key only where it ran
+            out["emulator_vs_rtl"] = self.emulator_vs_rtl
+        return out
 
     def describe(self) -> str:
         parts = [f"{self.samples} samples"]
         for key in ("keras_vs_emulator", "emulator_vs_csim"):
             value = getattr(self, key)
             parts.append(f"{key.replace('_vs_', ' vs ')}: {'not run' if value is None else f'{value} mismatching'}")
+        if self.emulator_vs_rtl is not None:
+            parts.append(f"emulator vs rtl: {self.emulator_vs_rtl} mismatching")
         lines = [", ".join(parts)]
         lines += ["  " + m.describe() for m in self.first_mismatches]
         lines += [f"  caveat at node {c['node']!r}: {c['reason']}" for c in self.caveats]
@@ -74,7 +81,7 @@ def _mismatching(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.nonzero(np.any(a != b, axis=1))[0]
 
 
-def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyReport:
+def verify(model, graph: Graph, x, project=None, keras_output=None, rtl=None) -> VerifyReport:
     """Compare ``model.predict`` (inference mode), ``emulate(graph)`` and, when ``project``
     (an exported HLS project) is given, its C-simulation, with exact equality.
 
@@ -82,7 +89,8 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
     so every path sees the same numbers. ``keras_output`` skips a second ``predict`` when the
     caller already has it for these inputs. For a graph frozen with ``strip_softmax=True`` the
     model's logits are compared (see :func:`edgebnn.freeze.keras_logits`), and for one frozen with
-    ``output_quantizer=`` those logits through that quantizer (``keras_reference``).
+    ``output_quantizer=`` those logits through that quantizer (``keras_reference``). ``rtl`` (an
+    exported :class:`~edgebnn.backends.rtl.RTLProject`) adds the leg emulator = RTL simulation.
     """
     x = np.asarray(x, dtype=np.float32)
     _check_input_grid(graph, x, model)
@@ -115,6 +123,14 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
         e_vs_c = len(bad)
         if len(bad):
             mismatches.append(_locate_csim(project, graph, x, int(bad[0]), emu, csim))
+    e_vs_r = None
+    if rtl is not None:
+        sim = np.asarray(rtl.predict(x.astype(np.float64)), dtype=np.float64).reshape(emu.shape)
+        outputs["rtl"] = sim
+        bad = _mismatching(emu, sim)
+        e_vs_r = len(bad)
+        if len(bad):
+            mismatches.append(_locate_csim(rtl, graph, x, int(bad[0]), emu, sim, "emulator/rtl"))
     caveats = list(graph.meta.get("keras_caveats", []))
     if not graph.meta.get("keras_float32_exact", True):
         caveats.append(
@@ -126,7 +142,7 @@ def verify(model, graph: Graph, x, project=None, keras_output=None) -> VerifyRep
             }
         )
     leftovers = list(getattr(project, "stream_warnings", [])) if project is not None else []
-    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats, leftovers)
+    return VerifyReport(len(x), k_vs_e, e_vs_c, mismatches, outputs, caveats, leftovers, e_vs_r)
 
 
 def _check_input_grid(graph: Graph, x: np.ndarray, model) -> None:
@@ -149,18 +165,18 @@ def _check_input_grid(graph: Graph, x: np.ndarray, model) -> None:
         )
 
 
-def _locate_csim(project, graph: Graph, x, i: int, emu, csim) -> Mismatch:
-    """The first node where the traced C-simulation differs from the emulator on sample i."""
+def _locate_csim(project, graph: Graph, x, i: int, emu, csim, between: str = "emulator/csim") -> Mismatch:
+    """The first node where the traced simulation (C or RTL: ``between``) differs from the emulator on sample i."""
     if hasattr(project, "trace"):
         c_nodes = project.trace(x[i : i + 1])
         e_nodes = emulate(graph, x[i : i + 1], return_all=True)
         for node in graph.nodes:
             if node.name in c_nodes and not np.array_equal(c_nodes[node.name], e_nodes[node.name]):
                 return Mismatch(
-                    "emulator/csim", i, node.name, node.source, e_nodes[node.name][0].tolist(), c_nodes[node.name][0].tolist()
+                    between, i, node.name, node.source, e_nodes[node.name][0].tolist(), c_nodes[node.name][0].tolist()
                 )
     out = graph.output
-    return Mismatch("emulator/csim", i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
+    return Mismatch(between, i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
 
 
 def _locate_keras(model, graph: Graph, x, i: int, ker, emu, stripped: bool) -> Mismatch:

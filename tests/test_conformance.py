@@ -3,7 +3,8 @@ or refuses it explicitly with a reason. A new op in edgebnn.graph.ops fails here
 consumer handles or refuses it, and until one of tests/graphs.py's OP_GRAPHS holds it.
 
 Consumers today: the emulator (graph/ops/<op>.py ``execute``), the hls4ml export
-(backends/hls4ml/ops/<op>.py) and the hls4ml cost model (backends/hls4ml/cost/<op>.py)."""
+(backends/hls4ml/ops/<op>.py), the hls4ml cost model (backends/hls4ml/cost/<op>.py) and the RTL
+export (backends/rtl/ops/<op>.py; its simulation of every example graph is in test_rtl_ops.py)."""
 
 import inspect
 
@@ -45,6 +46,31 @@ def test_hls4ml_export_lowers_it(op):
     module = ops.LOWERINGS[op]
     missing = [name for name in ops.INTERFACE if not hasattr(module, name)]
     assert not missing, f"backends/hls4ml/ops/{op}.py lacks {missing}"
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_rtl_export_lowers_it(op):
+    from edgebnn.backends.rtl import ops as rtl_ops
+
+    assert op in rtl_ops.LOWERINGS, f"{op}: no RTL lowering; add backends/rtl/ops/{op}.py and a LOWERINGS line"
+    module = rtl_ops.LOWERINGS[op]
+    missing = [name for name in rtl_ops.INTERFACE if not hasattr(module, name)]
+    assert not missing, f"backends/rtl/ops/{op}.py lacks {missing}"
+    if module.FOLDED:
+        assert callable(module.fold_sizes)
+
+
+@pytest.mark.parametrize("name", OP_GRAPHS)
+def test_rtl_export_writes_a_unit_per_node(tmp_path, name):
+    from edgebnn.backends import rtl
+
+    graph = GRAPHS[name]
+    project = rtl.export(graph, tmp_path / "rtl")
+    top = (project.hdl_dir / f"{project.top}.v").read_text()
+    for node in graph.compute_nodes():
+        name_v = project.meta["nodes"][node.name]
+        assert f"module {name_v} (" in (project.hdl_dir / f"{name_v}.v").read_text()
+        assert f"u_{name_v} (" in top
 
 
 @pytest.mark.parametrize("op", OPS)
