@@ -296,7 +296,11 @@ def synthesize(
         synth = f"synth_ice40 -abc9{dsp} -top {top} -json {rel}/design.json"
     else:
         synth = f"synth_ecp5 -abc9 -top {top} -json {rel}/design.json"
-    script = "\n".join([*reads, synth, f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat", ""])
+    # A ROM of constants marked rom_style "distributed" is LUT logic on every device (as Vivado
+    # builds it); Yosys's memory mappers find no distributed mapping for a registered ROM read
+    # ("no valid mapping found for memory"), so such ROMs are given to logic synthesis directly.
+    roms = 'setattr -set rom_style "logic" m:* a:rom_style=distributed %i'
+    script = "\n".join([*reads, f"hierarchy -top {top}", roms, synth, f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat", ""])
     (out / "synth.ys").write_text(script)
     commands = [f"{os.path.basename(yosys.path)} -s {rel}/synth.ys"]
     pnr_cmd = None
