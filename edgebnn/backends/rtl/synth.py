@@ -300,7 +300,8 @@ def synthesize(
     # builds it); Yosys's memory mappers find no distributed mapping for a registered ROM read
     # ("no valid mapping found for memory"), so such ROMs are given to logic synthesis directly.
     roms = 'setattr -set rom_style "logic" m:* a:rom_style=distributed %i'
-    script = "\n".join([*reads, f"hierarchy -top {top}", roms, synth, f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat", ""])
+    stats = [f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat"]
+    script = "\n".join([*reads, f"hierarchy -top {top}", roms, synth, *stats, ""])
     (out / "synth.ys").write_text(script)
     commands = [f"{os.path.basename(yosys.path)} -s {rel}/synth.ys"]
     pnr_cmd = None
