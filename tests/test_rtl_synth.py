@@ -257,3 +257,84 @@ def test_ecp5_flow_places_and_routes_with_fmax_and_utilization(design):
     assert rec.logic_cells == (report["utilization"]["TRELLIS_COMB"]["used"], 83640)
     assert rec.fmax_mhz == round(min(c["achieved"] for c in report["fmax"].values()), 2) > 50
     assert "--85k --package CABGA381 --speed 6" in (out / "run.sh").read_text()
+
+
+# ------------------------------------------------------------------------------ cost models and fit
+def digits_like():
+    from graphs import binary_mlp
+
+    return binary_mlp(sizes=(64, 128, 128, 10), seed=11)
+
+
+def binary_cnn():
+    from graphs import conv_net
+
+    convs = ({"kernel": (3, 3), "filters": 16}, {"kernel": (3, 3), "filters": 16})
+    return conv_net(seed=2, input_shape=(10, 10, 1), convs=convs, n_out=10, n_calib=64)
+
+
+def test_the_cost_of_a_design_is_the_sum_of_its_units_and_grows_with_parallelism():
+    from edgebnn.backends.rtl.cost import Cost, design_cost, node_cost
+
+    g = digits_like()
+    folding = {"dense0": (8, 16), "dense1": (8, 32), "dense2": (2, 32)}
+    total, per = design_cost(g, folding)
+    assert set(per) == {n.name for n in g.compute_nodes()}
+    assert total == sum(per.values(), Cost())
+    assert per["dense1"] == node_cost(g, g["dense1"], (8, 32))
+    # FF of the MVAU registers, exactly as the Verilog keeps them (input beat twice, one fold's
+    # SIMD inputs and PE x SIMD weights, PE accumulators, result and output beats, counters)
+    small, big = node_cost(g, g["dense1"], (2, 8)), node_cost(g, g["dense1"], (16, 64))
+    assert big.lut > small.lut and big.ff > small.ff
+
+
+def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
+    from edgebnn.backends.rtl.cost import design_cost
+    from edgebnn.backends.rtl.fit import fit
+    from edgebnn.backends.rtl.folding import resolve
+
+    g = digits_like()
+    found = fit(g, "pynq-z2", limit=0.6)
+    assert found.fits and found.board == "pynq-z2" and found.flow == "xilinx"
+    assert resolve(g, found.folding) == found.folding  # PE and SIMD divide their node's sizes
+    for k in ("lut", "ff", "dsp", "bram"):
+        assert getattr(found.cost, k) <= 0.6 * found.capacity[k]
+    assert design_cost(g, found.folding)[0] == found.cost  # the xc7 models are the board's units
+    assert max(found.cycles.values()) == found.cycles_per_sample
+    tighter = fit(g, "pynq-z2", limit=0.1)
+    assert tighter.cycles_per_sample > found.cycles_per_sample and tighter.cost.lut < found.cost.lut
+    assert all(getattr(tighter.cost, k) <= 0.1 * tighter.capacity[k] for k in ("lut", "ff", "dsp", "bram")) == tighter.fits
+    # a budget nothing meets: the most folded design, said not to fit
+    none = fit(g, "pynq-z2", limit=0.001)
+    assert not none.fits and "nothing fits under 0.1%" in str(none)
+    assert none.cycles_per_sample >= tighter.cycles_per_sample
+
+
+def test_fit_folds_a_binary_cnn_and_reads_open_flow_boards_in_their_units():
+    from edgebnn.backends.rtl.fit import FitError, fit
+    from edgebnn.backends.rtl.folding import resolve
+
+    g = binary_cnn()
+    found = fit(g, "ulx3s-85f", limit=0.5)
+    assert found.flow == "ecp5" and found.capacity == {"lut": 83640, "ff": 83640, "dsp": 156, "bram": 208}
+    assert found.fits and resolve(g, found.folding) == found.folding
+    assert {n.name for n in g.compute_nodes() if n.op in ("conv2d", "dense")} == set(found.folding)
+    ice = fit(digits_like(), "icebreaker", limit=0.8)
+    assert ice.capacity["bram"] == 30
+    with pytest.raises(FitError, match=r"limit must be a fraction in \(0, 1\]"):
+        fit(g, "pynq-z2", limit=1.5)
+
+
+@pytest.mark.rtl
+def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitted_on(tmp_path):
+    from graphs import binary_mlp
+
+    from edgebnn.backends.rtl import export
+    from edgebnn.backends.rtl.cost import node_cost
+
+    g = binary_mlp(sizes=(20, 16, 8), seed=21, input_type="fixed<2,2,RND_CONV,SAT>")
+    project = export(g, tmp_path / "p", folding={"dense0": (4, 10), "dense1": (2, 8)})
+    node = g["dense1"]
+    rec = synthesize(project, flow="xilinx", part="xc7z020clg400-1", top=project.meta["nodes"]["dense1"], log=quiet)
+    model = node_cost(g, node, (2, 8))
+    assert abs(model.lut - rec.lut) <= 0.15 * rec.lut, (model, rec)

@@ -1,0 +1,118 @@
+"""The RTL cost models against Yosys: every weighted and threshold unit of a set of generated
+designs synthesized alone (``synth_xilinx -flatten -abc9``, xc7), its LUT/FF/CARRY/DSP/BRAM
+beside the model's, and the error per unit.
+
+    .venv/bin/python bench/rtl_cost_validate.py                 # the validation designs (not fitted on)
+    .venv/bin/python bench/rtl_cost_validate.py --set fit       # the designs the coefficients were fitted on
+    .venv/bin/python bench/rtl_cost_validate.py --refit         # least squares of the coefficients on the fit set
+
+Yosys's counts are kept in ``--cache`` (a JSON file, default bench/rtl_cost_cache.json) by the
+content of each unit's Verilog, so a second run synthesizes only what changed. The target: the
+LUT model within 15% of Yosys on every validation unit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from graphs import binary_mlp
+
+from edgebnn.backends.rtl import export
+from edgebnn.backends.rtl.cost import mvau as mvau_cost
+from edgebnn.backends.rtl.cost import node_cost, unit_features
+from edgebnn.backends.rtl.synth import synthesize
+
+PART = "xc7z020clg400-1"
+CACHE_PATH = [ROOT / "bench" / "rtl_cost_cache.json"]
+
+# (layer sizes, seed, folding): the fit set and the validation set share no design
+DESIGNS = {
+    "fit": [
+        ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
+        ((16, 12, 8, 4), 1, {"dense0": (12, 16), "dense1": (2, 4), "dense2": (2, 2)}),
+        ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
+        ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
+    ],
+    "validate": [
+        ((24, 20, 6), 5, {"dense0": (5, 12), "dense1": (3, 10)}),
+        ((48, 24, 12), 6, {"dense0": (6, 16), "dense1": (4, 24)}),
+    ],
+}
+
+
+def units(which: str):
+    """Each (design label, node, graph, folding, project) of the set ``which``."""
+    for sizes, seed, folding in DESIGNS[which]:
+        graph = binary_mlp(sizes=sizes, seed=seed)
+        tmp = tempfile.mkdtemp(prefix="rtl_cost_")
+        project = export(graph, pathlib.Path(tmp) / "p", folding=folding)
+        label = "-".join(map(str, sizes))
+        for node in graph.nodes:
+            if node.op in ("dense", "threshold"):
+                yield label, node, graph, project
+
+
+def measure(project, node, cache: dict) -> dict:
+    module = project.meta["nodes"][node.name]
+    text = (project.path / "hdl" / f"{module}.v").read_text() + (project.path / "hdl" / "edgebnn_lib.v").read_text()
+    for mem in sorted((project.path / "hdl").glob(f"{module}_*.mem")):
+        text += mem.read_text()
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    if key not in cache:
+        rec = synthesize(project, flow="xilinx", part=PART, top=module, log=lambda *a, **k: None)
+        cache[key] = {k: getattr(rec, k) for k in ("lut", "ff", "carry", "dsp", "bram")}
+        CACHE_PATH[0].write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")  # kept if a later unit is stopped
+    return cache[key]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", choices=("fit", "validate"), default="validate")
+    ap.add_argument("--refit", action="store_true", help="least-squares the MVAU LUT coefficients on the fit set")
+    ap.add_argument("--cache", default=str(ROOT / "bench" / "rtl_cost_cache.json"))
+    args = ap.parse_args(argv)
+    cache_path = CACHE_PATH[0] = pathlib.Path(args.cache)
+    cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    rows = []
+    try:
+        for label, node, graph, project in units("fit" if args.refit else args.set):
+            got = measure(project, node, cache)
+            fold = project.folding.get(node.name)
+            rows.append((label, node, graph, fold, got))
+            model = node_cost(graph, node, fold)
+            err = (model.lut - got["lut"]) / max(got["lut"], 1)
+            print(
+                f"{label:<12} {node.name:<8} {node.op:<9} {fold or ''!s:<9} LUT {got['lut']:>6} model {model.lut:>6} "
+                f"({100 * err:+6.1f}%)  FF {got['ff']:>5} model {model.ff:>5}  CARRY {got['carry']:>4} model {model.carry:>4}  "
+                f"DSP {got['dsp']:>3} model {model.dsp:>3}  BRAM18 {got['bram']:>2} model {model.bram:>2}",
+                flush=True,
+            )
+    finally:
+        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    if args.refit:
+        for mode in sorted({unit_features(g, n, f)["mode"] for _, n, g, f, _ in rows if n.op == "dense"}):
+            picked = [(unit_features(g, n, f), got) for _, n, g, f, got in rows if n.op == "dense"]
+            picked = [(feat, got) for feat, got in picked if feat["mode"] == mode]
+            a = np.array([[feat[k] for k in mvau_cost.LUT_TERMS] for feat, _ in picked], dtype=float)
+            b = np.array([got["lut"] for _, got in picked], dtype=float)
+            coef, *_ = np.linalg.lstsq(a, b, rcond=None)
+            print(f"{mode}: " + ", ".join(f"{k}={c:.4g}" for k, c in zip(mvau_cost.LUT_TERMS, coef)))
+        return 0
+    errors = [abs(node_cost(g, n, f).lut - got["lut"]) / max(got["lut"], 1) for _, n, g, f, got in rows]
+    worst = max(errors)
+    print(f"{len(rows)} units ({args.set} set): LUT error median {100 * float(np.median(errors)):.1f}%, worst {100 * worst:.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
