@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from graphs import binary_mlp
 
 from edgebnn.backends.rtl import export
-from edgebnn.backends.rtl.cost import mvau as mvau_cost
 from edgebnn.backends.rtl.cost import node_cost, unit_features
 from edgebnn.backends.rtl.synth import synthesize
 
@@ -75,6 +74,34 @@ def measure(project, node, cache: dict) -> dict:
     return cache[key]
 
 
+def refit(rows) -> None:
+    """Least squares of relative error (each row weighted by 1 / Yosys's count): the MVAU's
+    LUTs per product by mode, one coefficient for its other terms and a constant; the threshold's
+    LUTs per comparator bit and per output bit."""
+    dense = [(unit_features(g, n, f), got["lut"]) for _, n, g, f, got in rows if n.op == "dense"]
+    modes = sorted({feat["mode"] for feat, _ in dense})
+    cols = [f"prod_{m}" for m in modes] + ["rest", "const"]
+    a, b = [], []
+    for feat, lut in dense:
+        row = [feat["prod"] if feat["mode"] == m else 0 for m in modes]
+        row += [feat["acc"] + feat["res"] + feat["xmux"] + feat["rom"], 1]
+        a.append([v / lut for v in row])
+        b.append(1.0)
+    coef, *_ = np.linalg.lstsq(np.array(a, float), np.array(b), rcond=None)
+    print("MVAU LUT: " + ", ".join(f"{c}={v:.4g}" for c, v in zip(cols, coef)))
+    thr = [(g, n, got["lut"]) for _, n, g, f, got in rows if n.op == "threshold"]
+    a, b = [], []
+    for g, n, lut in thr:
+        from edgebnn.backends.rtl.hdl import code_bits
+
+        c, k = n.params["thresholds"].shape
+        xb = code_bits(g.sources(n)[0].type)
+        a.append([c * k * xb / lut, c * n.type.width / lut])
+        b.append(1.0)
+    coef, *_ = np.linalg.lstsq(np.array(a, float), np.array(b), rcond=None)
+    print(f"threshold LUT: per compare bit {coef[0]:.4g}, per output bit {coef[1]:.4g}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", choices=("fit", "validate"), default="validate")
@@ -100,13 +127,7 @@ def main(argv=None) -> int:
     finally:
         cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
     if args.refit:
-        for mode in sorted({unit_features(g, n, f)["mode"] for _, n, g, f, _ in rows if n.op == "dense"}):
-            picked = [(unit_features(g, n, f), got) for _, n, g, f, got in rows if n.op == "dense"]
-            picked = [(feat, got) for feat, got in picked if feat["mode"] == mode]
-            a = np.array([[feat[k] for k in mvau_cost.LUT_TERMS] for feat, _ in picked], dtype=float)
-            b = np.array([got["lut"] for _, got in picked], dtype=float)
-            coef, *_ = np.linalg.lstsq(a, b, rcond=None)
-            print(f"{mode}: " + ", ".join(f"{k}={c:.4g}" for k, c in zip(mvau_cost.LUT_TERMS, coef)))
+        refit(rows)
         return 0
     errors = [abs(node_cost(g, n, f).lut - got["lut"]) / max(got["lut"], 1) for _, n, g, f, got in rows]
     worst = max(errors)

@@ -4,8 +4,8 @@
 Registers (exact, from the Verilog): the input beat twice (``in_buf``, ``x``), SIMD inputs and
 one PE x SIMD weight word per cycle (``b_x``, ``b_w``), PE accumulators of ``aw`` bits, the
 result beat (``res``, kept only when there is more than one PE fold) and the output beat
-(``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or of
-an adder of the input's width (add/subtract modes), the accumulators, the result's write
+(``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
+add/subtract of the partial sum's width (add/subtract modes), the accumulators, the result's write
 multiplexer over the PE folds, the input's select over the SIMD folds, the weight ROM in LUTs
 when it is small (block RAM above ``BLOCK_ROM_BITS``), and the control; each term's LUTs per
 unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
@@ -71,7 +71,7 @@ def features(graph, node, fold) -> dict:
     aw = signed_bits(-bound, bound) + 1
     word_bits, depth = pe * simd * wb, nf * sf
     block = word_bits * depth > BLOCK_ROM_BITS
-    per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
+    per_product = {"xnor": 1, "pm1": 2, "addsub": aw, "tern": aw, "mul": iw * wb + aw}[mode]
     return {
         "mode": mode,
         "n": n, "m": m, "pe": pe, "simd": simd, "nf": nf, "sf": sf,
@@ -117,8 +117,11 @@ def cost(graph, node, fold) -> dict[str, float]:
     coef = LUT_COEF[f["mode"]]
     lut = sum(coef[k] * f[k] for k in LUT_TERMS)
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
+    # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
+    iw = 1 if f["mode"] == "xnor" else f["iw"]
     ff = (
-        2 * f["n"] * f["iw"] + f["simd"] * f["iw"] + (f["word_bits"] if f["depth"] > 1 else 0) + f["pe"] * f["aw"]
+        2 * f["n"] * iw + f["simd"] * iw + (f["word_bits"] if f["depth"] > 1 else 0)
+        + (f["pe"] * f["aw"] if f["sf"] > 1 else 0)  # with one SIMD fold the accumulator is never read
         + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + f["m"] * f["ow"] + counters
     )  # fmt: skip
     carry = f["pe"] * math.ceil(f["aw"] / 4) * (1 + (f["simd"] > 1) * (f["mode"] in ("addsub", "tern")))
