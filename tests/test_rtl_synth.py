@@ -338,3 +338,41 @@ def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitt
     rec = synthesize(project, flow="xilinx", part="xc7z020clg400-1", top=project.meta["nodes"]["dense1"], log=quiet)
     model = node_cost(g, node, (2, 8))
     assert abs(model.lut - rec.lut) <= 0.15 * rec.lut, (model, rec)
+
+
+WIDE = """
+module wide (
+  input clk,
+  input [63:0] a,
+`ifdef EDGEBNN_TAPS
+  output [3:0] tap,
+`endif
+  output reg [15:0] y, output reg y_valid
+);
+  always @(posedge clk) begin
+    y <= a[15:0] ^ a[63:48];
+    y_valid <= ^a[23:20];
+  end
+endmodule
+"""
+
+
+def test_the_ports_of_a_top_are_read_and_an_io_shell_keeps_every_bit_live():
+    ports = synth.top_ports(WIDE, "wide")
+    assert ports == [("input", "clk", 1), ("input", "a", 64), ("output", "y", 16), ("output", "y_valid", 1)]
+    text, ff = synth.io_shell("wide", ports)
+    assert ff == 64 + synth.SHELL_PINS
+    assert "a <= {a[55:0], pins_in};" in text and "y[0] ^ y[8]" in text and "wide design (.clk(clk), .a(a)" in text
+    with pytest.raises(SynthError, match="module 'nothere' has no ANSI port list"):
+        synth.top_ports(WIDE, "nothere")
+
+
+@pytest.mark.rtl
+def test_a_top_wider_than_the_pins_is_placed_inside_the_io_shell(tmp_path):
+    (tmp_path / "wide.v").write_text(WIDE)
+    rec = synthesize(tmp_path, "icebreaker", log=quiet)
+    assert rec.top == "wide" and rec.io_shell_ff == 72
+    assert rec.ff == 16 + 1 + 72  # the design's 17 and the shell's, every one kept
+    assert (tmp_path / "synth" / "ice40" / "io_shell.v").is_file()
+    assert "hierarchy -top edgebnn_io_shell" in (tmp_path / "synth" / "ice40" / "synth.ys").read_text()
+    assert rec.fmax_mhz is not None and rec.logic_cells[0] > 0

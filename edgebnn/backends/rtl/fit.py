@@ -76,7 +76,7 @@ def _interval(graph, node, pe: int, simd: int) -> int:
         return math.prod(node.shape[:-1]) * folds
     src = graph.sources(node)[0]
     frame = math.prod(src.shape[:-1])
-    return frame + math.prod(node.shape[:-1]) * folds  # the frame is filled, then its windows leave
+    return max(frame, math.prod(node.shape[:-1]) * folds) + 1  # input and windows overlap in the line buffer
 
 
 def _rom(graph, node, pe: int, simd: int) -> list[tuple[int, int]]:

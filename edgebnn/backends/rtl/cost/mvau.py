@@ -1,7 +1,7 @@
 """The MVAU of a weighted node (dense, conv1d, conv2d, depthwise) folded PE x SIMD, as
 ``ops/_units.mvau`` writes it, and the window generator in front of a convolution.
 
-Registers (exact, from the Verilog): the input beat twice (``in_buf``, ``x``), SIMD inputs and
+Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs and
 one PE x SIMD weight word per cycle (``b_x``, ``b_w``), PE accumulators of ``aw`` bits, the
 result beat (``res``, kept only when there is more than one PE fold) and the output beat
 (``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
@@ -95,14 +95,14 @@ def _clog2(n: int) -> int:
 
 
 def window_cost(graph, node) -> dict[str, float]:
-    """The window generator of a convolution: the whole input frame stored (block RAM when
-    large), and a window of kh*kw*C codes assembled and registered."""
+    """The window generator of a convolution: a line buffer of kh rows (block RAM when large),
+    and a window of kh*kw*C codes assembled and registered."""
     src = graph.sources(node)[0]
     h, w, c = src.shape if len(src.shape) == 3 else (1, *src.shape)
     kernel = np.asarray(node.params["weight"]).shape
     kh, kw = (kernel[0], kernel[1]) if node.op != "conv1d" else (1, kernel[0])
     iw = src.type.width
-    beat, frame = c * iw, h * w
+    beat, frame = c * iw, kh * w
     win = kh * kw * c * iw
     block = beat * frame > BLOCK_ROM_BITS
     return {
@@ -120,7 +120,7 @@ def cost(graph, node, fold) -> dict[str, float]:
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
     ff = (
-        2 * f["n"] * iw + f["simd"] * iw + (f["word_bits"] if f["depth"] > 1 else 0)
+        3 * f["n"] * iw + f["simd"] * iw + (f["word_bits"] if f["depth"] > 1 else 0)
         + (f["pe"] * f["aw"] if f["sf"] > 1 else 0)  # with one SIMD fold the accumulator is never read
         + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + f["m"] * f["ow"] + counters
     )  # fmt: skip
