@@ -6,7 +6,7 @@ beside the model's, and the error per unit.
     .venv/bin/python bench/rtl_cost_validate.py --set fit       # the designs the coefficients were fitted on
     .venv/bin/python bench/rtl_cost_validate.py --refit         # least squares of the coefficients on the fit set
 
-Yosys's counts are kept in ``--cache`` (a JSON file, default bench/rtl_cost_cache.json) by the
+Yosys's counts are kept in ``--cache`` (a JSON file, default bench/.rtl_cost_cache.json) by the
 content of each unit's Verilog, so a second run synthesizes only what changed. The target: the
 LUT model within 15% of Yosys on every validation unit.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import pathlib
 import sys
 import tempfile
@@ -32,19 +33,18 @@ from edgebnn.backends.rtl.cost import node_cost, unit_features
 from edgebnn.backends.rtl.synth import synthesize
 
 PART = "xc7z020clg400-1"
-CACHE_PATH = [ROOT / "bench" / "rtl_cost_cache.json"]
+CACHE_PATH = [ROOT / "bench" / ".rtl_cost_cache.json"]
 
 # (layer sizes, seed, folding): the fit set and the validation set share no design
 DESIGNS = {
     "fit": [
         ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
-        ((16, 12, 8, 4), 1, {"dense0": (12, 16), "dense1": (2, 4), "dense2": (2, 2)}),
         ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
         ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
     ],
     "validate": [
         ((24, 20, 6), 5, {"dense0": (5, 12), "dense1": (3, 10)}),
-        ((48, 24, 12), 6, {"dense0": (6, 16), "dense1": (4, 24)}),
+        ((40, 20, 8), 6, {"dense0": (4, 8), "dense1": (4, 10)}),
     ],
 }
 
@@ -70,8 +70,14 @@ def measure(project, node, cache: dict) -> dict:
     if key not in cache:
         rec = synthesize(project, flow="xilinx", part=PART, top=module, log=lambda *a, **k: None)
         cache[key] = {k: getattr(rec, k) for k in ("lut", "ff", "carry", "dsp", "bram")}
-        CACHE_PATH[0].write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")  # kept if a later unit is stopped
+        save(cache)  # kept if a later unit is stopped
     return cache[key]
+
+
+def save(cache: dict) -> None:
+    tmp = CACHE_PATH[0].with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, CACHE_PATH[0])  # whole or not at all, also when stopped
 
 
 def refit(rows) -> None:
@@ -106,7 +112,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", choices=("fit", "validate"), default="validate")
     ap.add_argument("--refit", action="store_true", help="least-squares the MVAU LUT coefficients on the fit set")
-    ap.add_argument("--cache", default=str(ROOT / "bench" / "rtl_cost_cache.json"))
+    ap.add_argument("--cache", default=str(CACHE_PATH[0]))
     args = ap.parse_args(argv)
     cache_path = CACHE_PATH[0] = pathlib.Path(args.cache)
     cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
@@ -125,7 +131,7 @@ def main(argv=None) -> int:
                 flush=True,
             )
     finally:
-        cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+        save(cache)
     if args.refit:
         refit(rows)
         return 0
