@@ -22,15 +22,14 @@ from ..folding import default_fold
 from ..hdl import signed_bits
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "acc", "res", "xmux", "rom", "const")
-# LUTs per unit of each term, by the MVAU's product mode (fitted: bench/rtl_cost_validate.py --refit)
-LUT_COEF = {
-    "xnor": {"prod": 0.70, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "pm1": {"prod": 1.10, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "addsub": {"prod": 1.00, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "tern": {"prod": 1.30, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "mul": {"prod": 1.00, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-}
+LUT_TERMS = ("prod", "res", "rest", "cast")
+# LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
+# squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
+# an XNOR popcount, per product and partial-sum bit of an add/subtract chain (the ternary and
+# multiplier modes, with no unit in the fit set, take the add/subtract figure), per result bit
+# and level of the result's write multiplexer, per bit of the input select, ROM and
+# accumulator, per bit of each PE's output conversion
+LUT_COEF = {"prod_xnor": 0.512, "prod_addsub": 1.207, "res": 0.829, "rest": 0.812, "cast": 1.578}
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
     "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),
@@ -72,16 +71,18 @@ def features(graph, node, fold) -> dict:
     word_bits, depth = pe * simd * wb, nf * sf
     block = word_bits * depth > BLOCK_ROM_BITS
     per_product = {"xnor": 1, "pm1": 2, "addsub": aw, "tern": aw, "mul": iw * wb + aw}[mode]
+    xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
         "mode": mode,
         "n": n, "m": m, "pe": pe, "simd": simd, "nf": nf, "sf": sf,
         "iw": iw, "ow": ow, "wb": wb, "aw": aw, "word_bits": word_bits, "depth": depth, "block": block,
         "prod": pe * simd * per_product,
-        "acc": pe * aw,
-        "res": m * ow if nf > 1 else pe * ow,
-        "xmux": simd * iw * (sf - 1),
-        "rom": 0 if block or depth == 1 else word_bits * math.ceil(depth / 64),
-        "const": 1,
+        # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
+        "res": m * ow * _clog2(nf) if nf > 1 else 0,
+        # the input select over SIMD folds, the weight ROM in LUTs, the accumulators (read only when folded)
+        "rest": xbits * simd * (sf - 1) + (0 if block or depth == 1 else word_bits * math.ceil(depth / 64))
+        + (pe * aw if sf > 1 else 0),
+        "cast": pe * ow,
     }  # fmt: skip
 
 
@@ -114,8 +115,8 @@ def window_cost(graph, node) -> dict[str, float]:
 
 def cost(graph, node, fold) -> dict[str, float]:
     f = features(graph, node, fold)
-    coef = LUT_COEF[f["mode"]]
-    lut = sum(coef[k] * f[k] for k in LUT_TERMS)
+    per_product = LUT_COEF["prod_xnor" if f["mode"] in ("xnor", "pm1") else "prod_addsub"]
+    lut = per_product * f["prod"] + sum(LUT_COEF[k] * f[k] for k in LUT_TERMS[1:])
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
