@@ -332,12 +332,14 @@ def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitt
     from edgebnn.backends.rtl import export
     from edgebnn.backends.rtl.cost import node_cost
 
-    g = binary_mlp(sizes=(20, 16, 8), seed=21, input_type="fixed<2,2,RND_CONV,SAT>")
-    project = export(g, tmp_path / "p", folding={"dense0": (4, 10), "dense1": (2, 8)})
-    node = g["dense1"]
+    # an XNOR-popcount layer of 24 -> 12 folded 4 x 24 (3 PE folds): no unit of this shape is in
+    # bench/rtl_cost_validate.py's fit set
+    g = binary_mlp(sizes=(16, 24, 12), seed=31)
+    project = export(g, tmp_path / "p", folding={"dense0": (24, 16), "dense1": (4, 24)})
     rec = synthesize(project, flow="xilinx", part="xc7z020clg400-1", top=project.meta["nodes"]["dense1"], log=quiet)
-    model = node_cost(g, node, (2, 8))
+    model = node_cost(g, g["dense1"], (4, 24))
     assert abs(model.lut - rec.lut) <= 0.15 * rec.lut, (model, rec)
+    assert abs(model.ff - rec.ff) <= 0.25 * rec.ff, (model, rec)
 
 
 WIDE = """

@@ -1,8 +1,8 @@
 """The MVAU of a weighted node (dense, conv1d, conv2d, depthwise) folded PE x SIMD, as
 ``ops/_units.mvau`` writes it, and the window generator in front of a convolution.
 
-Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs and
-one PE x SIMD weight word per cycle (``b_x``, ``b_w``), PE accumulators of ``aw`` bits, the
+Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs
+per cycle (``b_x``; the weight word's ``b_w`` is absorbed into the ROM), PE accumulators of ``aw`` bits, the
 result beat (``res``, kept only when there is more than one PE fold) and the output beat
 (``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
 add/subtract of the partial sum's width (add/subtract modes), the accumulators, the result's write
@@ -121,7 +121,9 @@ def cost(graph, node, fold) -> dict[str, float]:
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
     ff = (
-        3 * f["n"] * iw + f["simd"] * iw + (f["word_bits"] if f["depth"] > 1 else 0)
+        # the weight word's register is absorbed: into the block RAM, or by synthesis moving it
+        # onto the ROM's (registered) address
+        3 * f["n"] * iw + f["simd"] * iw
         + (f["pe"] * f["aw"] if f["sf"] > 1 else 0)  # with one SIMD fold the accumulator is never read
         + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + f["m"] * f["ow"] + counters
     )  # fmt: skip

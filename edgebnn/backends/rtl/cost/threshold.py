@@ -3,6 +3,8 @@ the skid buffer of the output beat (``ops/threshold.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..hdl import code_bits
 
 # LUTs per comparator input bit (a compare with a constant: a carry chain with CARRY4 every 4
@@ -19,6 +21,7 @@ def cost(graph, node, fold) -> dict[str, float]:
     ow = node.type.width
     return {
         "lut": LUT_PER_COMPARE_BIT * c * k * xb + LUT_PER_OUT_BIT * c * ow,
-        "ff": 2 * c * ow,
+        # the skid buffer's two beats and its two valid bits; a sign's codes (-1, +1) keep one bit
+        "ff": 2 * c * (1 if np.isin(node.params["levels"], (-1, 1)).all() else ow) + 2,
         "carry": c * k * -(-xb // 4) * 0.5,
     }
