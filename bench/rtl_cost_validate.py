@@ -35,12 +35,15 @@ from edgebnn.backends.rtl.synth import synthesize
 PART = "xc7z020clg400-1"
 CACHE_PATH = [ROOT / "bench" / ".rtl_cost_cache.json"]
 
-# (layer sizes, seed, folding): the fit set and the validation set share no design
+# (layer sizes, seed, folding[, input type]): the fit set and the validation set share no design
 DESIGNS = {
     "fit": [
         ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
         ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
         ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
+        # XNOR units folded over SIMD (an accumulator) behind a small add/subtract layer of 2-bit inputs
+        ((16, 32, 12), 8, {"dense0": (8, 8), "dense1": (4, 16)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((16, 24, 8), 9, {"dense0": (4, 4), "dense1": (2, 6)}, "fixed<2,2,RND_CONV,SAT>"),
     ],
     "validate": [
         ((24, 20, 6), 5, {"dense0": (5, 12), "dense1": (3, 10)}),
@@ -51,8 +54,8 @@ DESIGNS = {
 
 def units(which: str):
     """Each (design label, node, graph, folding, project) of the set ``which``."""
-    for sizes, seed, folding in DESIGNS[which]:
-        graph = binary_mlp(sizes=sizes, seed=seed)
+    for sizes, seed, folding, *input_type in DESIGNS[which]:
+        graph = binary_mlp(sizes=sizes, seed=seed, **({"input_type": input_type[0]} if input_type else {}))
         tmp = tempfile.mkdtemp(prefix="rtl_cost_")
         project = export(graph, pathlib.Path(tmp) / "p", folding=folding)
         label = "-".join(map(str, sizes))

@@ -5,7 +5,7 @@ Registers (from the Verilog): the input beat three times (the skid buffer's two 
 per cycle (``b_x``; the weight word's ``b_w`` is absorbed into the ROM), PE accumulators of ``aw`` bits, the
 result beat (``res``, kept only when there is more than one PE fold) and the output beat
 (``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
-add/subtract of the partial sum's width (add/subtract modes), the accumulators, the result's write
+add/subtract per input bit (add/subtract modes), the accumulators, the result's write
 multiplexer over the PE folds, the input's select over the SIMD folds, the weight ROM in LUTs
 when it is small (block RAM above ``BLOCK_ROM_BITS``), and the control; each term's LUTs per
 unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
@@ -22,14 +22,14 @@ from ..folding import default_fold
 from ..hdl import signed_bits
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "res", "rest", "cast")
+LUT_TERMS = ("prod", "res", "rest", "acc", "cast")
 # LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
 # squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
-# an XNOR popcount, per product and partial-sum bit of an add/subtract chain (the ternary and
+# an XNOR popcount, per product and input bit of an add/subtract chain (the ternary and
 # multiplier modes, with no unit in the fit set, take the add/subtract figure), per result bit
-# and level of the result's write multiplexer, per bit of the input select, ROM and
-# accumulator, per bit of each PE's output conversion
-LUT_COEF = {"prod_xnor": 0.512, "prod_addsub": 1.207, "res": 0.829, "rest": 0.812, "cast": 1.578}
+# and level of the result's write multiplexer, per bit of the input select and ROM, per
+# accumulator bit, per bit of each PE's output conversion
+LUT_COEF = {"prod_xnor": 0.661, "prod_addsub": 1.937, "res": 0.591, "rest": 1.2, "acc": 2.458, "cast": 1.257}
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
     "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),
@@ -70,7 +70,7 @@ def features(graph, node, fold) -> dict:
     aw = signed_bits(-bound, bound) + 1
     word_bits, depth = pe * simd * wb, nf * sf
     block = word_bits * depth > BLOCK_ROM_BITS
-    per_product = {"xnor": 1, "pm1": 2, "addsub": aw, "tern": aw, "mul": iw * wb + aw}[mode]
+    per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
     xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
         "mode": mode,
@@ -79,9 +79,10 @@ def features(graph, node, fold) -> dict:
         "prod": pe * simd * per_product,
         # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
         "res": m * ow * _clog2(nf) if nf > 1 else 0,
-        # the input select over SIMD folds, the weight ROM in LUTs, the accumulators (read only when folded)
-        "rest": xbits * simd * (sf - 1) + (0 if block or depth == 1 else word_bits * math.ceil(depth / 64))
-        + (pe * aw if sf > 1 else 0),
+        # the input select over SIMD folds and the weight ROM in LUTs
+        "rest": xbits * simd * (sf - 1) + (0 if block or depth == 1 else word_bits * math.ceil(depth / 64)),
+        # the accumulators and their first-fold select (only when SIMD is folded)
+        "acc": pe * aw if sf > 1 else 0,
         "cast": pe * ow,
     }  # fmt: skip
 
