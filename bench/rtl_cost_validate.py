@@ -38,6 +38,9 @@ CACHE_PATH = [ROOT / "bench" / ".rtl_cost_cache.json"]
 # (layer sizes, seed, folding[, input type]): the fit set and the validation set share no design
 DESIGNS = {
     "fit": [
+        # deep PE folding (32 folds): the result's write multiplexer
+        ((16, 32, 16), 10, {"dense0": (1, 16), "dense1": (2, 32)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((8, 64, 4), 12, {"dense0": (2, 8), "dense1": (1, 16)}, "fixed<2,2,RND_CONV,SAT>"),
         ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
         ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
         ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
