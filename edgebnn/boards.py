@@ -21,6 +21,15 @@ A profile has exactly these fields (counts are whole-device totals, not a board'
     clock_period_ns: 10            # default clock when estimate() is given none
     source: DS190 ...              # where the numbers come from
 
+and may have these (absent, they take the values shown)::
+
+    flow: xilinx                   # the open synthesis flow: xilinx (Yosys counts only), ice40 or
+                                   # ecp5 (Yosys and nextpnr); only xilinx boards are hls4ml targets
+    bram_kbit: 18                  # the size of one block RAM counted in bram18 (4 on iCE40)
+
+On iCE40 and ECP5 boards ``lut`` counts 4-input LUTs, ``ff`` flip-flops, ``dsp`` the hard
+multipliers (SB_MAC16, MULT18X18D) and ``bram18`` the embedded block RAMs of ``bram_kbit`` each.
+
 Anything else, a missing field, a wrong type or a negative count is refused with a
 :class:`BoardError` whose one sentence names the file and the field.
 """
@@ -38,13 +47,18 @@ from .resources import boards_dir
 
 # Signed operand widths (A port, B port) of one multiplier slice: UG479 (DSP48E1, 25x18) and
 # UG579 (DSP48E2, 27x18). edgebnn.estimate splits wider products over several slices.
-DSP_TYPES = {"DSP48E1": (25, 18), "DSP48E2": (27, 18)}
+DSP_TYPES = {"DSP48E1": (25, 18), "DSP48E2": (27, 18), "SB_MAC16": (16, 16), "MULT18X18D": (18, 18)}
+
+# the open flows of edgebnn.backends.rtl.synth; hls4ml builds for Xilinx parts only
+FLOWS = ("xilinx", "ice40", "ecp5")
+HLS4ML_FLOWS = ("xilinx",)
 
 RESOURCES = ("lut", "ff", "dsp", "bram18", "uram")
 
 _STR_FIELDS = ("name", "part", "family", "dsp_type", "source")
 _COUNT_FIELDS = RESOURCES
 _FIELDS = ("name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source")
+_OPTIONAL = {"flow": "xilinx", "bram_kbit": 18}
 _ENV_PATH = "EDGEBNN_BOARD_PATH"
 
 
@@ -65,6 +79,8 @@ class Board:
     uram: int
     clock_period_ns: float
     source: str
+    flow: str = "xilinx"
+    bram_kbit: int = 18
     path: str = dataclasses.field(default="", compare=False)
 
     def resources(self) -> dict[str, int]:
@@ -75,6 +91,21 @@ class Board:
     def dsp_ports(self) -> tuple[int, int]:
         """Signed operand widths of one DSP multiplier, e.g. (25, 18) for DSP48E1."""
         return DSP_TYPES[self.dsp_type]
+
+    @property
+    def hls4ml(self) -> bool:
+        """Whether hls4ml can build for this board (a Xilinx part)."""
+        return self.flow in HLS4ML_FLOWS
+
+
+def require_hls4ml(board: Board) -> Board:
+    """``board``, or a BoardError when it is an open-flow board hls4ml cannot build for."""
+    if not board.hls4ml:
+        raise BoardError(
+            f"board '{board.name}' ({board.part}) is an {board.flow} board, which hls4ml cannot build for; "
+            f"choose a Xilinx board (see `edgebnn boards`) or the RTL backend (export: {{backend: rtl}})"
+        )
+    return board
 
 
 def load_board(name_or_path) -> Board:
@@ -132,8 +163,8 @@ def _read(path: pathlib.Path, expect_name: str | None = None) -> Board:
     if not isinstance(data, dict):
         raise BoardError(f"{where} must hold a mapping of the fields {', '.join(_FIELDS)}")
     for key in data:
-        if key not in _FIELDS:
-            raise BoardError(f"{where} has unknown field '{key}'; the fields are {', '.join(_FIELDS)}")
+        if key not in _FIELDS and key not in _OPTIONAL:
+            raise BoardError(f"{where} has unknown field '{key}'; the fields are {', '.join((*_FIELDS, *_OPTIONAL))}")
     for key in _FIELDS:
         if key not in data:
             raise BoardError(f"{where} is missing field '{key}'")
@@ -152,6 +183,12 @@ def _read(path: pathlib.Path, expect_name: str | None = None) -> Board:
         raise BoardError(f"{where}: field 'clock_period_ns' must be a positive number, got {clock!r}")
     if data["dsp_type"] not in DSP_TYPES:
         raise BoardError(f"{where}: field 'dsp_type' is {data['dsp_type']!r}; this edgebnn knows {', '.join(DSP_TYPES)}")
+    flow = data.get("flow", _OPTIONAL["flow"])
+    if flow not in FLOWS:
+        raise BoardError(f"{where}: field 'flow' is {flow!r}; use one of {', '.join(FLOWS)}")
+    kbit = data.get("bram_kbit", _OPTIONAL["bram_kbit"])
+    if not isinstance(kbit, int) or isinstance(kbit, bool) or kbit <= 0:
+        raise BoardError(f"{where}: field 'bram_kbit' must be a positive integer (Kb per block RAM), got {kbit!r}")
     if expect_name is not None and data["name"] != expect_name:
         raise BoardError(
             f"{where}: field 'name' is {data['name']!r} but the file is named '{path.name}'; "
@@ -159,4 +196,4 @@ def _read(path: pathlib.Path, expect_name: str | None = None) -> Board:
         )
     values = {key: data[key] for key in _FIELDS}
     values["clock_period_ns"] = float(clock)
-    return Board(**values, path=str(path))
+    return Board(**values, flow=flow, bram_kbit=kbit, path=str(path))

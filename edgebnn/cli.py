@@ -282,10 +282,13 @@ def cmd_boards(args) -> int:
 
         print(json.dumps([dataclasses.asdict(b) for b in boards], indent=2))
         return 0
-    print(f"{'name':<14} {'part':<26} {'LUT':>9} {'FF':>10} {'DSP':>6} {'BRAM18':>7} {'URAM':>5} {'clock':>7}")
+    # LUT are 6-input on Xilinx, 4-input on iCE40 and ECP5; BRAM counts blocks of the size shown
+    print(f"{'name':<14} {'part':<26} {'flow':<7} {'LUT':>9} {'FF':>10} {'DSP':>6} {'BRAM':>9} {'URAM':>5} {'clock':>7}")
     for b in boards:
+        bram = f"{b.bram18:,}x{b.bram_kbit}K"
         print(
-            f"{b.name:<14} {b.part:<26} {b.lut:>9,} {b.ff:>10,} {b.dsp:>6,} {b.bram18:>7,} {b.uram:>5,} {b.clock_period_ns:>5g}ns"
+            f"{b.name:<14} {b.part:<26} {b.flow:<7} {b.lut:>9,} {b.ff:>10,} {b.dsp:>6,} {bram:>9} {b.uram:>5,} "
+            f"{b.clock_period_ns:>5g}ns"
         )
     return 0
 
@@ -343,7 +346,8 @@ def cmd_estimate(args) -> int:
         from .backends.hls4ml import reuse
 
         reuse.check(target, reuse.matrices(graph), graph.name)
-    boards = list_boards() if board_name == "all" else [load_board(board_name)]
+    # "all": every board hls4ml can build for (iCE40 and ECP5 boards are the RTL backend's)
+    boards = [b for b in list_boards() if b.hls4ml] if board_name == "all" else [load_board(board_name)]
     results = []
     many = len(boards) > 1 and not args.fit  # fit shows a status line of its own
     with progress.bar(len(boards), "estimating", unit="board") if many else contextlib.nullcontext(progress._NoBar()) as bar:

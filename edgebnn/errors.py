@@ -61,6 +61,16 @@ class OutputError(EdgebnnError):
     """An output path that cannot be written, or must not be replaced."""
 
 
+class ToolMissingError(EdgebnnError):
+    """An open hardware tool (Yosys, nextpnr) that is not installed; the message names the pip
+    extra or the system package that brings it."""
+
+
+class ToolFailedError(EdgebnnError):
+    """An open hardware tool that stopped with an error or ran past its timeout; the message
+    names the tool, its last error line and the log that holds the rest."""
+
+
 class Terminated(BaseException):
     """Raised by the command line's SIGTERM handler so that clean-up runs as for Ctrl-C.
 

@@ -824,7 +824,7 @@ def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     config = run_config(run, layers=False)  # estimation reads the graph, not the layers (no Keras)
     graph = load_graph(run, config)
     board, target = _board_and_target(config, run / FILES["config"])
-    boards = [board] + [b for b in list_boards() if b.name != board.name]
+    boards = [board] + [b for b in list_boards() if b.name != board.name and b.hls4ml]
     results = []
     with progress.bar(len(boards), "estimating", unit="board") as bar:
         for b in boards:

@@ -117,7 +117,7 @@ def make_run(folder: pathlib.Path) -> dict:
     )
 
     board = load_board(config["board"])
-    boards = [board] + [b for b in list_boards() if b.name != board.name]
+    boards = [board] + [b for b in list_boards() if b.name != board.name and b.hls4ml]
     estimates = {b.name: estimate(graph, b, target=target_of(config, b)) for b in boards}
     write_json(folder / "estimate.json", {"board": board.name, "estimates": {k: e.to_dict() for k, e in estimates.items()}})
     write_json(

@@ -2,11 +2,13 @@
 
 import ast
 import pathlib
+import re
 
 import pytest
 import yaml
 
-from edgebnn.boards import DSP_TYPES, Board, BoardError, list_boards, load_board
+from edgebnn.backends.rtl.synth import nextpnr_device_args
+from edgebnn.boards import DSP_TYPES, Board, BoardError, list_boards, load_board, require_hls4ml
 from edgebnn.errors import EdgebnnError
 from edgebnn.resources import boards_dir
 
@@ -80,6 +82,8 @@ def test_shipped_boards_are_the_ones_later_issues_want():
         "alveo-u250",
         "alveo-u280",
         "vcu118",
+        "icebreaker",
+        "ulx3s-85f",
     }
     assert (boards_dir() / "__init__.py").is_file()
 
@@ -89,15 +93,23 @@ def test_every_shipped_file_is_valid(path):
     b = load_board(path)
     assert b.name == path.stem
     assert b == load_board(path.stem) == load_board(str(path))
-    assert b.source.strip() and b.part.startswith("xc")
+    assert b.source.strip()
     assert b.dsp_type in DSP_TYPES
-    # datasheet structure: a 36 Kb block is two BRAM18, and 7-series / UltraScale+ logic has
-    # two flip-flops per LUT
-    assert b.bram18 % 2 == 0
-    assert b.ff == 2 * b.lut
     assert min(b.lut, b.dsp, b.bram18) > 0 and b.uram >= 0
     raw = yaml.safe_load(path.read_text())
-    assert set(raw) == {"name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source"}
+    fields = {"name", "part", "family", "lut", "ff", "dsp", "dsp_type", "bram18", "uram", "clock_period_ns", "source", "flow"}
+    if b.flow == "xilinx":
+        # datasheet structure: a 36 Kb block is two BRAM18, and 7-series / UltraScale+ logic has
+        # two flip-flops per LUT
+        assert b.part.startswith("xc") and b.hls4ml
+        assert b.bram18 % 2 == 0 and b.bram_kbit == 18
+        assert b.ff == 2 * b.lut
+        assert set(raw) == fields
+    else:
+        # iCE40 and ECP5 logic: one flip-flop per 4-input LUT; the part names nextpnr's device
+        assert b.ff == b.lut and not b.hls4ml and b.uram == 0
+        assert set(raw) == fields | {"bram_kbit"}
+        assert nextpnr_device_args(b.flow, b.part)[0].startswith("--")
 
 
 def test_list_boards_is_every_file_sorted():
@@ -172,6 +184,8 @@ MALFORMED = [
     ("zero-clock", {**VALID, "clock_period_ns": 0}, "clock_period_ns", "positive"),
     ("text-clock", {**VALID, "clock_period_ns": "10ns"}, "clock_period_ns", "positive"),
     ("dsp-type", {**VALID, "dsp_type": "DSP58"}, "dsp_type", "DSP48E1"),
+    ("flow", {**VALID, "flow": "gowin"}, "flow", "ice40"),
+    ("bram-kbit", {**VALID, "bram_kbit": 0}, "bram_kbit", "positive"),
 ]
 
 
@@ -221,3 +235,43 @@ def test_at_least_twelve_boards_and_the_cli_lists_them(capsys):
     for p in SHIPPED:
         assert p.stem in out
     assert "xc7z007sclg400-1" in out and "220" in out
+    assert re.search(r"^icebreaker\s+iCE40UP5K-SG48I\s+ice40\s+5,280\s+5,280\s+8\s+30x4K\s", out, re.M)
+    assert re.search(r"^ulx3s-85f\s+LFE5U-85F-6BG381C\s+ecp5\s+83,640\s+83,640\s+156\s+208x18K\s", out, re.M)
+    assert re.search(r"^pynq-z2\s+xc7z020clg400-1\s+xilinx\s+53,200\s", out, re.M)
+
+
+def test_open_flow_boards_and_the_default_flow(tmp_path):
+    ice, ecp = load_board("icebreaker"), load_board("ulx3s-85f")
+    assert (ice.flow, ice.lut, ice.ff, ice.dsp, ice.bram18, ice.bram_kbit) == ("ice40", 5280, 5280, 8, 30, 4)
+    assert (ecp.flow, ecp.lut, ecp.ff, ecp.dsp, ecp.bram18, ecp.bram_kbit) == ("ecp5", 83640, 83640, 156, 208, 18)
+    assert nextpnr_device_args("ice40", ice.part) == ["--up5k", "--package", "sg48"]
+    assert nextpnr_device_args("ecp5", ecp.part) == ["--85k", "--package", "CABGA381", "--speed", "6"]
+    # a profile without the optional fields is a Xilinx board of 18 Kb block RAMs
+    b = load_board(write(tmp_path, VALID))
+    assert (b.flow, b.bram_kbit, b.hls4ml) == ("xilinx", 18, True)
+    assert require_hls4ml(b) is b
+
+
+@pytest.mark.parametrize("name", ["icebreaker", "ulx3s-85f"])
+def test_hls4ml_refuses_an_open_flow_board_in_one_sentence(name, tmp_path):
+    from graphs import binary_mlp
+
+    from edgebnn.estimate import estimate, fit
+
+    graph = binary_mlp(sizes=(4, 3, 2), seed=3)
+    for call in (lambda: estimate(graph, name), lambda: fit(graph, name)):
+        with pytest.raises(BoardError) as err:
+            call()
+        msg = str(err.value)
+        assert f"'{name}'" in msg and "hls4ml cannot build for" in msg and "backend: rtl" in msg and "\n" not in msg
+    # the every-board estimate skips them: they are the RTL backend's
+    from edgebnn.cli import main
+
+    path = tmp_path / "g.npz"
+    graph.save(path)
+    out = tmp_path / "all.json"
+    assert main(["estimate", str(path), "--board", "all", "--json", str(out)]) == 0
+    import json
+
+    boards = {e["board"]["name"] if isinstance(e["board"], dict) else e["board"] for e in json.loads(out.read_text())}
+    assert "pynq-z2" in boards and name not in boards

@@ -36,7 +36,7 @@ from edgebnn.backends.hls4ml.cost.context import (
     _Context,
 )
 from edgebnn.backends.target import IO_TYPES, STRATEGIES, Target, hls_tool_family, make_target
-from edgebnn.boards import load_board
+from edgebnn.boards import load_board, require_hls4ml
 from edgebnn.fixed import FixedType
 from edgebnn.graph import Graph
 
@@ -148,7 +148,7 @@ def _prepare(graph, board, target: Target, utilization_limit, constants, types, 
             "estimate needs a board: give board= (a name such as 'pynq-z2', a .yaml path or an "
             "edgebnn.boards.Board) or a target with one"
         )
-    board = load_board(board)
+    board = require_hls4ml(load_board(board))
     if target.board is not board:
         target = target.replace(board=board)
     if isinstance(utilization_limit, bool) or not isinstance(utilization_limit, (int, float)) or not 0 < utilization_limit <= 1:

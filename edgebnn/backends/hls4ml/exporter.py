@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from hls4ml.model import ModelGraph
 
+from ...boards import Board, require_hls4ml
 from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
@@ -96,6 +97,8 @@ def export(
         strategy=strategy,
         reuse_factor=reuse_factor,
     )
+    if isinstance(target.board, Board):
+        require_hls4ml(target.board)  # an iCE40 or ECP5 board has no Xilinx part for hls4ml
     if (
         not isinstance(project_name, str)
         or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", project_name)
