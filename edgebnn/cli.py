@@ -190,6 +190,14 @@ def cmd_csim(args) -> int:
     return EXIT_OK
 
 
+def cmd_synth(args) -> int:
+    from .stages import synth_stage
+
+    synth_stage(args.run, timeout=args.timeout)
+    progress.log(f"next: `edgebnn estimate {args.run}` (the cost model beside these counts) or `edgebnn report {args.run}`")
+    return EXIT_OK
+
+
 def cmd_verify(args) -> int:
     if args.require_csim:  # before the work: a gate that needs all three legs
         from .runfolder import FILES, RunFolder, RunFolderError
@@ -319,18 +327,25 @@ def cmd_estimate(args) -> int:
         raise EdgebnnError(f"--margin must be a fraction >= 0 (0.1 for 10%), got {args.margin:g}")
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
+        from .config import hls_options
         from .stages import estimate_stage, run_config
 
         config = run_config(run, layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
+            if isinstance(est, dict):  # an rtl run: its design's estimate (the hls4ml ones are in estimate.json)
+                from .stages import rtl_table
+
+                print(rtl_table(est))
+                _write_estimates(results, args)
+                return EXIT_OK
             for other in results:
                 progress.log(_board_line(other), at=progress.VERBOSE)
             _print_estimates([est], args)
             _write_estimates(results, args)
             return EXIT_OK
-        options = {k: v for k, v in config["export"].items() if v is not None}
+        options = {k: v for k, v in hls_options(config["export"]).items() if v is not None}
         board_name = board_name or config["board"]
         path = os.path.join(path, "graph.npz")
     elif os.path.isdir(path):  # a folder of an earlier edgebnn: its summary.json
@@ -448,7 +463,10 @@ def _run_export_options(folder: str) -> tuple[dict, str | None]:
     if not isinstance(export, dict):
         return {}, board
     keys = ("backend", "io_type", "strategy", "reuse_factor", "clock_period_ns", "hls_tool", "part")
-    return {k: export[k] for k in keys if export.get(k) is not None}, board
+    options = {k: export[k] for k in keys if export.get(k) is not None}
+    if options.get("backend") == "rtl":  # an rtl run's hls4ml estimate is set beside its design with hls4ml's default
+        del options["backend"]
+    return options, board
 
 
 def _check_out_path(path: str, option: str, suffix: str) -> None:
@@ -581,7 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train binarized networks in Keras 3 and ship them to FPGAs, bit for bit.\n\n"
         "A run folder holds one configuration's run, stage by stage: init writes a starter configuration, "
         "train makes the run folder,\nand each later stage starts from the previous one's saved output:\n"
-        "  init -> train -> freeze -> export -> csim -> verify -> estimate -> report   (run: all of them)",
+        "  init -> train -> freeze -> export -> csim -> verify -> [synth] -> estimate -> report   (run: all of them;\n"
+        "  synth for export backend rtl: Verilog, simulated by Verilator, synthesized by Yosys and nextpnr)",
         epilog=_exit_codes_text() + "\n\nSet EDGEBNN_DEBUG=1 to see the traceback of an internal error.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -653,14 +672,15 @@ def build_parser() -> argparse.ArgumentParser:
     x = command(
         "export",
         cmd_export,
-        "export the frozen graph as an hls4ml project (hls_project/)",
+        "export the frozen graph as an hls4ml project (hls_project/), or as Verilog with backend rtl (rtl/)",
         _example("edgebnn export runs/digits"),
     )
     run_arg(x)
     c = command(
         "csim",
         cmd_csim,
-        "compile the exported project's C-simulation and run it on the test set (csim.npz)",
+        "compile the exported project's C-simulation (or, backend rtl, its Verilator simulation) and run it on the "
+        "test set (csim.npz, rtlsim.npz)",
         _example("edgebnn csim runs/digits"),
     )
     run_arg(c)
@@ -675,6 +695,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--require-csim",
         action="store_true",
         help="refuse (exit 2) when the C-simulation has not run, instead of verifying Keras = emulator alone",
+    )
+    sy = command(
+        "synth",
+        cmd_synth,
+        "synthesize an rtl run's design with Yosys, and place and route it with nextpnr on iCE40/ECP5 (synth.json)",
+        _example("edgebnn synth runs/digits_rtl"),
+    )
+    run_arg(sy)
+    sy.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="seconds each tool may run before it is stopped (default 3600)"
     )
     e = command(
         "estimate",

@@ -249,10 +249,15 @@ class TrainSection(_Section):
 
 
 class ExportSection(_Section):
-    """``export:`` the hls4ml project. The choices of backend, io_type, strategy and hls_tool are
-    the target's (:mod:`edgebnn.backends.target`), checked by :func:`check_export`, letter case free."""
+    """``export:`` the hardware project: an hls4ml project (backend Vitis or Vivado) or edgebnn's
+    own Verilog design (backend ``rtl``). The choices of backend, io_type, strategy and hls_tool are
+    the target's (:mod:`edgebnn.backends.target`), checked by :func:`check_export`, letter case free;
+    ``folding`` is the rtl backend's, the others' the hls4ml projects'."""
 
-    backend: str = Field("Vitis", description="Vitis or Vivado: hls4ml's backend")
+    backend: str = Field(
+        "Vitis",
+        description="Vitis or Vivado (an hls4ml project), or rtl (edgebnn's Verilog: Verilator, Yosys, nextpnr)",
+    )
     io_type: str = Field("io_parallel", description="io_parallel (whole arrays) or io_stream (FIFOs between layers)")
     strategy: str = Field("Latency", description="Latency (fully parallel) or Resource (each multiplier used reuse_factor times)")
     reuse_factor: Annotated[
@@ -267,6 +272,17 @@ class ExportSection(_Section):
     )
     hls_tool: str | None = Field(None, description="the tool of the backend (Vitis -> vitis_hls, Vivado -> vivado_hls)")
     part: str | None = Field(None, description="the FPGA part (null: the board's)")
+    folding: Annotated[
+        Literal["auto"] | dict[str, Annotated[list[_AtLeast1], Field(min_length=2, max_length=2)]],
+        _Accepts(
+            "auto, or a mapping of layer names to [PE, SIMD] (integers >= 1 dividing the layer's outputs and inputs)",
+            kind="auto or a mapping of layer names to [PE, SIMD]",
+        ),
+    ] = Field(
+        "auto",
+        description="rtl backend: [PE, SIMD] per weighted layer (outputs, inputs per cycle), or auto: "
+        "the fastest folding that fits the board",
+    )
 
 
 class RunConfig(_Section):
@@ -764,7 +780,7 @@ def check_export(export: dict[str, Any], where: str = "config", layers: dict[int
     must name weighted layers of the model (``layers``, see :func:`layer_names`). Imports no hls4ml."""
     from .backends.target import BACKENDS, IO_TYPES, STRATEGIES, Target, TargetError, choice, hls_tool_family
 
-    for key, choices in (("backend", BACKENDS), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
+    for key, choices in (("backend", (*BACKENDS, RTL)), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
         if key in export:
             try:
                 export[key] = choice(key, export[key], choices)
@@ -787,17 +803,52 @@ def check_export(export: dict[str, Any], where: str = "config", layers: dict[int
                 f"{where}: key 'export.reuse_factor' names {', '.join(map(repr, unknown))}, which is not a "
                 f"weighted layer of the model; its weighted layers are {known} (give a layer a name: to choose it)"
             )
+    folding = export.get("folding", "auto")
+    if isinstance(folding, dict):
+        if export.get("backend") != RTL:
+            raise ConfigError(
+                f"{where}: key 'export.folding' is the rtl backend's (PE x SIMD per layer); "
+                f"backend {export.get('backend')} takes reuse_factor instead (or set backend: rtl)"
+            )
+        if layers is not None:
+            unknown = [name for name in folding if name not in layers.values()]
+            if unknown:
+                raise ConfigError(
+                    f"{where}: key 'export.folding' names {', '.join(map(repr, unknown))}, which is not a weighted "
+                    f"layer of the model; its weighted layers are {', '.join(layers.values()) or 'none'}"
+                )
+        export["folding"] = {name: list(pair) for name, pair in folding.items()}
     try:
-        Target(**export)
+        Target(**hls_options(export))
     except TargetError as err:
         raise ConfigError(f"{where}: export: {err}") from None
 
 
+# the export section's backend that is edgebnn's own Verilog design (the others are hls4ml's)
+RTL = "rtl"
+
+
+def is_rtl(config: dict[str, Any]) -> bool:
+    """Whether a loaded configuration exports edgebnn's RTL design (``export.backend: rtl``)."""
+    return config["export"].get("backend") == RTL
+
+
+def hls_options(export: dict[str, Any]) -> dict[str, Any]:
+    """The export section as :class:`~edgebnn.backends.target.Target` keywords: without the rtl
+    backend's ``folding``; an rtl run's hls4ml options describe the hls4ml design its estimate
+    is set beside (hls4ml's default backend, Vitis)."""
+    options = {k: v for k, v in export.items() if k != "folding"}
+    if options.get("backend") == RTL:
+        options["backend"] = "Vitis"
+    return options
+
+
 def target_of(config: dict[str, Any], board):
-    """The :class:`~edgebnn.backends.target.Target` a loaded configuration builds for ``board``."""
+    """The :class:`~edgebnn.backends.target.Target` a loaded configuration builds for ``board``
+    (for an rtl run: the hls4ml design its estimate is set beside, see :func:`hls_options`)."""
     from .backends.target import Target
 
-    return Target(board=board, **config["export"])
+    return Target(board=board, **hls_options(config["export"]))
 
 
 # ---------------------------------------------------------------------------- edgebnn init

@@ -44,6 +44,7 @@ def run(
         )
     if run_folder is None:  # a multi_worker task other than the chief: it only trains
         return None
+    rtl = stages.is_rtl(stages.run_config(stages.RunFolder.open(run_folder), layers=False))
     note = f"the trained model and every finished stage are kept: continue with `{resume_with}`"
     try:
         with interrupt_note(note):
@@ -51,6 +52,8 @@ def run(
             stages.export_stage(run_folder, log=log)
             stages.csim_stage(run_folder, log=log)
             stages.verify_stage(run_folder, log=log)
+            if rtl:
+                stages.synth_stage(run_folder, log=log)
             est, _ = stages.estimate_stage(run_folder, log=lambda msg: None)
             stages.report_stage(run_folder, log=log)
     except (KeyboardInterrupt, Terminated) as exc:  # while a stage was writing its output (removed on the way out)
@@ -59,8 +62,59 @@ def run(
         raise stages.Interrupted(f"edgebnn: {what}; {note}", terminated) from None
     summary = json.loads((run_folder / "summary.json").read_text())
     log("")
-    log(format_summary(summary, est))
+    log(format_rtl_summary(summary) if rtl else format_summary(summary, est))
     return summary
+
+
+def rtl_headline(summary: dict[str, Any]) -> str:
+    """An rtl run's verdict: bit-exact or not, and whether the synthesized design fits the board
+    (Yosys's counts; nextpnr's placement on iCE40 and ECP5)."""
+    verified = not any(summary["mismatches"].values())
+    rtl = summary.get("rtl") or {}
+    share = rtl.get("utilization")
+    if share:
+        key = max(share, key=lambda k: share[k])
+        fits = share[key] <= 1.0
+        fit = f"fits {summary['board']}" if fits else f"DOES NOT FIT {summary['board']} ({key.upper()} {100 * share[key]:.0f}%)"
+    else:
+        fits, fit = True, "not synthesized yet"
+    if verified:
+        return f"VERIFIED bit for bit, {'and ' + fit if fits else 'but ' + fit}"
+    return f"MISMATCH (not bit-exact); {fit}"
+
+
+def format_rtl_summary(summary: dict[str, Any]) -> str:
+    mm = summary["mismatches"]
+    rtl = summary.get("rtl") or {}
+    lines = [
+        f"edgebnn run {summary['name']}: {rtl_headline(summary)}",
+        f"  test samples          {summary['samples']}",
+        f"  accuracy (Keras)      {100 * summary['accuracy_keras']:.2f}%",
+        f"  accuracy (deployed)   {100 * summary['accuracy_deployed']:.2f}%  (RTL simulation)",
+        f"  mismatches            Keras vs emulator {mm['keras_vs_emulator']}, emulator vs RTL {mm.get('emulator_vs_rtl')}",
+    ]
+    for m in summary["first_mismatches"]:
+        lines.append(f"    first {m['between']}: sample {m['sample']} at {m['layer']} ({m['source']})")
+    lines += [f"  Keras caveat          node {c['node']!r}: {c['reason']}" for c in summary.get("keras_caveats", [])]
+    if "lut" in rtl:
+        share = rtl.get("utilization") or {}
+        pct = lambda k: f" ({100 * share[k]:.1f}%)" if k in share else ""
+        lines.append(f"  synthesized on {summary['board']} ({rtl['part']}, {rtl['flow']} flow):")
+        lines.append(
+            f"    LUT {rtl['lut']:,}{pct('lut')}, FF {rtl['ff']:,}{pct('ff')}, CARRY {rtl['carry']:,}, "
+            f"DSP {rtl['dsp']}{pct('dsp')}, BRAM {rtl['bram']}{pct('bram')}"
+        )
+        if rtl.get("fmax_mhz") is not None:
+            lines.append(f"    Fmax {rtl['fmax_mhz']:.1f} MHz (placed and routed by nextpnr)")
+    if rtl.get("cycles_per_sample") is not None:
+        rate = rtl.get("samples_per_s")
+        lines.append(
+            f"  throughput            {rtl['cycles_per_sample']:g} cycles per sample"
+            + (f", {rate:,.0f} samples/s" if rate else "")
+            + (f", latency {rtl['latency_cycles']} cycles" if rtl.get("latency_cycles") is not None else "")
+        )
+    lines.append(f"  design                {summary['project_dir']}  (synthesis: synth/<flow>/run.sh)")
+    return "\n".join(lines)
 
 
 def headline(summary: dict[str, Any], est) -> str:
@@ -96,6 +150,9 @@ def format_summary(summary: dict[str, Any], est) -> str:
     lines += [f"  Keras caveat          node {c['node']!r}: {c['reason']}" for c in summary.get("keras_caveats", [])]
     lines.append(f"  resources on {summary['board']} ({summary['part']}):")
     lines += ["    " + line for line in est.table().splitlines()]
+    if not est.fits:
+        run = os.path.dirname(summary["graph"])
+        lines.append(f"  next step             `edgebnn estimate {run} --fit`: the reuse factors that fit, per board")
     lines.append(f"  project               {summary['project_dir']}  (build: {build_hint(summary)})")
     return "\n".join(lines)
 

@@ -11,7 +11,11 @@ One folder holds one configuration's run, stage by stage::
     checkpoints/       train: last.keras and state.json every epoch (best.keras with validation)
     graph.npz          freeze: the deployment graph
     hls_project/       export: the hls4ml project
+    rtl/               export (backend rtl): the Verilog design, its simulation harness, and
+                       synth/<flow>/ (synth: the Yosys and nextpnr scripts, logs and reports)
     csim.npz           csim: the C-simulation's outputs on the test set
+    rtlsim.npz         csim (backend rtl): the RTL simulation's outputs and measured cycles
+    synth.json         synth (backend rtl): the synthesized and placed design's counts and Fmax
     verify.json        verify: mismatches per leg, accuracies, the confusion matrix
     estimate.json      estimate: the run's board and every board profile (.txt and .csv too)
     report.html        report: one self-contained page (and report.json)
@@ -45,6 +49,9 @@ FILES = {
     "graph": "graph.npz",
     "project": "hls_project",
     "csim": "csim.npz",
+    "rtl": "rtl",
+    "rtlsim": "rtlsim.npz",
+    "synth": "synth.json",
     "verify": "verify.json",
     "estimate": "estimate.json",
     "estimate_txt": "estimate.txt",
@@ -61,6 +68,9 @@ MADE_BY = {
     "graph.npz": "freeze",
     "hls_project": "export",
     "csim.npz": "csim",
+    "rtl": "export",
+    "rtlsim.npz": "csim",
+    "synth.json": "synth",
     "verify.json": "verify",
     "estimate.json": "estimate",
     "report.html": "report",
@@ -213,6 +223,8 @@ class RunFolder:
             from .backends.hls4ml.csim_cache import content_key
 
             return content_key(self.path / name, PROJECT_NAME)
+        if name == FILES["rtl"]:  # the design (a simulation build or a synthesis adds files, not content)
+            return design_digest(self.path / name)
         return sha256_file(self.path / name)
 
     def require(self, name: str, config: dict[str, Any] | None = None, _checked: set[str] | None = None) -> pathlib.Path:
@@ -307,6 +319,18 @@ def _read_state(path: pathlib.Path) -> dict[str, Any] | None:
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (done, epochs)):
         return None
     return state
+
+
+def design_digest(folder: pathlib.Path) -> str:
+    """The SHA-256 of an RTL project's design: its project.json and every file of its hdl/ (the
+    Verilog and the ROM contents), by relative path."""
+    digest = hashlib.sha256()
+    files = [folder / "project.json", *sorted(p for p in (folder / "hdl").rglob("*") if p.is_file())]
+    for path in files:
+        rel = path.relative_to(folder).as_posix().encode()
+        data = path.read_bytes()
+        digest.update(len(rel).to_bytes(8, "little") + rel + len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
 
 
 def _jsonable(value: Any) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import progress
-from .config import ConfigError, build_model, load_config, target_of
+from .config import ConfigError, build_model, is_rtl, load_config, target_of
 from .errors import EdgebnnError, Terminated
 from .runfolder import FILES, PROJECT_NAME, RunFolder, RunFolderError, resume_command
 
@@ -38,6 +38,8 @@ EXPORT_INPUTS = ["graph.npz", "config:export", "config:board"]
 CSIM_INPUTS = ["hls_project", "graph.npz", "config:data"]
 VERIFY_INPUTS = ["model.keras", "graph.npz", "config:data"]
 ESTIMATE_INPUTS = ["graph.npz", "config:export", "config:board"]
+RTLSIM_INPUTS = ["rtl", "graph.npz", "config:data"]
+SYNTH_INPUTS = ["rtl", "config:board"]
 REPORT_INPUTS = ["history.json", "graph.npz", "verify.json", "estimate.json"]  # those the run has so far
 
 
@@ -111,6 +113,50 @@ def _check_export_untrained(model, input_type, target, where) -> None:
         ) from None
 
 
+def _check_hls4ml_board(board, where) -> None:
+    """An open-flow board (iCE40, ECP5) is refused for an hls4ml export, naming the configuration."""
+    from .boards import BoardError, require_hls4ml
+
+    try:
+        require_hls4ml(board)
+    except BoardError as err:
+        raise ConfigError(f"{os.fspath(where)}: key 'board': {err}") from None
+
+
+def _check_rtl_tools(board) -> None:
+    """The RTL backend's tools, before any training: Verilator (simulation), Yosys and, on an
+    iCE40 or ECP5 board, its nextpnr (synthesis, place and route)."""
+    from .backends.rtl.sim.build import verilator_root
+    from .backends.rtl.tools import find_tool
+
+    verilator_root()
+    find_tool("yosys")
+    if board.flow != "xilinx":
+        find_tool(f"nextpnr-{board.flow}")
+
+
+def _check_rtl_untrained(model, input_type, config, where) -> None:
+    """Refuse, before training, a model the RTL backend cannot build, or a folding it cannot
+    take: the untrained model frozen and the design's checks run (a freeze that fails on the
+    untrained weights refuses nothing, as for hls4ml)."""
+    from .backends.rtl import check
+    from .freeze import freeze
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = freeze(model, input_type=input_type)
+    except EdgebnnError:
+        return
+    folding = config["export"]["folding"]
+    try:
+        check(graph, None if folding == "auto" else folding)
+    except EdgebnnError as err:
+        raise ConfigError(
+            f"{os.fspath(where)}: the model cannot be built by the rtl backend (checked before training): {err}"
+        ) from None
+
+
 def _check_labels(data, model, where) -> None:
     """The model's output is flat (one score per class, what the loss compares with a label) and
     every label is a class of the model (0 .. outputs - 1)."""
@@ -169,8 +215,11 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
         # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
         strategy("multi_worker", config["train"]["worker_timeout"])
     board, target = _board_and_target(config, where)
+    rtl = is_rtl(config)
+    if not rtl:
+        _check_hls4ml_board(board, where)
     if check_compile:
-        check_compiler()
+        _check_rtl_tools(board) if rtl else check_compiler()
     data = load_data(config, where)
     input_type = config["freeze"]["input_type"]
     _check_input_type(config, data, where)
@@ -178,6 +227,9 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     model = build_model(config, data.x_train.shape[1:])
     _check_labels(data, model, where)
     _check_structure(model, input_type, data.x_train)  # it freezes and exports: refuse it now, not after training
+    if rtl:
+        _check_rtl_untrained(model, input_type, config, where)
+        return board, target, data, model
     _check_export_untrained(model, input_type, target, where)
     try:  # and hls4ml builds every reuse factor as given
         reuse.check(target, reuse.matrices_of_model(model), model.name)
@@ -638,6 +690,8 @@ def load_graph(run: RunFolder, config):
 
 # ---------------------------------------------------------------------- export
 def export_stage(run_dir, log=progress.log):
+    """The run's graph as the hardware project its export section asks for: hls_project/ (hls4ml)
+    or rtl/ (edgebnn's Verilog, backend rtl)."""
     from .backends.hls4ml import HLSExportWarning, export
 
     start = time.perf_counter()
@@ -645,6 +699,9 @@ def export_stage(run_dir, log=progress.log):
     config = run_config(run)
     graph = load_graph(run, config)
     board, target = _board_and_target(config, run / FILES["config"])
+    if is_rtl(config):
+        return _export_rtl(run, config, graph, board, start, log)
+    _check_hls4ml_board(board, run / FILES["config"])
     log(f"exporting the HLS project for {board.name} ({board.part}), {target.io_type}, {target.strategy}")
     with warnings.catch_warnings(), progress.working("exporting"):  # shown once, below, as log lines
         warnings.simplefilter("ignore", HLSExportWarning)
@@ -652,6 +709,39 @@ def export_stage(run_dir, log=progress.log):
     for warning in project.warnings:
         log(f"  warning: {warning}")
     run.record("export", run.inputs(EXPORT_INPUTS, config), time.perf_counter() - start, warnings=list(project.warnings))
+    return project
+
+
+def rtl_folding(graph, config, board, log=progress.log) -> dict[str, tuple[int, int]]:
+    """The folding (PE, SIMD) per weighted node of an rtl run: the configuration's, or with
+    ``folding: auto`` the fastest one whose estimated resources fit the board (``rtl.fit``)."""
+    folding = config["export"]["folding"]
+    if folding != "auto":
+        from .backends.rtl import resolve_folding
+
+        return resolve_folding(graph, folding)
+    from .backends.rtl.fit import fit
+
+    with progress.working(f"choosing the folding that fits {board.name}"):
+        result = fit(graph, board)
+    log(f"folding auto: {result.describe()}")
+    return dict(result.folding)
+
+
+def _export_rtl(run: RunFolder, config, graph, board, start: float, log):
+    from .backends.rtl import export
+
+    folding = rtl_folding(graph, config, board, log)
+    shown = ", ".join(f"{name} {pe}x{simd}" for name, (pe, simd) in folding.items()) or "none"
+    log(f"exporting the RTL design for {board.name} ({board.part}), folding (PE x SIMD) {shown}")
+    with progress.working("exporting"):
+        project = export(graph, run / FILES["rtl"], folding=folding, force=True, top=f"{config['name']}_top")
+    run.record(
+        "export",
+        run.inputs(EXPORT_INPUTS, config),
+        time.perf_counter() - start,
+        folding={k: list(v) for k, v in project.folding.items()},
+    )
     return project
 
 
@@ -674,6 +764,8 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
     config = run_config(run)
+    if is_rtl(config):
+        return _simulate_rtl(run, config, start, log)
     check_compiler()
     graph = load_graph(run, config)
     project = open_project(run, config, graph)
@@ -708,6 +800,61 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     if len(leftovers):
         _result(log, f"  the C-simulation left data in {len(leftovers)} stream(s): the hardware would stall there")
     return out
+
+
+def _simulate_rtl(run: RunFolder, config, start: float, log):
+    """The rtl run's design simulated by Verilator (built once per content) on the test set;
+    the outputs and the measured cycles go to rtlsim.npz."""
+    from .backends.rtl import RTLProject
+    from .outputs import write_file
+
+    project = RTLProject(run.require(FILES["rtl"], config))
+    data = load_data(config, run / FILES["config"])
+    log("compiling the RTL simulation (Verilator), unless a build of the same content is cached")
+    with progress.working("compiling the RTL simulation (Verilator)"):
+        project.compile()
+    log("compiled the RTL simulation (Verilator)" if project.built else "using the cached RTL simulation build")
+    log(f"running the RTL simulation on {len(data.x_test)} test samples")
+    with progress.working(f"RTL simulation of {len(data.x_test)} samples"):
+        out = project.predict(data.x_test.astype(np.float64))
+    if project.cycles_per_sample is None:  # fewer than two test samples: measured on zeros
+        project.measure()
+    cycles, latency = float(project.cycles_per_sample), int(project.latency_cycles)
+    write_file(
+        run / FILES["rtlsim"],
+        lambda fh: np.savez(fh, outputs=out, cycles_per_sample=cycles, latency_cycles=latency),
+        mode="wb",
+        what=FILES["rtlsim"],
+    )
+    accuracy = _accuracy(out, data.y_test)
+    run.record(
+        "csim",
+        run.inputs(RTLSIM_INPUTS, config),
+        time.perf_counter() - start,
+        accuracy=accuracy,
+        cycles_per_sample=cycles,
+        latency_cycles=latency,
+    )
+    _result(
+        log,
+        f"deployed accuracy (RTL simulation) {100 * accuracy:.2f}% on {len(out)} test samples; "
+        f"{cycles:g} cycles per sample, latency {latency} cycles",
+    )
+    return out
+
+
+def read_rtlsim(run: RunFolder, config) -> dict[str, Any]:
+    """rtlsim.npz (checked current) as outputs, cycles_per_sample and latency_cycles."""
+    path = run.require(FILES["rtlsim"], config)
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            return {
+                "outputs": saved["outputs"],
+                "cycles_per_sample": float(saved["cycles_per_sample"]),
+                "latency_cycles": int(saved["latency_cycles"]),
+            }
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:  # a damaged file
+        raise RunFolderError(f"{str(path)!r} cannot be read ({err}); run `edgebnn csim {run}` again") from None
 
 
 def _result(log, msg: str) -> None:
@@ -749,8 +896,21 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
     graph = load_graph(run, config)
     data = load_data(config, run / FILES["config"])
     inputs = run.inputs(VERIFY_INPUTS, config)
-    project = None
-    if (run / FILES["csim"]).exists():
+    project = rtl = None
+    if is_rtl(config):
+        if (run / FILES["rtlsim"]).exists():
+            saved = read_rtlsim(run, config)
+            if len(saved["outputs"]) != len(data.x_test):
+                raise RunFolderError(
+                    f"{str(run / FILES['rtlsim'])!r} holds {len(saved['outputs'])} outputs for {len(data.x_test)} "
+                    "test samples; run csim again"
+                )
+            rtl = _SavedCsim(saved["outputs"], [], lambda: _rtl_project(run, config))
+            inputs[FILES["rtlsim"]] = run.digest(FILES["rtlsim"])
+            legs = "Keras = emulator = RTL simulation"
+        else:
+            legs = "Keras = emulator (no RTL simulation yet: `edgebnn csim` adds it)"
+    elif (run / FILES["csim"]).exists():
         path = run.require(FILES["csim"], config)
         try:
             with np.load(path, allow_pickle=False) as saved:
@@ -768,7 +928,7 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
         legs = "Keras = emulator (no C-simulation yet: `edgebnn csim` adds it)"
     log(f"verifying {legs} on {len(data.x_test)} test samples")
     with progress.working("verifying"):
-        report = verify(model, graph, data.x_test, project=project)
+        report = verify(model, graph, data.x_test, project=project, rtl=rtl)
     result = verify_json(report, data.y_test)
     calibration = graph.meta.get("calibration")
     if calibration:
@@ -785,31 +945,42 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
     return result
 
 
+def _rtl_project(run: RunFolder, config):
+    from .backends.rtl import RTLProject
+
+    return RTLProject(run.require(FILES["rtl"], config))
+
+
 def verify_json(report, y: np.ndarray) -> dict[str, Any]:
-    """verify.json: the report, the accuracies and the deployed confusion matrix."""
+    """verify.json: the report, the accuracies and the deployed confusion matrix (of the
+    simulated hardware, C or RTL, else the emulator)."""
     d = report.to_dict()
     outs = report.outputs
     classes = int(np.prod(outs["emulator"].shape[1:]))
-    deployed = outs.get("csim", outs["emulator"])
+    sim = "rtl" if "rtl" in outs else "csim"
+    deployed = outs.get(sim, outs["emulator"])
     pred = np.argmax(deployed.reshape(len(deployed), -1), axis=1)
     matrix = np.zeros((classes, classes), dtype=np.int64)
     np.add.at(matrix, (np.asarray(y, dtype=np.int64), pred), 1)
     return {
         "samples": d["samples"],
-        "mismatches": {"keras_vs_emulator": d["keras_vs_emulator"], "emulator_vs_csim": d["emulator_vs_csim"]},
+        "mismatches": {
+            "keras_vs_emulator": d["keras_vs_emulator"],
+            "emulator_vs_csim": d["emulator_vs_csim"],
+            **({"emulator_vs_rtl": d["emulator_vs_rtl"]} if "emulator_vs_rtl" in d else {}),
+        },
         "first_mismatches": d["first_mismatches"],
         "stream_leftovers": d["stream_leftovers"],
         "keras_caveats": d["keras_caveats"],
-        "accuracy": {k: (_accuracy(outs[k], y) if k in outs else None) for k in ("keras", "emulator", "csim")},
-        "deployed": "csim" if "csim" in outs else "emulator",
+        "accuracy": {k: (_accuracy(outs[k], y) if k in outs else None) for k in ("keras", "emulator", "csim", "rtl")},
+        "deployed": sim if sim in outs else "emulator",
         "classes": classes,
         "confusion_matrix": matrix.tolist(),
     }
 
 
 def verified(result: dict[str, Any]) -> bool:
-    mm = result["mismatches"]
-    return not mm["keras_vs_emulator"] and not mm["emulator_vs_csim"] and not result["stream_leftovers"]
+    return not any(result["mismatches"].values()) and not result["stream_leftovers"]
 
 
 # ---------------------------------------------------------------------- estimate
@@ -824,6 +995,8 @@ def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     config = run_config(run, layers=False)  # estimation reads the graph, not the layers (no Keras)
     graph = load_graph(run, config)
     board, target = _board_and_target(config, run / FILES["config"])
+    if is_rtl(config):
+        return _estimate_rtl(run, config, graph, board, target, limit, start, log)
     boards = [board] + [b for b in list_boards() if b.name != board.name and b.hls4ml]
     results = []
     with progress.bar(len(boards), "estimating", unit="board") as bar:
@@ -838,6 +1011,122 @@ def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     write_summary(run, config)
     log(main.table())
     return main, results
+
+
+def rtl_cycles(project) -> int:
+    """The design's cycles per sample as its units declare them: the slowest unit's interval."""
+    return max((int(c["interval"]) for c in project.meta["cycles"].values()), default=1)
+
+
+def _estimate_rtl(run: RunFolder, config, graph, board, target, limit: float, start: float, log):
+    """An rtl run's estimate: its design's cost model on the run's board (estimate.txt), beside
+    hls4ml's estimate of the same graph on every board hls4ml builds for, with the export
+    section's hls4ml options (estimate.json, estimate.csv)."""
+    from .backends.rtl.cost import design_cost
+    from .boards import list_boards
+    from .estimate import estimate
+
+    project = _rtl_project(run, config)
+    total, per = design_cost(graph, project.folding)
+    capacity = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram18}
+    used = total.to_dict()
+    utilization = {k: used[k] / v for k, v in capacity.items() if v}
+    cycles = rtl_cycles(project)
+    rtl = {
+        "board": board.name,
+        "part": board.part,
+        "flow": board.flow,
+        "folding": {k: list(v) for k, v in project.folding.items()},
+        "total": used,
+        "nodes": {name: c.to_dict() for name, c in per.items()},
+        "capacity": capacity,
+        "utilization": utilization,
+        "utilization_limit": limit,
+        "fits": all(u <= limit for u in utilization.values()),
+        "cycles_per_sample": cycles,
+    }
+    boards = [b for b in list_boards() if b.hls4ml]
+    results = []
+    with progress.bar(len(boards), "estimating the hls4ml design beside it", unit="board") as bar:
+        for b in boards:
+            results.append(estimate(graph, b, utilization_limit=limit, target=target))
+            bar.update(1)
+    beside = board.name if board.hls4ml else "pynq-z2"
+    run.write_json(
+        FILES["estimate"],
+        {
+            "board": board.name,
+            "backend": "rtl",
+            "rtl": rtl,
+            "hls4ml_board": beside,
+            "estimates": {e.board.name: e.to_dict() for e in results},
+        },
+    )
+    table = rtl_table(rtl)
+    run.write_text(FILES["estimate_txt"], table + "\n")
+    run.write_text(FILES["estimate_csv"], estimates_csv(results))
+    run.record("estimate", run.inputs(ESTIMATE_INPUTS + ["rtl"], config), time.perf_counter() - start)
+    write_summary(run, config)
+    log(table)
+    return rtl, results
+
+
+def rtl_table(rtl: dict[str, Any]) -> str:
+    """The RTL design's estimate as a table: a row per unit and the total with its share of the board."""
+    keys = ("lut", "ff", "carry", "dsp", "bram")
+    rows = [("node", *keys)] + [(name, *(f"{c[k]:,}" for k in keys)) for name, c in rtl["nodes"].items()]
+    rows.append(("total", *(f"{rtl['total'][k]:,}" for k in keys)))
+    share = rtl["utilization"]
+    rows.append(("% of board", *(f"{100 * share[k]:.1f}%" if k in share else "-" for k in keys)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(keys) + 1)]
+    lines = [
+        f"RTL design on {rtl['board']} ({rtl['part']}), estimated before synthesis; {rtl['cycles_per_sample']} cycles per sample"
+    ]
+    lines += ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- synth
+def synth_stage(run_dir, log=progress.log, timeout: float | None = None) -> dict[str, Any]:
+    """Synthesize the rtl run's design with Yosys (and place and route it with nextpnr on an
+    iCE40 or ECP5 board) for its board: rtl/synth/<flow>/ (scripts, logs, reports) and synth.json."""
+    from .backends.rtl.synth import DEFAULT_TIMEOUT_S, synthesize
+
+    start = time.perf_counter()
+    run = RunFolder.open(run_dir)
+    config = run_config(run, layers=False)
+    if not is_rtl(config):
+        raise RunFolderError(
+            f"run {str(run.path)!r} exports an hls4ml project (export backend {config['export']['backend']}), which "
+            "Vitis HLS and Vivado synthesize (`vitis_hls -f build_prj.tcl` in hls_project/); edgebnn synth builds "
+            "the rtl backend's design (set export: {backend: rtl})"
+        )
+    board, _ = _board_and_target(config, run / FILES["config"])
+    project = _rtl_project(run, config)
+    record = synthesize(project, board, timeout=timeout or DEFAULT_TIMEOUT_S, log=log)
+    inputs = run.inputs(SYNTH_INPUTS, config)
+    if (run / FILES["rtlsim"]).exists():
+        sim = read_rtlsim(run, config)
+        cycles, latency, measured = sim["cycles_per_sample"], sim["latency_cycles"], "RTL simulation"
+        inputs[FILES["rtlsim"]] = run.digest(FILES["rtlsim"])
+    else:
+        cycles, latency, measured = float(rtl_cycles(project)), None, "the units' declared intervals"
+    clock = record.fmax_mhz if record.fmax_mhz is not None else record.clock_mhz
+    result = {
+        **record.to_dict(),
+        "utilization": record.utilization(),
+        "cycles_per_sample": cycles,
+        "latency_cycles": latency,
+        "cycles_from": measured,
+        "samples_per_s": None if not clock else clock * 1e6 / cycles,
+        "samples_per_s_at": None if not clock else ("fmax" if record.fmax_mhz is not None else "board clock"),
+    }
+    run.write_json(FILES["synth"], result)
+    run.record("synth", inputs, time.perf_counter() - start)
+    write_summary(run, config)
+    rate = "" if result["samples_per_s"] is None else f", {result['samples_per_s']:,.0f} samples/s at {clock:g} MHz"
+    _result(log, f"synthesized: {record}{rate}")
+    return result
 
 
 CSV_COLUMNS = ("board", "node", "op", "lut", "ff", "dsp", "bram18", "uram", "latency", "ii")
@@ -876,6 +1165,21 @@ def report_stage(run_dir, log=progress.log):
 
 
 # ---------------------------------------------------------------------- summary.json
+def rtl_summary(run: RunFolder) -> dict[str, Any] | None:
+    """summary.json's ``rtl`` section: the synthesized design's counts, Fmax and throughput
+    (synth.json), else the simulation's cycles alone; None before either ran."""
+    keys = ("flow", "part", "lut", "ff", "carry", "dsp", "bram", "fmax_mhz", "clock_mhz", "utilization")
+    out: dict[str, Any] = {}
+    if (run / FILES["synth"]).exists():
+        s = run.read_json(FILES["synth"])
+        out.update({k: s.get(k) for k in keys})
+        out.update(cycles_per_sample=s["cycles_per_sample"], latency_cycles=s["latency_cycles"], samples_per_s=s["samples_per_s"])
+    elif (run / FILES["rtlsim"]).exists():
+        with np.load(run / FILES["rtlsim"], allow_pickle=False) as saved:
+            out.update(cycles_per_sample=float(saved["cycles_per_sample"]), latency_cycles=int(saved["latency_cycles"]))
+    return out or None
+
+
 def write_summary(run: RunFolder, config) -> dict[str, Any]:
     """summary.json from what the run folder holds now (verify.json, estimate.json)."""
     board, target = _board_and_target(config, run / FILES["config"])
@@ -903,7 +1207,12 @@ def write_summary(run: RunFolder, config) -> dict[str, Any]:
         )
     if (run / FILES["estimate"]).exists():
         e = run.read_json(FILES["estimate"])
-        summary["resources"] = e["estimates"].get(e["board"])
+        summary["resources"] = e["estimates"].get(e.get("hls4ml_board", e["board"]))
+        if "rtl" in e:
+            summary["rtl_estimate"] = e["rtl"]
+    if is_rtl(config):
+        summary["project_dir"] = str(run / FILES["rtl"])
+        summary["rtl"] = rtl_summary(run)
     stages = run.manifest()["stages"]
     summary["stage_seconds"] = {name: rec.get("seconds") for name, rec in stages.items()}
     summary["seconds"] = round(sum(v or 0 for v in summary["stage_seconds"].values()), 1)

@@ -68,12 +68,6 @@ def csim_build_cache(tmp_path_factory):
         os.environ.pop("EDGEBNN_CSIM_CACHE", None)
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "browser: renders a page in headless Chromium (skipped where /usr/bin/chromium is missing)"
-    )
-
-
 def pytest_generate_tests(metafunc):
     """A test module with ``CASES = {name: (build, export kwargs)}`` runs each test that takes
     ``compiled`` once per case, unless the test chooses its cases with its own parametrize."""
