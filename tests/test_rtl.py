@@ -93,6 +93,8 @@ def cast_graph() -> Graph:
     types = [FixedType(5, 2, True, r, o) for r in ROUNDING_MODES for o in OVERFLOW_MODES]
     types += [FixedType(4, 1, False, "RND_CONV", o) for o in OVERFLOW_MODES]
     types += [FixedType(5, 2, True, "RND", "WRAP", 2), FixedType(5, 2, False, "TRN", "WRAP", 1), FixedType(12, 6, True)]
+    # steps coarser than the input's whole range (the shift exceeds its width)
+    types += [FixedType(3, 8, True, "RND_CONV", "SAT"), FixedType(4, 9, True, "RND_INF", "WRAP"), FixedType(2, 9, False, "RND")]
     for i, t in enumerate(types):
         casts.append(cast_node(f"cast{i}", inp, t, relu=i % 5 == 4))
     return Graph("casts", [inp, *casts, concatenate_node("joined", casts)])
