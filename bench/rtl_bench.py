@@ -1,5 +1,5 @@
 """The README demo's digits BNN and the zoo's binary CNN through both backends side by side: the
-hls4ml estimate (Resource strategy, at every reuse factor hls4ml builds for all the layers) beside
+hls4ml estimate (Resource strategy, at every reuse factor hls4ml builds for the layers) beside
 the RTL design at several foldings (Yosys's counts, cycles per sample measured in the Verilator
 simulation, nextpnr's Fmax on the iCE40), and the emulator = RTL simulation check on the test set.
 
@@ -83,22 +83,27 @@ def trained_graph(name: str, work: pathlib.Path, epochs: int):
 
 # ---------------------------------------------------------------------- the hls4ml estimate
 def hls_rows(graph, config) -> list[dict]:
-    """The hls4ml estimate on the PYNQ-Z2 at every reuse factor export accepts for every weighted
-    node (the candidates of ``estimate.fit``), Resource strategy, the config's io type."""
-    from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
-    from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
+    """The hls4ml estimate on the PYNQ-Z2, Resource strategy, the config's io type, at every
+    reuse factor R that export accepts for some weighted node: each node at the largest reuse
+    factor it accepts up to R (hls4ml builds no other as given), each distinct design once."""
+    from edgebnn.backends.hls4ml.reuse import allowed, matrices
     from edgebnn.estimate import estimate
 
     io_type = config.get("export", {}).get("io_type", "io_parallel")
-    weighted = [n for n in graph.compute_nodes() if n.op in WEIGHTED_OPS]
-    rfs = sorted(set.intersection(*(set(valid_reuse_factors(*_matrix_shape(n))) for n in weighted)) | {1})
-    rows = []
-    for rf in rfs:
-        est = estimate(graph, board=HLS_BOARD, strategy="Resource", reuse_factor=rf, io_type=io_type)
+    valid = {name: allowed(op, n_in, n_out, "Resource", io_type) for name, (op, n_in, n_out) in matrices(graph).items()}
+    rows, seen = [], set()
+    for rf in sorted(set().union(*valid.values())):
+        per_node = {name: max((v for v in values if v <= rf), default=1) for name, values in valid.items()}
+        key = tuple(sorted(per_node.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        est = estimate(graph, board=HLS_BOARD, strategy="Resource", reuse_factor=per_node, io_type=io_type)
         t = est.totals
         rows.append(
             {
                 "reuse_factor": rf,
+                "per_node": per_node,
                 "io_type": io_type,
                 "lut": t["lut"],
                 "ff": t["ff"],
