@@ -12,7 +12,8 @@ Each model is trained once (``--epochs``, a few suffice for hardware numbers) an
 ``WORK/<model>/run``; each folding is exported to ``WORK/<model>/rtl-<folding>``, and a project
 already there with the same graph and folding is reused with its simulation library and its
 finished syntheses (``synth/<flow>/record.json``), so the long runs happen once. A folding is
-``full`` (every weighted node unfolded), ``PExSIMD`` for every weighted node (each clipped to a
+``full`` (every weighted node unfolded), ``example`` (the folding of
+``examples/<model>_rtl.yaml``), ``PExSIMD`` for every weighted node (each clipped to a
 divisor of the node's sizes), ``auto:BOARD[:LIMIT]`` (the RTL fit's folding for the board, LIMIT
 its share of each resource, default 0.6), or a JSON mapping node -> [pe, simd].
 
@@ -24,7 +25,7 @@ lower), the Yosys counts on the xc7z020 (PYNQ-Z2; not placed, so the rate is giv
 board's 100 MHz clock) and on the iCE40 UP5K (iCEBreaker; placed, Fmax from nextpnr), and LUT x
 cycles per sample. ``--no-synth`` skips the syntheses; ``--synth-max-lut`` skips those whose
 modelled xc7 LUT count is above it (a fully unrolled digits BNN takes Yosys ~400 CPU-s); a design
-the cost model puts above the iCE40's logic cells is not sent to nextpnr.
+the cost model puts above 3x the iCE40's logic cells is not synthesized for it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ CONFIGS = {"digits_bnn": ROOT / "examples" / "digits_bnn.yaml", "binary_cnn": RO
 BOARDS = {"xilinx": "pynq-z2", "ice40": "icebreaker"}
 HLS_BOARD = "pynq-z2"
 SIM_SAMPLES = 20_000
+# a design the cost model puts above this many times the device's LUTs is not synthesized for
+# it (the model is approximate, so designs near the size are tried)
+ICE40_SKIP = 3
 _T0 = time.perf_counter()
 
 
@@ -125,6 +129,13 @@ def folding_of(graph, spec: str) -> dict[str, tuple[int, int]]:
     from edgebnn.backends.rtl.folding import divisors
     from edgebnn.backends.rtl.ops import LOWERINGS
 
+    if spec == "example":
+        import yaml
+
+        path = ROOT / "examples" / f"{graph.name}_rtl.yaml"
+        if not path.is_file():
+            raise SystemExit(f"rtl_bench: folding 'example' needs {path}, which does not exist; give another folding")
+        spec = json.dumps(yaml.safe_load(path.read_text())["export"]["folding"])
     if spec.startswith("{"):
         return resolve_folding(graph, {k: tuple(v) for k, v in json.loads(spec).items()})
     if spec.startswith("auto:"):
@@ -223,8 +234,8 @@ def synth_flow(project, graph, folding, flow: str, args) -> dict | None:
         return {"skipped": f"model {model.lut} LUT over --synth-max-lut"}
     if flow != "xilinx":
         lut4 = on_board(model, flow, []).lut
-        if lut4 > board.lut:
-            step(f"  {flow}: skipped, the model says {lut4:,} LUT4 of the {board.name}'s {board.lut:,}")
+        if lut4 > ICE40_SKIP * board.lut:
+            step(f"  {flow}: skipped, the model says {lut4:,} LUT4, over {ICE40_SKIP}x the {board.name}'s {board.lut:,}")
             return {"skipped": f"model {lut4} LUT4 over the device's {board.lut}"}
     rec = read_record(project, flow)
     if rec is not None:
@@ -232,7 +243,7 @@ def synth_flow(project, graph, folding, flow: str, args) -> dict | None:
     else:
         step(f"  {flow}: synthesizing for {board.name} ({board.part}); the model says {model.lut:,} xc7 LUT")
         try:
-            rec = synthesize(project, board, timeout=args.timeout, log=lambda m: None)
+            rec = synthesize(project, board, timeout=args.timeout, log=lambda line, **how: None)
         except Exception as e:  # noqa: BLE001 - a failed or timed-out run is a result to report
             step(f"  {flow}: failed: {e}")
             return {"failed": str(e).splitlines()[0][:300]}
