@@ -19,7 +19,8 @@ its share of each resource, default 0.6), or a JSON mapping node -> [pe, simd].
 
 Per folding: mismatches of the RTL simulation against the emulator on every test sample, cycles
 per sample and latency (measured in the simulation), the simulation's samples/s on one core
-(``--repeat`` timed runs of the test set repeated to 20,000 samples; min and median of the wall
+(``--repeat`` timed runs of the test set repeated to 20,000 samples, or to about 20 million
+cycles for a folded design; min and median of the wall
 rate, and the rate per CPU-second of this process, which a shared machine's load does not
 lower), the Yosys counts on the xc7z020 (PYNQ-Z2; not placed, so the rate is given at the
 board's 100 MHz clock) and on the iCE40 UP5K (iCEBreaker; placed, Fmax from nextpnr), and LUT x
@@ -46,6 +47,7 @@ CONFIGS = {"digits_bnn": ROOT / "examples" / "digits_bnn.yaml", "binary_cnn": RO
 BOARDS = {"xilinx": "pynq-z2", "ice40": "icebreaker"}
 HLS_BOARD = "pynq-z2"
 SIM_SAMPLES = 20_000
+SIM_CYCLES = 20_000_000  # a folded design's rate is timed on fewer samples: about this many cycles
 # a design the cost model puts above this many times the device's LUTs is not synthesized for
 # it (the model is approximate, so designs near the size are tried)
 ICE40_SKIP = 3
@@ -201,7 +203,8 @@ def simulate(project, graph, x, repeat: int) -> dict:
     mismatches = int(sum(not np.array_equal(g, w) for g, w in zip(got, want)))
     cps, latency = project.cycles_per_sample, project.latency_cycles
     codes = project._codes(x)
-    big = np.concatenate([codes] * max(1, math.ceil(SIM_SAMPLES / len(codes))))
+    want_samples = min(SIM_SAMPLES, SIM_CYCLES // max(int(cps or 1), 1))
+    big = np.concatenate([codes] * max(1, math.ceil(want_samples / len(codes))))
     wall, cpu = [], []
     for _ in range(repeat):
         t, c = time.perf_counter(), time.process_time()
