@@ -1,35 +1,42 @@
 """Validate edgebnn.estimate against published hls4ml synthesis results.
 
-    python bench/validate_estimates.py [CSV] [--no-keras]
+    python bench/validate_estimates.py [CSV] [--intervals]
 
-For every row of the CSV (default: the shared reference file) whose architecture the
-deployment graph can express and this script rebuilds (chains of Dense and relu; Conv2D,
-MaxPool2D and Flatten now freeze, export and estimate, but the Keras rebuild of convolution rows
-is not written yet, so they are listed as not covered with that reason), the design is rebuilt through the
-public API: a Keras model of that architecture and precision (``QuantDense`` with
-``quantized_bits`` quantizers, relu, ``QuantActivation`` casts) -> ``edgebnn.freeze`` ->
-``edgebnn.estimate`` with the row's board (found by its part), strategy, reuse factor,
-io_type, clock and the types hls4ml built it with (``types=``). Nothing depends on the row's
-name. Other rows are listed with the reason they are not covered.
+For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
+architecture the deployment graph can express (chains of Dense, Conv2D, depthwise and
+pointwise Conv2D, MaxPool2D, Flatten, relu and a final softmax; :func:`parse_architecture`
+reads both spellings the table uses and checks every size against the chain), the design is
+rebuilt through the public API: a Keras model of that architecture and precision
+(``QuantDense`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
+quantizers, ``MaxPooling2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
+``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
+reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
+value that snaps to exactly those), io_type, clock and the types hls4ml built it with
+(``types=``). Nothing depends on the row's name. Other rows are listed with the reason they are
+not covered.
 
 Weights: the CSV holds none. Each layer's weights are drawn at random (seeded) from Keras's
-default initializer range (Glorot uniform), put on the row's weight grid with no zero among
-them, and then the row's count of zero weights (``n_zero_weights``) is set to zero at random
-positions across the whole network. Biases are left out (a bias is one more term of an adder
-tree). A softmax that ends the design is stripped by ``freeze(..., strip_softmax=True)`` and
-its hls4ml cost is added by the estimator (``graph.meta["stripped_softmax"]``);
-BatchNormalization layers of the original designs are not part of an edgebnn graph and are
-not estimated. Latency is estimated for the row's HLS tool (``hls_tool`` + ``hls_version``,
-Vivado HLS vs Vitis HLS operator timing).
+default initializer range (Glorot uniform over the kernel's fans), put on the row's weight grid
+with no zero among them, and then the row's count of zero weights (``n_zero_weights``; a stated
+share such as "~50%" gives that share of the weights) is set to zero at random positions across
+the whole network. Biases are left out (a bias is one more term of an adder tree). A softmax
+that ends the design is stripped by ``freeze(..., strip_softmax=True)`` and its hls4ml cost is
+added by the estimator (``graph.meta["stripped_softmax"]``); BatchNormalization layers of the
+original designs are not part of an edgebnn graph and are not estimated. Latency is estimated
+for the row's HLS tool (``hls_tool`` + ``hls_version``, Vivado HLS vs Vitis HLS operator timing).
 
-After the per-row table, the median errors are printed per source repository: no constant is
-fitted to the CSV, so each repository's figures show how the fixed model does on a group of
-designs built by one team with one tool.
+After the per-row table: the median errors per source repository, by op family (a design
+counts under every family it has: the published figures are whole designs) and by design size
+(weights), the leave-one-source-out view for every repository with 3 or more rows (its own
+medians, and how many of its figures lie inside intervals derived from the other repositories'
+rows), and how many figures lie inside the shipped intervals
+(``edgebnn.estimate.intervals``). ``--intervals`` also prints the intervals these rows give, in
+that module's form.
 
 Resources are compared with post-synthesis utilization (``vsynth_*``, BRAM tiles x 2 =
 BRAM18) where the row has it, latency and II with the HLS report (``latency_max``,
 ``II_max``); the error against the HLS tool's own resource estimate (``csynth_*``) is printed
-as well. The last line is exactly::
+as well. Without ``--intervals`` the last line is exactly::
 
     median abs error: LUT x% FF y% DSP z% latency w%
 """
