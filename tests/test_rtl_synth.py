@@ -285,8 +285,6 @@ def test_the_cost_of_a_design_is_the_sum_of_its_units():
     # twice the products per cycle at the same PE folds: more popcount LUTs and input flip-flops
     small, big = node_cost(g, g["dense1"], (8, 32)), node_cost(g, g["dense1"], (8, 64))
     assert big.lut > small.lut and big.ff > small.ff
-    # but a deep PE folding pays for the result's write multiplexer: more folds is not always smaller
-    assert node_cost(g, g["dense1"], (2, 8)).lut > node_cost(g, g["dense1"], (16, 64)).lut
 
 
 def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
