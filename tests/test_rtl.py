@@ -93,6 +93,8 @@ def cast_graph() -> Graph:
     types = [FixedType(5, 2, True, r, o) for r in ROUNDING_MODES for o in OVERFLOW_MODES]
     types += [FixedType(4, 1, False, "RND_CONV", o) for o in OVERFLOW_MODES]
     types += [FixedType(5, 2, True, "RND", "WRAP", 2), FixedType(5, 2, False, "TRN", "WRAP", 1), FixedType(12, 6, True)]
+    # steps coarser than the input's whole range (the shift exceeds its width)
+    types += [FixedType(3, 8, True, "RND_CONV", "SAT"), FixedType(4, 9, True, "RND_INF", "WRAP"), FixedType(2, 9, False, "RND")]
     for i, t in enumerate(types):
         casts.append(cast_node(f"cast{i}", inp, t, relu=i % 5 == 4))
     return Graph("casts", [inp, *casts, concatenate_node("joined", casts)])
@@ -178,3 +180,16 @@ def test_verify_runs_the_rtl_leg_and_names_the_first_node_that_differs(mlp, mlp_
     first = report.first_mismatches[0]
     assert (first.between, first.layer) == ("emulator/rtl", "sign1")
     assert verify(None, mlp, x).to_dict().get("emulator_vs_rtl", "absent") == "absent"  # no leg, no key
+
+
+def test_types_wider_than_the_simulation_exchanges_are_refused(tmp_path):
+    inp = input_node("x", (2,), FixedType(8, 4))
+    wide = cast_node("wide", inp, FixedType(70, 40), relu=False)
+    with pytest.raises(EdgebnnError, match=r"graph node 'wide' \(cast\) has the 70-bit type .* at most 63 bits"):
+        rtl.export(Graph("wide", [inp, wide]), tmp_path / "p")
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_folder_that_is_no_project_is_refused(tmp_path):
+    with pytest.raises(EdgebnnError, match="is not an edgebnn RTL project"):
+        rtl.RTLProject(tmp_path)

@@ -108,9 +108,11 @@ def cast_function(name: str, in_bits: int, shift: int, t: FixedType) -> str:
     body = []
     if shift > 0:
         half = 1 << (shift - 1)
+        # v sign-extended past the shift, so the bits shifted out exist even when shift > in_bits
+        lines.append(f"    reg signed [{in_bits + shift - 1}:0] vx;")
         lines.append(f"    reg [{shift - 1}:0] rem;")
         lines.append("    reg up;")
-        body += [f"    r = v >>> {shift};", f"    rem = v[{shift - 1}:0];"]
+        body += ["    vx = v;", f"    r = vx >>> {shift};", f"    rem = vx[{shift - 1}:0];"]
         gt, eq, nz, neg = f"(rem > {shift}'d{half})", f"(rem == {shift}'d{half})", "(rem != 0)", f"v[{in_bits - 1}]"
         up = {
             "TRN": "1'b0",

@@ -74,7 +74,18 @@ class RTLProject:
         self._lib = ctypes.CDLL(str(lib.absolute()))
         run = self._lib.edgebnn_run
         run.restype = ctypes.c_int64
-        run.argtypes = [ctypes.c_char_p, ctypes.c_int64, _I64P, _I64P, _I64P, _I64P, _I64P, ctypes.c_uint32, ctypes.c_int64]
+        run.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_int64,
+            _I64P,
+            _I64P,
+            _I64P,
+            _I64P,
+            _I64P,
+            ctypes.c_uint32,
+            ctypes.c_int64,
+            _I64P,
+        ]
         return self
 
     def _codes(self, x) -> np.ndarray:
@@ -98,6 +109,7 @@ class RTLProject:
         tap_buf = np.zeros(sum(n * math.prod(nd.shape) for nd in nodes) if taps else 1, dtype=np.int64)
         done = np.zeros(max(n, 1), dtype=np.int64)
         first = np.zeros(1, dtype=np.int64)
+        seen = np.zeros(max(len(nodes), 1), dtype=np.int64)
         codes = np.ascontiguousarray(codes, dtype=np.int64)
         if n == 0:
             return out, ({nd.name: np.zeros((0, *nd.shape), np.int64) for nd in nodes} if taps else None)
@@ -114,14 +126,17 @@ class RTLProject:
             ptr(first),
             stall_seed,
             max_cycles,
+            ptr(seen),
         )
         if cycles == -1:
             raise RuntimeError(
                 f"the RTL simulation of {self.top} stopped after {max_cycles} cycles without all outputs (a deadlock)"
             )
         if cycles == -2:
+            node, beats = next((nd, int(b)) for nd, b in zip(nodes, seen) if b != n * math.prod(nd.shape[:-1]))
             raise RuntimeError(
-                f"the RTL simulation of {self.top}: a unit's output stream carried another number of beats than its shape"
+                f"the RTL simulation of {self.top}: the unit of node {node.name!r} ({node.op}) sent {beats} beats "
+                f"for {n} samples, its shape {node.shape} says {n * math.prod(node.shape[:-1])}"
             )
         if cycles < 0:
             raise EdgebnnError(f"cannot enter the RTL project's folder '{self.hdl_dir}' to read its ROM files; check it exists")

@@ -51,7 +51,8 @@ class SynthRecord:
     (None where the flow does not place and route, or the design has no clocked path);
     ``capacity`` the device's totals of the same names (None where unknown); ``logic_cells``
     (used, available) the placed logic cells (ICESTORM_LC, TRELLIS_COMB) or None; ``tools`` each
-    tool's version line.
+    tool's version line; ``io_shell_ff`` the flip-flops of the I/O shell the design was placed in
+    (counted in ``ff`` and the logic cells; None without one, see :func:`io_shell`).
     """
 
     flow: str
@@ -69,6 +70,7 @@ class SynthRecord:
     tools: dict[str, str]
     cells: dict[str, int]
     seconds: float
+    io_shell_ff: int | None = None
 
     def utilization(self) -> dict[str, float] | None:
         """Used / available of ``lut``, ``ff``, ``dsp``, ``bram`` (None without a capacity)."""
@@ -206,6 +208,74 @@ def pnr_report(flow: str, report: dict) -> tuple[float | None, dict[str, int], t
     return (min(achieved) if achieved else None), capacity, logic
 
 
+# ---------------------------------------------------------------------- the I/O shell
+SHELL = "edgebnn_io_shell"
+SHELL_FILE = "io_shell.v"
+SHELL_PINS = 8  # data pins each way of the shell
+SHELL_ABOVE = 32  # a top with more port bits than this is placed inside the shell
+
+
+def top_ports(text: str, top: str) -> list[tuple[str, str, int]]:
+    """(direction, name, width) of each port of module ``top`` in Verilog ``text`` (ANSI
+    declarations; what an `ifdef leaves out of synthesis is skipped)."""
+    m = re.search(rf"^\s*module\s+{re.escape(top)}\s*(#\s*\(.*?\)\s*)?\((.*?)\);", text, re.S | re.M)
+    if m is None:
+        raise SynthError(f"module '{top}' has no ANSI port list edgebnn can read; give a top with one")
+    body = re.sub(r"`ifdef.*?`endif", "", m.group(2), flags=re.S)
+    ports, direction, width = [], None, 1
+    for item in re.sub(r"//[^\n]*", "", body).split(","):
+        words = item.strip()
+        if not words:
+            continue
+        d = re.match(r"(input|output|inout)\s*(wire|reg)?\s*(signed)?\s*(\[\s*(\d+)\s*:\s*(\d+)\s*\])?\s*(\w+)$", words)
+        if d is not None:
+            direction = d.group(1)
+            width = abs(int(d.group(5)) - int(d.group(6))) + 1 if d.group(4) else 1
+            ports.append((direction, d.group(7), width))
+        elif re.fullmatch(r"\w+", words) and direction is not None:
+            ports.append((direction, words, width))  # "input a, b": b as a
+        else:
+            raise SynthError(f"port '{words}' of module '{top}' is not a plain ANSI declaration edgebnn can read")
+    return ports
+
+
+def io_shell(top: str, ports: list[tuple[str, str, int]]) -> tuple[str, int]:
+    """A top around ``top`` whose wide ports reach few pins, and its flip-flops: each input
+    wider than one bit is a shift register loaded SHELL_PINS bits a cycle from the pins (every
+    bit free, so synthesis cannot simplify the design behind it), and the outputs wider than
+    one bit are folded into SHELL_PINS registered pins by XOR (every bit observed, so none is
+    optimized away). A device has far fewer pins than a streaming design has port bits."""
+    lines = [
+        f"// edgebnn's I/O shell around {top} for place and route: wide ports reach {SHELL_PINS} pins each way",
+        f"module {SHELL} (",
+        "  input clk,",
+        f"  input [{SHELL_PINS - 1}:0] pins_in,",
+        f"  output reg [{SHELL_PINS - 1}:0] pins_out" + ("," if any(w == 1 for _, n, w in ports if n != "clk") else ""),
+    ]
+    single = [(d, n) for d, n, w in ports if w == 1 and n != "clk"]
+    lines += [f"  {d} {n}{',' if i < len(single) - 1 else ''}" for i, (d, n) in enumerate(single)]
+    lines.append(");")
+    ff, body, outs = SHELL_PINS, [], []
+    for d, n, w in ports:
+        if w == 1 or n == "clk":
+            continue
+        body.append(f"  reg [{w - 1}:0] {n};" if d == "input" else f"  wire [{w - 1}:0] {n};")
+        if d == "input":
+            ff += w
+            shift = f"{{{n}[{w - SHELL_PINS - 1}:0], pins_in}}" if w > SHELL_PINS else f"pins_in[{w - 1}:0]"
+            body.append(f"  always @(posedge clk) {n} <= {shift};")
+        else:
+            outs.append((n, w))
+    folds = []
+    for bit in range(SHELL_PINS):
+        taps = [f"{n}[{j}]" for n, w in outs for j in range(bit, w, SHELL_PINS)]
+        folds.append(" ^ ".join(taps) if taps else "1'b0")
+    body.append("  always @(posedge clk) pins_out <= {" + ", ".join(reversed(folds)) + "};")
+    conns = ", ".join(f".{n}({n})" for _, n, _ in ports)
+    body.append(f"  {top} design ({conns});")
+    return "\n".join([*lines, *body, "endmodule", ""]), ff
+
+
 # ---------------------------------------------------------------------- the flows
 def _sources_and_top(project, top):
     path = pathlib.Path(getattr(project, "path", project))
@@ -270,7 +340,8 @@ def synthesize(
         project: an RTL project (``path``, ``top``, ``sources``) or the folder of Verilog sources.
         board: a board profile or name; gives the flow, part, clock and (Xilinx) capacity.
         flow, part, clock_mhz: given without a board, or to override the board's.
-        top: the top module (the project's, or the one module of the folder).
+        top: the top module (the project's, or the one module of the folder). On iCE40 and
+            ECP5 a top with more than SHELL_ABOVE port bits is placed inside :func:`io_shell`.
         timeout: seconds for each tool run before it is stopped.
         seed: nextpnr's placement seed (the same seed gives the same placement).
         log: where the progress lines go.
@@ -284,19 +355,34 @@ def synthesize(
 
     out = path / "synth" / flow
     rel = f"synth/{flow}"
+    shell = None
+    if pnr is not None:
+        text = "\n".join((path / src).read_text() for src in sources)
+        ports = top_ports(text, top)
+        if sum(w for _, _, w in ports) > SHELL_ABOVE:
+            shell = io_shell(top, ports)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     start = time.monotonic()
+    synth_top = top
+    if shell is not None:
+        (out / SHELL_FILE).write_text(shell[0])
+        sources, synth_top = [*sources, f"{rel}/{SHELL_FILE}"], SHELL
     reads = [f"read_verilog {'-sv ' if s.endswith('.sv') else ''}{s}" for s in sources]
     if flow == "xilinx":
-        synth = f"synth_xilinx -flatten -abc9 -family {family} -noiopad -noclkbuf -top {top}"
+        synth = f"synth_xilinx -flatten -abc9 -family {family} -noiopad -noclkbuf -top {synth_top}"
     elif flow == "ice40":
         dsp = " -dsp" if pnr_args[0] == "--up5k" else ""  # the UP5K has SB_MAC16 multipliers
-        synth = f"synth_ice40 -abc9{dsp} -top {top} -json {rel}/design.json"
+        synth = f"synth_ice40 -abc9{dsp} -top {synth_top} -json {rel}/design.json"
     else:
-        synth = f"synth_ecp5 -abc9 -top {top} -json {rel}/design.json"
-    script = "\n".join([*reads, synth, f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat", ""])
+        synth = f"synth_ecp5 -abc9 -top {synth_top} -json {rel}/design.json"
+    # A ROM of constants marked rom_style "distributed" is LUT logic on every device (as Vivado
+    # builds it); Yosys's memory mappers find no distributed mapping for a registered ROM read
+    # ("no valid mapping found for memory"), so such ROMs are given to logic synthesis directly.
+    roms = 'setattr -set rom_style "logic" m:* a:rom_style=distributed %i'
+    stats = [f"tee -q -o {rel}/stat.json stat -json", f"tee -q -o {rel}/stat.txt stat"]
+    script = "\n".join([*reads, f"hierarchy -top {synth_top}", roms, synth, *stats, ""])
     (out / "synth.ys").write_text(script)
     commands = [f"{os.path.basename(yosys.path)} -s {rel}/synth.ys"]
     pnr_cmd = None
@@ -336,6 +422,7 @@ def synthesize(
         logic_cells=logic,
         tools=versions,
         cells=dict(sorted(cells.items())),
+        io_shell_ff=None if shell is None else shell[1],
         seconds=round(time.monotonic() - start, 1),
     )
     tmp = out / "record.json.tmp"

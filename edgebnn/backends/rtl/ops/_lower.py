@@ -89,7 +89,7 @@ def windowed(node: Node, src: Node, name: str, compute, kh: int, kw: int, stride
         node.shape[-1] * node.type.width,
         header(f"{name}: {what}", [f"window generator ({gen.cycles}) -> {inner.cycles.split(' per beat')[0]} per window"]),
     )
-    out.interval = h * w + ho * wo * max(inner.interval, 1)  # the frame is filled, then its windows leave
+    out.interval = max(h * w, ho * wo * max(inner.interval, 1)) + 1  # input and windows overlap in the line buffer
     out.cycles = f"about {out.interval} cycles per sample"
     return out
 

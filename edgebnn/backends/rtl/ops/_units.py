@@ -119,8 +119,10 @@ def mvau(
     xe = ext("b_x", f"s*{iw}", src_type)
     xmsb = f"b_x[s*{iw} + {iw - 1}]"
     wsel = f"b_w[(p*{simd} + s)*{wb} +: {wb}]"
+    wrow = f"b_w[p*{simd} +: {simd}]"
     if mode == "xnor":
         term = [f"        hits = hits + {{{xmsb} ~^ {wsel}}};  // a -1 product: x < 0 and w > 0, or x > 0 and w < 0"]
+        counted = [f"      hits = $countones(~(xneg ^ {wrow}));"]
         psum = f"{slit(simd, aw)} - (hits <<< 1)"
     elif mode == "pm1":
         term = [
@@ -129,6 +131,7 @@ def mvau(
             f"          hits = hits + {{{xmsb} ~^ {wsel}}};",
             "        end",
         ]
+        counted = ["      terms = $countones(nz);", f"      hits = $countones(nz & ~(xneg ^ {wrow}));"]
         psum = "terms - (hits <<< 1)"
     elif mode == "addsub":
         term = [f"        psum = {wsel} ? psum + {xe} : psum - {xe};"]
@@ -157,28 +160,42 @@ def mvau(
         b = f"$signed(bias_row[p*{bw} +: {bw}])"
         total += f" + ({b} <<< {bshift})" if bshift else f" + {b}"
     cast_name = "to_out"
+    # one loop over the PE lanes: Yosys unrolls it, Verilator keeps a long one a loop (the unfolded
+    # digits BNN built in 99 s so; as a generate block per lane its C++ was 21 MB, over 25 minutes)
     comb = [
+        "  genvar gs;",
+        "  generate",
+        "    for (gs = 0; gs < SIMD; gs = gs + 1) begin : input_bits",
+        f"      assign xneg[gs] = b_x[gs*{iw} + {iw - 1}];",
+        f"      assign nz[gs] = b_x[gs*{iw} +: {iw}] != 0;",
+        "    end",
+        "  endgenerate",
         "  always @* begin",
-        "    res_next = res;",
         "    for (p = 0; p < PE; p = p + 1) begin",
         "      psum = 0;",
         "      hits = 0;",
         "      terms = 0;",
-        "      for (s = 0; s < SIMD; s = s + 1) begin",
-        *term,
-        "      end",
     ]
+    loop = ["      for (s = 0; s < SIMD; s = s + 1) begin", *term, "      end"]
+    if mode in ("xnor", "pm1"):
+        # Verilator counts a word's ones in one instruction: the same count, a faster simulation
+        comb += ["`ifdef VERILATOR", *counted, "`else", *loop, "`endif"]
+    else:
+        comb += loop
     if psum is not None:
         comb.append(f"      psum = {psum};")
     comb += [
-        f"      accp = b_first ? psum : $signed(acc[p*{aw} +: {aw}]) + psum;",
+        f"      accp = b_first ? psum : $signed(acc[p*{aw} +: {aw}]) + psum;" if sf > 1 else "      accp = psum;",
         f"      acc_next[p*{aw} +: {aw}] = accp;",
         f"      total = {total};",
-        f"      res_next[(b_nf*PE + p)*{ow} +: {ow}] = {cast_name}(total);",
+        f"      fold_out[p*{ow} +: {ow}] = {cast_name}(total);",
         "    end",
         "  end",
     ]
-    cb = _clog2(simd + 1) + 1
+    if nf > 1:
+        comb += ["  always @* begin", "    res_next = res;", f"    res_next[b_nf*{pe * ow} +: {pe * ow}] = fold_out;", "  end"]
+    else:
+        comb += ["  always @* res_next = fold_out;"]
     text = f"""{what}
 module {name} (
 {_ports(1, [n * iw], m * ow)}
@@ -190,9 +207,12 @@ module {name} (
 
 {cast_function(cast_name, tw, out_type.lsb_exp - sum_exp, out_type)}
 
-  // stage A: the input beat held while its folds are read out
-  reg [{n * iw - 1}:0] in_buf, x;
-  reg in_full, busy;
+  // stage A: the input beat held while its folds are read out; the next one waits in a skid
+  // buffer (so a beat can enter every cycle and the input's ready is a register)
+  wire [{n * iw - 1}:0] in_buf;
+  wire in_full;
+  reg [{n * iw - 1}:0] x;
+  reg busy;
   reg [{nfb - 1}:0] nf;
   reg [{sfb - 1}:0] sf;
   reg [{ab - 1}:0] waddr;
@@ -202,20 +222,25 @@ module {name} (
   reg [{simd * iw - 1}:0] b_x;
   reg [{word_bits - 1}:0] b_w;
   reg [{pe * aw - 1}:0] acc, acc_next;
+  reg [{pe * ow - 1}:0] fold_out;
   reg [{m * ow - 1}:0] res, res_next, out_r;
   reg out_valid_r;
   reg [{pe * bw - 1}:0] bias_row;
+  wire [{simd - 1}:0] xneg, nz;  // one fold's input signs, and which inputs are not 0
   reg signed [{aw - 1}:0] psum, accp;
-  reg signed [{cb - 1}:0] hits, terms;
+  reg signed [{_clog2(simd + 1) + 1}:0] hits, terms;
   reg signed [{tw - 1}:0] total;
   integer p, s;
 
   wire a_last = busy && nf == NF - 1 && sf == SF - 1;
   wire stall = b_valid && b_done && out_valid_r && !out_ready;
   wire load = in_full && (!busy || a_last) && !stall;
-  assign in0_ready = !in_full;
   assign out_data = out_r;
   assign out_valid = out_valid_r;
+  edgebnn_skid #(.W({n * iw})) in_reg (
+    .clk(clk), .rst(rst), .in_data(in0_data), .in_valid(in0_valid), .in_ready(in0_ready),
+    .out_data(in_buf), .out_valid(in_full), .out_ready(load)
+  );
 
   always @(posedge clk) if (busy && !stall) b_w <= weights[waddr];
 {chr(10).join(bias_lines)}
@@ -223,15 +248,10 @@ module {name} (
 
   always @(posedge clk) begin
     if (rst) begin
-      in_full <= 1'b0;
       busy <= 1'b0;
       b_valid <= 1'b0;
       out_valid_r <= 1'b0;
     end else begin
-      if (in0_valid && !in_full) begin
-        in_buf <= in0_data;
-        in_full <= 1'b1;
-      end
       if (out_valid_r && out_ready) out_valid_r <= 1'b0;
       if (!stall) begin
         b_valid <= busy;
@@ -258,7 +278,6 @@ module {name} (
         end
         if (load) begin
           x <= in_buf;
-          in_full <= 1'b0;
           busy <= 1'b1;
           nf <= 0;
           sf <= 0;
@@ -291,40 +310,58 @@ def window(
     pad_code: int,
     what: str,
 ) -> Unit:
-    """The window generator: stores a sample's H x W beats of C codes (``iw`` bits), then emits,
-    per output position in row-major order, the kh x kw window (padding [[top, bottom], [left,
-    right]] by ``pad_code``, ``strides``) as one beat of kh*kw*C codes in (kh, kw, C) order: the
-    order of im2col and of the weight rows."""
+    """The sliding-window generator: a line buffer of the last kh rows of the H x W input (beats of
+    C codes of ``iw`` bits, row-major) that emits, per output position in row-major order, the
+    kh x kw window (padding [[top, bottom], [left, right]] by ``pad_code``, ``strides``) as one
+    beat of kh*kw*C codes in (kh, kw, C) order: the order of im2col and of the weight rows.
+
+    Pixel ``p`` of a sample lives in slot ``p mod B`` (B = kh*W); a window is emitted once its
+    last real pixel has arrived, and a pixel is taken only while its slot holds no pixel of the
+    first row the current window reads (every later window reads rows from there on), so input
+    and output overlap and the buffer never loses a pixel still needed."""
     (pt, pb), (pl, pr) = padding
     sh, sw = strides
     ho, wo = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
     beat = c * iw
     taps = kh * kw
+    n = h * w
+    b = min(kh * w, n)
     pad_beat = "{" + ", ".join([f"{iw}'h{hex_word(pad_code, iw)}"] * c) + "}"
     text = f"""{what}
 module {name} (
 {_ports(1, [beat], taps * beat)}
 );
-  localparam H = {h}, W = {w}, HO = {ho}, WO = {wo};
-  reg [{beat - 1}:0] frame [0:{h * w - 1}];
-  reg filling;
-  reg [{_clog2(h * w) - 1}:0] wr;
-  reg [{_clog2(ho) - 1}:0] oy;
-  reg [{_clog2(wo) - 1}:0] ox;
+  localparam H = {h}, W = {w}, HO = {ho}, WO = {wo}, N = {n}, B = {b};
+  reg [{beat - 1}:0] lines [0:B-1];
+  reg [{_clog2(n + 1)}:0] rc;  // pixels of this sample received
+  reg [{_clog2(b)}:0] wp;  // the slot of the next pixel
+  reg [{_clog2(ho)}:0] oy;
+  reg [{_clog2(wo)}:0] ox;
+  reg outs_done;  // every window of this sample has left
   reg [{taps * beat - 1}:0] win, out_r;
   reg out_valid_r;
-  integer i, j, iy, ix;
-  assign in0_ready = filling;
+  integer i, j, iy, ix, r0, rl, cl, first, last, got;
+  wire can_emit = !outs_done && got > last && got > 0;  // a window of padding only waits for its sample
+  assign in0_ready = !outs_done ? (got < N && got - first < B) : got < N;
   assign out_data = out_r;
   assign out_valid = out_valid_r;
 
   always @* begin
+    got = rc;
+    r0 = oy * {sh} - {pt};
+    rl = r0 + {kh - 1};
+    cl = ox * {sw} - {pl} + {kw - 1};
+    if (r0 < 0) r0 = 0;
+    if (rl > H - 1) rl = H - 1;
+    if (cl > W - 1) cl = W - 1;
+    first = r0 * W;  // the first pixel any window from this one on reads
+    last = rl * W + cl;  // the last pixel this window reads
     for (i = 0; i < {kh}; i = i + 1)
       for (j = 0; j < {kw}; j = j + 1) begin
         iy = oy * {sh} + i - {pt};
         ix = ox * {sw} + j - {pl};
         if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-          win[(i*{kw} + j)*{beat} +: {beat}] = frame[iy*W + ix];
+          win[(i*{kw} + j)*{beat} +: {beat}] = lines[(iy*W + ix) % B];
         else
           win[(i*{kw} + j)*{beat} +: {beat}] = {pad_beat};
       end
@@ -332,37 +369,40 @@ module {name} (
 
   always @(posedge clk) begin
     if (rst) begin
-      filling <= 1'b1;
-      wr <= 0;
+      rc <= 0;
+      wp <= 0;
       oy <= 0;
       ox <= 0;
+      outs_done <= 1'b0;
       out_valid_r <= 1'b0;
     end else begin
-      if (in0_valid && filling) begin
-        frame[wr] <= in0_data;
-        if (wr == H*W - 1) begin
-          wr <= 0;
-          filling <= 1'b0;
-        end else wr <= wr + 1'b1;
+      if (in0_valid && in0_ready) begin
+        lines[wp] <= in0_data;
+        wp <= (wp == B - 1) ? 0 : wp + 1'b1;
+        rc <= rc + 1'b1;
       end
       if (out_valid_r && out_ready) out_valid_r <= 1'b0;
-      if (!filling && (!out_valid_r || out_ready)) begin
+      if (can_emit && (!out_valid_r || out_ready)) begin
         out_r <= win;
         out_valid_r <= 1'b1;
         if (ox == WO - 1) begin
           ox <= 0;
           if (oy == HO - 1) begin
             oy <= 0;
-            filling <= 1'b1;
+            outs_done <= 1'b1;
           end else oy <= oy + 1'b1;
         end else ox <= ox + 1'b1;
+      end
+      if (outs_done && got == N) begin  // the sample is through: the next one starts at slot 0
+        rc <= 0;
+        wp <= 0;
+        outs_done <= 1'b0;
       end
     end
   end
 endmodule
 """
-    cycles = h * w + ho * wo
-    return Unit([text], {}, f"{h * w} cycles to fill, {ho * wo} to emit", cycles)
+    return Unit([text], {}, f"a line buffer of {b} positions, {ho * wo} windows", max(n, ho * wo) + 1)
 
 
 # ----------------------------------------------------------------------------------- map / merge

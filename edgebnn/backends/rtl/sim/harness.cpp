@@ -13,42 +13,60 @@ struct Stream {
   int64_t beats;  // beats per sample
 };
 
-// a code's bits into a Verilator port: 8/16/32/64-bit scalars or a VlWide of 32-bit words
+// a code's bits into (or out of) a Verilator port of 8, 16, 32 or 64 bits; a wider port is a VlWide of 32-bit words
 template <typename T>
 static inline void put_bits(T& sig, int pos, int width, uint64_t v) {
   uint64_t mask = width >= 64 ? ~0ULL : ((1ULL << width) - 1);
   sig = (T)((((uint64_t)sig) & ~(mask << pos)) | ((v & mask) << pos));
-}
-template <std::size_t N>
-static inline void put_bits(VlWide<N>& sig, int pos, int width, uint64_t v) {
-  for (int b = 0; b < width; b++) {
-    int at = pos + b;
-    uint32_t bit = (uint32_t)((v >> b) & 1u);
-    sig[at >> 5] = (sig[at >> 5] & ~(1u << (at & 31))) | (bit << (at & 31));
-  }
 }
 template <typename T>
 static inline uint64_t get_bits(const T& sig, int pos, int width) {
   uint64_t mask = width >= 64 ? ~0ULL : ((1ULL << width) - 1);
   return (((uint64_t)sig) >> pos) & mask;
 }
-template <std::size_t N>
-static inline uint64_t get_bits(const VlWide<N>& sig, int pos, int width) {
-  uint64_t v = 0;
-  for (int b = 0; b < width; b++) {
-    int at = pos + b;
-    v |= (uint64_t)((sig[at >> 5] >> (at & 31)) & 1u) << b;
-  }
-  return v;
-}
 template <typename T>
 static inline void put_beat(T& sig, const int64_t* codes, const Stream& s) {
   for (int l = 0; l < s.lanes; l++) put_bits(sig, l * s.width, s.width, (uint64_t)codes[l]);
+}
+// a wide beat is assembled 32 bits at a time (a lane's bits never cross more than three words)
+template <std::size_t N>
+static inline void put_beat(VlWide<N>& sig, const int64_t* codes, const Stream& s) {
+  const uint64_t mask = s.width >= 64 ? ~0ULL : ((1ULL << s.width) - 1);
+  unsigned __int128 acc = 0;
+  int bits = 0, word = 0;
+  for (int l = 0; l < s.lanes; l++) {
+    acc |= (unsigned __int128)((uint64_t)codes[l] & mask) << bits;
+    bits += s.width;
+    while (bits >= 32) {
+      sig[word++] = (uint32_t)acc;
+      acc >>= 32;
+      bits -= 32;
+    }
+  }
+  if (bits > 0) sig[word++] = (uint32_t)acc;
+  for (; word < (int)N; word++) sig[word] = 0;
 }
 template <typename T>
 static inline void get_beat(const T& sig, int64_t* codes, const Stream& s) {
   for (int l = 0; l < s.lanes; l++) {
     uint64_t v = get_bits(sig, l * s.width, s.width);
+    if (s.is_signed && s.width < 64 && ((v >> (s.width - 1)) & 1)) v |= ~0ULL << s.width;
+    codes[l] = (int64_t)v;
+  }
+}
+template <std::size_t N>
+static inline void get_beat(const VlWide<N>& sig, int64_t* codes, const Stream& s) {
+  const uint64_t mask = s.width >= 64 ? ~0ULL : ((1ULL << s.width) - 1);
+  unsigned __int128 acc = 0;
+  int bits = 0, word = 0;
+  for (int l = 0; l < s.lanes; l++) {
+    while (bits < s.width) {
+      acc |= (unsigned __int128)sig[word++] << bits;
+      bits += 32;
+    }
+    uint64_t v = (uint64_t)acc & mask;
+    acc >>= s.width;
+    bits -= s.width;
     if (s.is_signed && s.width < 64 && ((v >> (s.width - 1)) & 1)) v |= ~0ULL << s.width;
     codes[l] = (int64_t)v;
   }
@@ -68,12 +86,13 @@ extern "C" int edgebnn_taps() { return N_TAPS; }
 // Runs n samples through the design. in: n x IN.beats x IN.lanes codes; out: n x OUT.beats x
 // OUT.lanes; taps (may be null): per tap i, n x TAPS[i].beats x TAPS[i].lanes codes, one block
 // after the other; done[k]: the cycle at which sample k's last output beat left; first_in: the
-// cycle at which the first input beat entered. stall_seed != 0 withholds input beats and output
+// cycle at which the first input beat entered; tap_beats (may be null): the beats each tap saw. stall_seed != 0 withholds input beats and output
 // readiness pseudo-randomly (a test of the handshakes). Returns the cycles run, or -1 when
 // max_cycles pass first (a deadlock), -2 when a tap saw another number of beats, -3 when memdir
 // cannot be entered.
 extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in, int64_t* out, int64_t* taps,
-                               int64_t* done, int64_t* first_in, uint32_t stall_seed, int64_t max_cycles) {
+                               int64_t* done, int64_t* first_in, uint32_t stall_seed, int64_t max_cycles,
+                               int64_t* tap_beats) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return -3;
   if (chdir(memdir) != 0) return -3;
@@ -95,7 +114,12 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
   uint32_t rng = stall_seed;
   *first_in = -1;
   int64_t result = 0;
-  while (got < out_beats) {
+  // with taps, run on until every unit has sent its beats: a pool or a strided window may leave
+  // before the last positions of its input, which then arrive after the design's last output
+  int64_t taps_short = 0;
+  if (taps)
+    for (int i = 0; i < N_TAPS; i++) taps_short += n * TAPS[i].beats > 0;
+  while (got < out_beats || taps_short > 0) {
     if (cycle >= max_cycles) {
       result = -1;
       break;
@@ -115,7 +139,7 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
       if (sent == 0) *first_in = cycle;
       sent++;
     }
-    if (t->m_axis_tvalid && t->m_axis_tready) {
+    if (t->m_axis_tvalid && t->m_axis_tready && got < out_beats) {
       get_beat(t->m_axis_tdata, out + got * OUT.lanes, OUT);
       got++;
       if (got % OUT.beats == 0) done[got / OUT.beats - 1] = cycle;
@@ -125,6 +149,7 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
         if (tap_fire(t, i)) {
           if (tap_count[i] < n * TAPS[i].beats) tap_read(t, i, taps + tap_offset[i] + tap_count[i] * TAPS[i].lanes);
           tap_count[i]++;
+          if (tap_count[i] == n * TAPS[i].beats) taps_short--;
         }
       }
     }
@@ -138,6 +163,8 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
       for (int i = 0; i < N_TAPS; i++)
         if (tap_count[i] != n * TAPS[i].beats) result = -2;
   }
+  if (taps && tap_beats)
+    for (int i = 0; i < N_TAPS; i++) tap_beats[i] = tap_count[i];
   t->final();
   delete t;
   delete ctx;

@@ -1,0 +1,142 @@
+"""The folding search of the RTL backend: per weighted node the PE x SIMD (divisors of its output
+channels and of its inputs per output) for the highest throughput that fits a board.
+
+The units form one pipeline, so the slowest sets the rate: for each candidate rate (cycles per
+sample, fastest first) every weighted node takes its cheapest folding that keeps up with it, and
+the first rate whose whole design fits ``limit`` of each of the board's resources is the answer.
+Costs come from the cost models (:mod:`edgebnn.backends.rtl.cost`), so a search takes seconds,
+not a synthesis; the synthesized counts then say how close the models were.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ...boards import load_board
+from ...errors import EdgebnnError
+from .cost import Cost, node_cost
+from .cost.mvau import features, rom_blocks
+from .folding import divisors
+from .ops import LOWERINGS
+
+# LUT4 logic cells per 6-input LUT of the xc7 models: measured on the folded digits BNN (1,566
+# LUT6 with synth_xilinx, 2,879 ICESTORM_LC with synth_ice40 + nextpnr); ECP5's LUT4 slices are
+# taken as the iCE40's
+LUT_PER_LUT6 = {"xilinx": 1.0, "ice40": 1.85, "ecp5": 1.85}
+RESOURCES = ("lut", "ff", "dsp", "bram")
+
+
+class FitError(EdgebnnError):
+    """A folding search edgebnn cannot run (a bad limit, a graph with no weighted node)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RTLFit:
+    """The folding found: ``folding`` (node -> (PE, SIMD)), ``cycles`` (node -> cycles per
+    sample), ``cycles_per_sample`` (the slowest node's), the model's ``cost`` of the whole
+    design in the board's units and per node, and whether it ``fits`` under ``limit``."""
+
+    board: str
+    flow: str
+    limit: float
+    folding: dict[str, tuple[int, int]]
+    cycles: dict[str, int]
+    cycles_per_sample: int
+    cost: Cost
+    per_node: dict[str, Cost]
+    capacity: dict[str, int]
+    fits: bool
+    tried: int
+
+    def utilization(self) -> dict[str, float]:
+        return {k: getattr(self.cost, k) / v for k, v in self.capacity.items() if v}
+
+    def __str__(self) -> str:
+        use = ", ".join(f"{100 * u:.0f}% {k.upper()}" for k, u in self.utilization().items())
+        fold = ", ".join(f"{k} {pe}x{simd}" for k, (pe, simd) in self.folding.items())
+        head = "fits" if self.fits else f"nothing fits under {100 * self.limit:g}%; the most folded design needs"
+        return f"{self.board}: {head} {use} at {self.cycles_per_sample} cycles per sample (PE x SIMD: {fold})"
+
+
+def on_board(cost: Cost, flow: str, roms: list[tuple[int, int]]) -> Cost:
+    """``cost`` (xc7 units, its block RAM counted as BRAM18) in the units of ``flow``: LUT4s for
+    iCE40 and ECP5, and the ROMs ``roms`` (width, depth) in that flow's block RAMs."""
+    if flow == "xilinx":
+        return cost
+    bram = sum(rom_blocks(w, d, flow) for w, d in roms)
+    return dataclasses.replace(cost, lut=math.ceil(cost.lut * LUT_PER_LUT6[flow]), bram=bram)
+
+
+def _interval(graph, node, pe: int, simd: int) -> int:
+    """Cycles per sample of a weighted node's unit at (pe, simd), as the lowering builds it."""
+    outputs, inputs = LOWERINGS[node.op].fold_sizes(node, graph.sources(node))
+    folds = (outputs // pe) * (inputs // simd)
+    if node.op == "dense":
+        return math.prod(node.shape[:-1]) * folds
+    src = graph.sources(node)[0]
+    frame = math.prod(src.shape[:-1])
+    return max(frame, math.prod(node.shape[:-1]) * folds) + 1  # input and windows overlap in the line buffer
+
+
+def _rom(graph, node, pe: int, simd: int) -> list[tuple[int, int]]:
+    f = features(graph, node, (pe, simd))
+    return [(f["word_bits"], f["depth"])] if f["block"] else []
+
+
+def fit(graph, board, limit: float = 0.8, flow: str | None = None) -> RTLFit:
+    """The highest-throughput folding of ``graph`` whose modelled cost fits ``limit`` of each of
+    ``board``'s resources (LUT, FF, DSP, block RAM); see the module docstring."""
+    board = load_board(board)
+    flow = flow or board.flow
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= 1:
+        raise FitError(f"limit must be a fraction in (0, 1], got {limit!r}")
+    capacity = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram18}
+    weighted = [n for n in graph.compute_nodes() if n.op in LOWERINGS and LOWERINGS[n.op].FOLDED]
+    if not weighted:
+        raise FitError(f"graph {graph.name!r} has no weighted node (dense, convolution) to fold")
+    fixed = Cost()
+    names = {n.name for n in weighted}
+    for node in graph.compute_nodes():
+        if node.name not in names:
+            fixed = fixed + on_board(node_cost(graph, node), flow, [])
+    floor = max((math.prod(n.shape[:-1]) if n.shape else 1) for n in graph.compute_nodes())
+    # per weighted node every folding: (cycles, cost on the board, normalized size, (pe, simd))
+    options = {}
+    for node in weighted:
+        outputs, inputs = LOWERINGS[node.op].fold_sizes(node, graph.sources(node))
+        rows = []
+        for pe in divisors(outputs):
+            for simd in divisors(inputs):
+                c = on_board(node_cost(graph, node, (pe, simd)), flow, _rom(graph, node, pe, simd))
+                size = sum(getattr(c, k) / max(capacity[k], 1) for k in RESOURCES)
+                rows.append((_interval(graph, node, pe, simd), c, size, (pe, simd)))
+        options[node.name] = sorted(rows, key=lambda r: (r[2], r[0]))
+    rates = sorted({r[0] for rows in options.values() for r in rows if r[0] >= floor} | {floor})
+    best, tried = None, 0
+    for rate in rates:
+        tried += 1
+        picked = {name: next((r for r in rows if r[0] <= rate), None) for name, rows in options.items()}
+        if any(p is None for p in picked.values()):
+            continue
+        total = fixed
+        for p in picked.values():
+            total = total + p[1]
+        fits = all(getattr(total, k) <= limit * capacity[k] for k in RESOURCES)
+        best = (rate, picked, total, fits)
+        if fits:
+            break
+    rate, picked, total, fits = best
+    return RTLFit(
+        board=board.name,
+        flow=flow,
+        limit=float(limit),
+        folding={name: p[3] for name, p in picked.items()},
+        cycles={name: p[0] for name, p in picked.items()},
+        cycles_per_sample=max(floor, *(p[0] for p in picked.values())),
+        cost=total,
+        per_node={name: p[1] for name, p in picked.items()},
+        capacity=capacity,
+        fits=fits,
+        tried=tried,
+    )
