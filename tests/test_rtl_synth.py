@@ -285,8 +285,6 @@ def test_the_cost_of_a_design_is_the_sum_of_its_units():
     # twice the products per cycle at the same PE folds: more popcount LUTs and input flip-flops
     small, big = node_cost(g, g["dense1"], (8, 32)), node_cost(g, g["dense1"], (8, 64))
     assert big.lut > small.lut and big.ff > small.ff
-    # but a deep PE folding pays for the result's write multiplexer: more folds is not always smaller
-    assert node_cost(g, g["dense1"], (2, 8)).lut > node_cost(g, g["dense1"], (16, 64)).lut
 
 
 def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
@@ -305,7 +303,7 @@ def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
     tighter = fit(g, "pynq-z2", limit=0.1)
     assert tighter.cycles_per_sample > found.cycles_per_sample and tighter.cost.lut < found.cost.lut
     assert all(getattr(tighter.cost, k) <= 0.1 * tighter.capacity[k] for k in ("lut", "ff", "dsp", "bram")) == tighter.fits
-    # a budget nothing meets: the most folded design, said not to fit
+    # a budget nothing meets: the smallest design, said not to fit
     none = fit(g, "pynq-z2", limit=0.001)
     assert not none.fits and "nothing fits under 0.1%" in str(none)
     assert none.cycles_per_sample >= tighter.cycles_per_sample

@@ -29,7 +29,7 @@ LUT_TERMS = ("prod", "res", "rest", "acc", "cast")
 # multiplier modes, with no unit in the fit set, take the add/subtract figure), per result bit
 # and level of the result's write multiplexer, per bit of the input select and ROM, per
 # accumulator bit, per bit of each PE's output conversion
-LUT_COEF = {"prod_xnor": 0.661, "prod_addsub": 1.937, "res": 0.591, "rest": 1.2, "acc": 2.458, "cast": 1.257}
+LUT_COEF = {"prod_xnor": 0.958, "prod_addsub": 1.847, "res": 0.384, "rest": 1.609, "acc": 3.66, "cast": 0.732}
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
     "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),

@@ -10,8 +10,8 @@ from ..hdl import code_bits
 # LUTs per comparator input bit (a compare with a constant: a carry chain with CARRY4 every 4
 # bits) and per output bit (the level pick and the skid buffer's select), fitted by
 # bench/rtl_cost_validate.py --refit
-LUT_PER_COMPARE_BIT = 0.408
-LUT_PER_OUT_BIT = 0.510
+LUT_PER_COMPARE_BIT = 0.441
+LUT_PER_OUT_BIT = 0.298
 
 
 def cost(graph, node, fold) -> dict[str, float]:
