@@ -3,8 +3,9 @@
 Tensors travel as integer codes on their node's fixed-point type. Each node runs through its
 op's ``execute`` (``edgebnn/graph/ops/<op>.py``), looked up in the op table; products and sums
 are computed on codes, exactly: a weighted node's kernel (``graph/ops/_weighted.py``) is chosen
-once per node from the graph's bounds (bit-packed popcount for binary inputs and weights,
-float32 or float64 BLAS while every partial sum is exact in it, integers otherwise).
+once per node from the graph's bounds (float32 or float64 BLAS while every partial sum is exact
+in it, several output columns packed into one where they stay exact; bit-packed popcount for a
+narrow binary layer, or a wide one that cannot pack; integers otherwise).
 
 The batch runs in chunks of samples, each through the whole graph, so the memory a call takes
 is bounded (about :data:`CHUNK_BYTES` of temporaries, plus the outputs) whatever the batch size.

@@ -401,9 +401,10 @@ def run_kernel(k: Kernel, node: Node, x: np.ndarray) -> np.ndarray:
 
 def weighted_sum(node: Node, src: Node, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``x @ w (+ bias)`` on integer codes, exactly, cast to the node's accumulator type (the cast
-    skipped where the sum provably fits it), by the node's :func:`kernel`: bit-packed popcount
-    for binary inputs and weights, float32 or float64 BLAS while every partial sum is exact in
-    it, int64 or Python ints past that."""
+    skipped where the sum provably fits it), by the node's :func:`kernel`: float32 or float64
+    BLAS while every partial sum is exact in it (output columns packed where they stay exact),
+    bit-packed popcount for a narrow binary layer or a wide one that cannot pack, int64 or
+    Python ints past that."""
     k = kernel(node, src, w)
     return run_kernel(k, node, x)
 
