@@ -5,7 +5,7 @@ simulation, nextpnr's Fmax on the iCE40), and the emulator = RTL simulation chec
 
     python bench/rtl_bench.py [--work /tmp/edgebnn-rtl-bench] [--models digits_bnn,binary_cnn]
         [--folding full --folding 8x16 --folding auto:pynq-z2 --folding auto:icebreaker]
-        [--flows xilinx,ice40] [--no-synth] [--synth-max-lut 20000] [--timeout 1800]
+        [--flows xilinx,ice40] [--no-synth] [--synth-max-lut 20000] [--timeout 3600]
         [--epochs 5] [--repeat 3] [--json results.json]
 
 Each model is trained once (``--epochs``, a few suffice for hardware numbers) and frozen into
@@ -309,7 +309,7 @@ def main(argv=None) -> int:
     p.add_argument("--flows", default="xilinx,ice40", help="synthesis flows (default xilinx,ice40)")
     p.add_argument("--no-synth", action="store_true", help="skip every synthesis")
     p.add_argument("--synth-max-lut", type=int, help="skip syntheses of designs the cost model puts above this many xc7 LUT")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds per tool run (default 1800)")
+    p.add_argument("--timeout", type=float, default=3600, help="wall seconds per tool run (default 3600)")
     p.add_argument("--epochs", type=int, default=5, help="training epochs the first time (default 5)")
     p.add_argument("--repeat", type=int, default=3, help="timed simulation runs per design (default 3)")
     p.add_argument("--json", help="write the results to this JSON file")
