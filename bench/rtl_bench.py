@@ -36,6 +36,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import statistics
 import sys
 import time
@@ -322,6 +323,11 @@ def main(argv=None) -> int:
     if any(f not in BOARDS for f in flows):
         p.error(f"--flows takes {', '.join(BOARDS)}")
     specs = args.folding or ["full", "8x16", "auto:pynq-z2", "auto:icebreaker"]
+    bad = [f for f in specs if not re.fullmatch(r"full|example|\d+x\d+|auto:[\w.-]+(:[\d.]+)?|\{.*\}", f)]
+    if bad:
+        p.error(f"folding {', '.join(map(repr, bad))} is none of full, example, PExSIMD, auto:BOARD[:LIMIT] or a JSON mapping")
+    if args.epochs < 1 or args.repeat < 1:
+        p.error("--epochs and --repeat must be at least 1")
     if args.json and not pathlib.Path(args.json).resolve().parent.is_dir():
         p.error(f"--json: the folder of {args.json} does not exist")
     work = pathlib.Path(args.work)
