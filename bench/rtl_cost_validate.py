@@ -35,12 +35,18 @@ from edgebnn.backends.rtl.synth import synthesize
 PART = "xc7z020clg400-1"
 CACHE_PATH = [ROOT / "bench" / ".rtl_cost_cache.json"]
 
-# (layer sizes, seed, folding): the fit set and the validation set share no design
+# (layer sizes, seed, folding[, input type]): the fit set and the validation set share no design
 DESIGNS = {
     "fit": [
+        # deep PE folding (32 folds): the result's write multiplexer
+        ((16, 32, 16), 10, {"dense0": (1, 16), "dense1": (2, 32)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((8, 64, 4), 12, {"dense0": (2, 8), "dense1": (1, 16)}, "fixed<2,2,RND_CONV,SAT>"),
         ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
         ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
         ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
+        # XNOR units folded over SIMD (an accumulator) behind a small add/subtract layer of 2-bit inputs
+        ((16, 32, 12), 8, {"dense0": (8, 8), "dense1": (4, 16)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((16, 24, 8), 9, {"dense0": (4, 4), "dense1": (2, 6)}, "fixed<2,2,RND_CONV,SAT>"),
     ],
     "validate": [
         ((24, 20, 6), 5, {"dense0": (5, 12), "dense1": (3, 10)}),
@@ -51,8 +57,8 @@ DESIGNS = {
 
 def units(which: str):
     """Each (design label, node, graph, folding, project) of the set ``which``."""
-    for sizes, seed, folding in DESIGNS[which]:
-        graph = binary_mlp(sizes=sizes, seed=seed)
+    for sizes, seed, folding, *input_type in DESIGNS[which]:
+        graph = binary_mlp(sizes=sizes, seed=seed, **({"input_type": input_type[0]} if input_type else {}))
         tmp = tempfile.mkdtemp(prefix="rtl_cost_")
         project = export(graph, pathlib.Path(tmp) / "p", folding=folding)
         label = "-".join(map(str, sizes))
@@ -81,31 +87,34 @@ def save(cache: dict) -> None:
 
 
 def refit(rows) -> None:
-    """Least squares of relative error (each row weighted by 1 / Yosys's count): the MVAU's
-    LUTs per product by mode, one coefficient for its other terms and a constant; the threshold's
-    LUTs per comparator bit and per output bit."""
-    dense = [(unit_features(g, n, f), got["lut"]) for _, n, g, f, got in rows if n.op == "dense"]
-    modes = sorted({feat["mode"] for feat, _ in dense})
-    cols = [f"prod_{m}" for m in modes] + ["rest", "const"]
-    a, b = [], []
-    for feat, lut in dense:
-        row = [feat["prod"] if feat["mode"] == m else 0 for m in modes]
-        row += [feat["acc"] + feat["res"] + feat["xmux"] + feat["rom"], 1]
-        a.append([v / lut for v in row])
-        b.append(1.0)
-    coef, *_ = np.linalg.lstsq(np.array(a, float), np.array(b), rcond=None)
-    print("MVAU LUT: " + ", ".join(f"{c}={v:.4g}" for c, v in zip(cols, coef)))
-    thr = [(g, n, got["lut"]) for _, n, g, f, got in rows if n.op == "threshold"]
-    a, b = [], []
-    for g, n, lut in thr:
-        from edgebnn.backends.rtl.hdl import code_bits
+    """Non-negative least squares of the relative error (each row divided by Yosys's count): the
+    MVAU's LUTs per unit of each term (its products by mode, then the shared terms), and the
+    threshold's LUTs per comparator bit and per output bit."""
+    from scipy.optimize import nnls
 
-        c, k = n.params["thresholds"].shape
-        xb = code_bits(g.sources(n)[0].type)
-        a.append([c * k * xb / lut, c * n.type.width / lut])
-        b.append(1.0)
-    coef, *_ = np.linalg.lstsq(np.array(a, float), np.array(b), rcond=None)
-    print(f"threshold LUT: per compare bit {coef[0]:.4g}, per output bit {coef[1]:.4g}")
+    from edgebnn.backends.rtl.cost import mvau
+    from edgebnn.backends.rtl.hdl import code_bits
+
+    a, b = [], []
+    for _, n, g, f, got in rows:
+        if n.op == "dense":
+            feat = unit_features(g, n, f)
+            xnor = feat["mode"] in ("xnor", "pm1")
+            row = [feat["prod"] * xnor, feat["prod"] * (not xnor)] + [feat[k] for k in mvau.LUT_TERMS[1:]]
+            a.append([v / got["lut"] for v in row])
+            b.append(1.0)
+    coef, _ = nnls(np.array(a, float), np.array(b))
+    names = ["prod_xnor", "prod_addsub", *mvau.LUT_TERMS[1:]]
+    print("MVAU LUT_COEF = {" + ", ".join(f'"{k}": {v:.3f}' for k, v in zip(names, coef)) + "}")
+    a, b = [], []
+    for _, n, g, _f, got in rows:
+        if n.op == "threshold":
+            c, k = n.params["thresholds"].shape
+            xb = code_bits(g.sources(n)[0].type)
+            a.append([c * k * xb / got["lut"], c * n.type.width / got["lut"]])
+            b.append(1.0)
+    coef, _ = nnls(np.array(a, float), np.array(b))
+    print(f"threshold LUT_PER_COMPARE_BIT = {coef[0]:.3f}, LUT_PER_OUT_BIT = {coef[1]:.3f}")
 
 
 def main(argv=None) -> int:

@@ -137,6 +137,9 @@ def format_summary(summary: dict[str, Any], est) -> str:
     lines += [f"  Keras caveat          node {c['node']!r}: {c['reason']}" for c in summary.get("keras_caveats", [])]
     lines.append(f"  resources on {summary['board']} ({summary['part']}):")
     lines += ["    " + line for line in est.table().splitlines()]
+    if not est.fits:
+        run = os.path.dirname(summary["graph"])
+        lines.append(f"  next step             `edgebnn estimate {run} --fit`: the reuse factors that fit, per board")
     lines.append(f"  project               {summary['project_dir']}  (build: {build_hint(summary)})")
     return "\n".join(lines)
 

@@ -139,6 +139,7 @@ def _check_rtl_untrained(model, input_type, config, where) -> None:
     take: the untrained model frozen and the design's checks run (a freeze that fails on the
     untrained weights refuses nothing, as for hls4ml)."""
     from .backends.rtl import check
+    from .boards import load_board
     from .freeze import freeze
 
     try:
@@ -150,6 +151,8 @@ def _check_rtl_untrained(model, input_type, config, where) -> None:
     folding = config["export"]["folding"]
     try:
         check(graph, None if folding == "auto" else folding)
+        if folding == "auto":  # the search reads the structure, not the weights' values
+            rtl_folding(graph, config, load_board(config["board"]), log=lambda msg: None)
     except EdgebnnError as err:
         raise ConfigError(
             f"{os.fspath(where)}: the model cannot be built by the rtl backend (checked before training): {err}"
@@ -569,7 +572,9 @@ def rtl_folding(graph, config, board, log=progress.log) -> dict[str, tuple[int, 
 
     with progress.working(f"choosing the folding that fits {board.name}"):
         result = fit(graph, board)
-    log(f"folding auto: {result.describe()}")
+    if not result.fits:
+        raise EdgebnnError(f"folding auto: {result}; choose a larger board, or give export.folding per layer to build it anyway")
+    log(f"folding auto: {result}")
     return dict(result.folding)
 
 
@@ -849,12 +854,20 @@ def _estimate_rtl(run: RunFolder, config, graph, board, target, limit: float, st
     """An rtl run's estimate: its design's cost model on the run's board (estimate.txt), beside
     hls4ml's estimate of the same graph on every board hls4ml builds for, with the export
     section's hls4ml options (estimate.json, estimate.csv)."""
-    from .backends.rtl.cost import design_cost
+    from .backends.rtl.cost import Cost, node_cost
+    from .backends.rtl.cost.mvau import features
+    from .backends.rtl.fit import on_board
     from .boards import list_boards
     from .estimate import estimate
 
     project = _rtl_project(run, config)
-    total, per = design_cost(graph, project.folding)
+    per = {}
+    for node in graph.compute_nodes():  # each unit in the board's units (LUT4s and EBRs on iCE40 and ECP5)
+        fold = project.folding.get(node.name)
+        f = features(graph, node, fold) if fold is not None else None
+        roms = [(f["word_bits"], f["depth"])] if f is not None and f["block"] else []
+        per[node.name] = on_board(node_cost(graph, node, fold), board.flow, roms)
+    total = sum(per.values(), Cost())
     capacity = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram18}
     used = total.to_dict()
     utilization = {k: used[k] / v for k, v in capacity.items() if v}

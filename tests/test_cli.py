@@ -289,7 +289,7 @@ def test_help_lists_the_commands_in_pipeline_order(capsys):
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines() if line[4:5].strip()]
     assert listed == [
-        "init", "train", "freeze", "export", "csim", "verify", "estimate", "report", "run", "summary", "boards",
+        "init", "train", "freeze", "export", "csim", "verify", "synth", "estimate", "report", "run", "summary", "boards",
     ]  # fmt: skip
 
 

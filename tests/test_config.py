@@ -167,7 +167,7 @@ def test_freeze_input_type_is_checked_at_load_and_against_the_data(tmp_path):
 
 # ---------------------------------------------------------------------- the schema's refusals
 SECTION_KEYS = "name, board, data, model, freeze, train, export"
-EXPORT_KEYS = "backend, io_type, strategy, reuse_factor, clock_period_ns, hls_tool, part"
+EXPORT_KEYS = "backend, io_type, strategy, reuse_factor, clock_period_ns, hls_tool, part, folding"
 
 
 @pytest.mark.parametrize(

@@ -797,6 +797,7 @@ def test_design_that_does_not_fit_says_so_and_exits_3(tmp_path, capsys):
     assert re.search(r"VERIFIED bit for bit, but DOES NOT FIT small \([A-Z0-9]+ \d+% of the device, limit 80%\)", stdout), stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resources"]["fits"] is False and not any(summary["mismatches"].values())
+    assert f"next step             `edgebnn estimate {out} --fit`" in stdout  # what to do about it
 
 
 def test_headline_says_whether_it_fits():

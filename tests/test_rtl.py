@@ -180,3 +180,16 @@ def test_verify_runs_the_rtl_leg_and_names_the_first_node_that_differs(mlp, mlp_
     first = report.first_mismatches[0]
     assert (first.between, first.layer) == ("emulator/rtl", "sign1")
     assert verify(None, mlp, x).to_dict().get("emulator_vs_rtl", "absent") == "absent"  # no leg, no key
+
+
+def test_types_wider_than_the_simulation_exchanges_are_refused(tmp_path):
+    inp = input_node("x", (2,), FixedType(8, 4))
+    wide = cast_node("wide", inp, FixedType(70, 40), relu=False)
+    with pytest.raises(EdgebnnError, match=r"graph node 'wide' \(cast\) has the 70-bit type .* at most 63 bits"):
+        rtl.export(Graph("wide", [inp, wide]), tmp_path / "p")
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_folder_that_is_no_project_is_refused(tmp_path):
+    with pytest.raises(EdgebnnError, match="is not an edgebnn RTL project"):
+        rtl.RTLProject(tmp_path)

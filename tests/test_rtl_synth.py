@@ -273,7 +273,7 @@ def binary_cnn():
     return conv_net(seed=2, input_shape=(10, 10, 1), convs=convs, n_out=10, n_calib=64)
 
 
-def test_the_cost_of_a_design_is_the_sum_of_its_units_and_grows_with_parallelism():
+def test_the_cost_of_a_design_is_the_sum_of_its_units():
     from edgebnn.backends.rtl.cost import Cost, design_cost, node_cost
 
     g = digits_like()
@@ -282,9 +282,8 @@ def test_the_cost_of_a_design_is_the_sum_of_its_units_and_grows_with_parallelism
     assert set(per) == {n.name for n in g.compute_nodes()}
     assert total == sum(per.values(), Cost())
     assert per["dense1"] == node_cost(g, g["dense1"], (8, 32))
-    # FF of the MVAU registers, exactly as the Verilog keeps them (input beat twice, one fold's
-    # SIMD inputs and PE x SIMD weights, PE accumulators, result and output beats, counters)
-    small, big = node_cost(g, g["dense1"], (2, 8)), node_cost(g, g["dense1"], (16, 64))
+    # twice the products per cycle at the same PE folds: more popcount LUTs and input flip-flops
+    small, big = node_cost(g, g["dense1"], (8, 32)), node_cost(g, g["dense1"], (8, 64))
     assert big.lut > small.lut and big.ff > small.ff
 
 
@@ -304,7 +303,7 @@ def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
     tighter = fit(g, "pynq-z2", limit=0.1)
     assert tighter.cycles_per_sample > found.cycles_per_sample and tighter.cost.lut < found.cost.lut
     assert all(getattr(tighter.cost, k) <= 0.1 * tighter.capacity[k] for k in ("lut", "ff", "dsp", "bram")) == tighter.fits
-    # a budget nothing meets: the most folded design, said not to fit
+    # a budget nothing meets: the smallest design, said not to fit
     none = fit(g, "pynq-z2", limit=0.001)
     assert not none.fits and "nothing fits under 0.1%" in str(none)
     assert none.cycles_per_sample >= tighter.cycles_per_sample
@@ -332,12 +331,14 @@ def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitt
     from edgebnn.backends.rtl import export
     from edgebnn.backends.rtl.cost import node_cost
 
-    g = binary_mlp(sizes=(20, 16, 8), seed=21, input_type="fixed<2,2,RND_CONV,SAT>")
-    project = export(g, tmp_path / "p", folding={"dense0": (4, 10), "dense1": (2, 8)})
-    node = g["dense1"]
+    # an XNOR-popcount layer of 24 -> 12 folded 4 x 24 (3 PE folds): no unit of this shape is in
+    # bench/rtl_cost_validate.py's fit set
+    g = binary_mlp(sizes=(16, 24, 12), seed=31)
+    project = export(g, tmp_path / "p", folding={"dense0": (24, 16), "dense1": (4, 24)})
     rec = synthesize(project, flow="xilinx", part="xc7z020clg400-1", top=project.meta["nodes"]["dense1"], log=quiet)
-    model = node_cost(g, node, (2, 8))
+    model = node_cost(g, g["dense1"], (4, 24))
     assert abs(model.lut - rec.lut) <= 0.15 * rec.lut, (model, rec)
+    assert abs(model.ff - rec.ff) <= 0.25 * rec.ff, (model, rec)
 
 
 WIDE = """

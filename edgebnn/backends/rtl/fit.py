@@ -55,7 +55,7 @@ class RTLFit:
     def __str__(self) -> str:
         use = ", ".join(f"{100 * u:.0f}% {k.upper()}" for k, u in self.utilization().items())
         fold = ", ".join(f"{k} {pe}x{simd}" for k, (pe, simd) in self.folding.items())
-        head = "fits" if self.fits else f"nothing fits under {100 * self.limit:g}%; the most folded design needs"
+        head = "fits" if self.fits else f"nothing fits under {100 * self.limit:g}%; the smallest design the models know needs"
         return f"{self.board}: {head} {use} at {self.cycles_per_sample} cycles per sample (PE x SIMD: {fold})"
 
 

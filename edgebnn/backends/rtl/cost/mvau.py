@@ -1,11 +1,11 @@
 """The MVAU of a weighted node (dense, conv1d, conv2d, depthwise) folded PE x SIMD, as
 ``ops/_units.mvau`` writes it, and the window generator in front of a convolution.
 
-Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs and
-one PE x SIMD weight word per cycle (``b_x``, ``b_w``), PE accumulators of ``aw`` bits, the
+Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs
+per cycle (``b_x``; the weight word's ``b_w`` is absorbed into the ROM), PE accumulators of ``aw`` bits, the
 result beat (``res``, kept only when there is more than one PE fold) and the output beat
 (``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
-add/subtract of the partial sum's width (add/subtract modes), the accumulators, the result's write
+add/subtract per input bit (add/subtract modes), the accumulators, the result's write
 multiplexer over the PE folds, the input's select over the SIMD folds, the weight ROM in LUTs
 when it is small (block RAM above ``BLOCK_ROM_BITS``), and the control; each term's LUTs per
 unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
@@ -22,15 +22,14 @@ from ..folding import default_fold
 from ..hdl import signed_bits
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "acc", "res", "xmux", "rom", "const")
-# LUTs per unit of each term, by the MVAU's product mode (fitted: bench/rtl_cost_validate.py --refit)
-LUT_COEF = {
-    "xnor": {"prod": 0.70, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "pm1": {"prod": 1.10, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "addsub": {"prod": 1.00, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "tern": {"prod": 1.30, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-    "mul": {"prod": 1.00, "acc": 1.0, "res": 1.0, "xmux": 0.35, "rom": 0.6, "const": 20.0},
-}
+LUT_TERMS = ("prod", "res", "rest", "acc", "cast")
+# LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
+# squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
+# an XNOR popcount, per product and input bit of an add/subtract chain (the ternary and
+# multiplier modes, with no unit in the fit set, take the add/subtract figure), per result bit
+# and level of the result's write multiplexer, per bit of the input select and ROM, per
+# accumulator bit, per bit of each PE's output conversion
+LUT_COEF = {"prod_xnor": 0.958, "prod_addsub": 1.847, "res": 0.384, "rest": 1.609, "acc": 3.66, "cast": 0.732}
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
     "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),
@@ -71,17 +70,20 @@ def features(graph, node, fold) -> dict:
     aw = signed_bits(-bound, bound) + 1
     word_bits, depth = pe * simd * wb, nf * sf
     block = word_bits * depth > BLOCK_ROM_BITS
-    per_product = {"xnor": 1, "pm1": 2, "addsub": aw, "tern": aw, "mul": iw * wb + aw}[mode]
+    per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
+    xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
         "mode": mode,
         "n": n, "m": m, "pe": pe, "simd": simd, "nf": nf, "sf": sf,
         "iw": iw, "ow": ow, "wb": wb, "aw": aw, "word_bits": word_bits, "depth": depth, "block": block,
         "prod": pe * simd * per_product,
-        "acc": pe * aw,
-        "res": m * ow if nf > 1 else pe * ow,
-        "xmux": simd * iw * (sf - 1),
-        "rom": 0 if block or depth == 1 else word_bits * math.ceil(depth / 64),
-        "const": 1,
+        # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
+        "res": m * ow * _clog2(nf) if nf > 1 else 0,
+        # the input select over SIMD folds and the weight ROM in LUTs
+        "rest": xbits * simd * (sf - 1) + (0 if block or depth == 1 else word_bits * math.ceil(depth / 64)),
+        # the accumulators and their first-fold select (only when SIMD is folded)
+        "acc": pe * aw if sf > 1 else 0,
+        "cast": pe * ow,
     }  # fmt: skip
 
 
@@ -114,13 +116,15 @@ def window_cost(graph, node) -> dict[str, float]:
 
 def cost(graph, node, fold) -> dict[str, float]:
     f = features(graph, node, fold)
-    coef = LUT_COEF[f["mode"]]
-    lut = sum(coef[k] * f[k] for k in LUT_TERMS)
+    per_product = LUT_COEF["prod_xnor" if f["mode"] in ("xnor", "pm1") else "prod_addsub"]
+    lut = per_product * f["prod"] + sum(LUT_COEF[k] * f[k] for k in LUT_TERMS[1:])
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
     ff = (
-        3 * f["n"] * iw + f["simd"] * iw + (f["word_bits"] if f["depth"] > 1 else 0)
+        # the weight word's register is absorbed: into the block RAM, or by synthesis moving it
+        # onto the ROM's (registered) address
+        3 * f["n"] * iw + f["simd"] * iw
         + (f["pe"] * f["aw"] if f["sf"] > 1 else 0)  # with one SIMD fold the accumulator is never read
         + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + f["m"] * f["ow"] + counters
     )  # fmt: skip

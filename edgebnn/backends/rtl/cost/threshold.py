@@ -3,12 +3,15 @@ the skid buffer of the output beat (``ops/threshold.py``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..hdl import code_bits
 
-# LUTs per comparator input bit (a compare with a constant is a carry chain of about one LUT per
-# bit, with CARRY4 every 4 bits), per output bit of the level pick and per skid-buffer bit
-LUT_PER_COMPARE_BIT = 0.55
-LUT_PER_OUT_BIT = 1.0
+# LUTs per comparator input bit (a compare with a constant: a carry chain with CARRY4 every 4
+# bits) and per output bit (the level pick and the skid buffer's select), fitted by
+# bench/rtl_cost_validate.py --refit
+LUT_PER_COMPARE_BIT = 0.441
+LUT_PER_OUT_BIT = 0.298
 
 
 def cost(graph, node, fold) -> dict[str, float]:
@@ -17,7 +20,8 @@ def cost(graph, node, fold) -> dict[str, float]:
     xb = code_bits(src.type)
     ow = node.type.width
     return {
-        "lut": LUT_PER_COMPARE_BIT * c * k * xb + LUT_PER_OUT_BIT * c * ow * (k > 1),
-        "ff": 2 * c * ow,
+        "lut": LUT_PER_COMPARE_BIT * c * k * xb + LUT_PER_OUT_BIT * c * ow,
+        # the skid buffer's two beats and its two valid bits; a sign's codes (-1, +1) keep one bit
+        "ff": 2 * c * (1 if np.isin(node.params["levels"], (-1, 1)).all() else ow) + 2,
         "carry": c * k * -(-xb // 4) * 0.5,
     }

@@ -160,40 +160,37 @@ def mvau(
         b = f"$signed(bias_row[p*{bw} +: {bw}])"
         total += f" + ({b} <<< {bshift})" if bshift else f" + {b}"
     cast_name = "to_out"
-    # one generate block per PE lane: its SIMD products, its accumulator, its converted result
+    # one loop over the PE lanes: Yosys unrolls it, Verilator keeps a long one a loop (the unfolded
+    # digits BNN built in 99 s so; as a generate block per lane its C++ was 21 MB, over 25 minutes)
     comb = [
-        "  genvar p, gs;",
+        "  genvar gs;",
         "  generate",
         "    for (gs = 0; gs < SIMD; gs = gs + 1) begin : input_bits",
         f"      assign xneg[gs] = b_x[gs*{iw} + {iw - 1}];",
         f"      assign nz[gs] = b_x[gs*{iw} +: {iw}] != 0;",
         "    end",
-        "    for (p = 0; p < PE; p = p + 1) begin : pe",
-        f"      reg signed [{aw - 1}:0] psum, accp;",
-        f"      reg signed [{_clog2(simd + 1) + 1}:0] hits, terms;",
-        f"      reg signed [{tw - 1}:0] total;",
-        "      integer s;",
-        "      always @* begin",
-        "        psum = 0;",
-        "        hits = 0;",
-        "        terms = 0;",
+        "  endgenerate",
+        "  always @* begin",
+        "    for (p = 0; p < PE; p = p + 1) begin",
+        "      psum = 0;",
+        "      hits = 0;",
+        "      terms = 0;",
     ]
-    loop = ["        for (s = 0; s < SIMD; s = s + 1) begin", *["  " + t for t in term], "        end"]
+    loop = ["      for (s = 0; s < SIMD; s = s + 1) begin", *term, "      end"]
     if mode in ("xnor", "pm1"):
         # Verilator counts a word's ones in one instruction: the same count, a faster simulation
-        comb += ["`ifdef VERILATOR", *["  " + c for c in counted], "`else", *loop, "`endif"]
+        comb += ["`ifdef VERILATOR", *counted, "`else", *loop, "`endif"]
     else:
         comb += loop
     if psum is not None:
-        comb.append(f"        psum = {psum};")
+        comb.append(f"      psum = {psum};")
     comb += [
-        f"        accp = b_first ? psum : $signed(acc[p*{aw} +: {aw}]) + psum;" if sf > 1 else "        accp = psum;",
-        f"        total = {total};",
-        "      end",
-        f"      assign acc_next[p*{aw} +: {aw}] = accp;",
-        f"      assign fold_out[p*{ow} +: {ow}] = {cast_name}(total);",
+        f"      accp = b_first ? psum : $signed(acc[p*{aw} +: {aw}]) + psum;" if sf > 1 else "      accp = psum;",
+        f"      acc_next[p*{aw} +: {aw}] = accp;",
+        f"      total = {total};",
+        f"      fold_out[p*{ow} +: {ow}] = {cast_name}(total);",
         "    end",
-        "  endgenerate",
+        "  end",
     ]
     if nf > 1:
         comb += ["  always @* begin", "    res_next = res;", f"    res_next[b_nf*{pe * ow} +: {pe * ow}] = fold_out;", "  end"]
@@ -224,13 +221,16 @@ module {name} (
   reg [{nfb - 1}:0] b_nf;
   reg [{simd * iw - 1}:0] b_x;
   reg [{word_bits - 1}:0] b_w;
-  reg [{pe * aw - 1}:0] acc;
-  wire [{pe * aw - 1}:0] acc_next;
-  wire [{pe * ow - 1}:0] fold_out;
+  reg [{pe * aw - 1}:0] acc, acc_next;
+  reg [{pe * ow - 1}:0] fold_out;
   reg [{m * ow - 1}:0] res, res_next, out_r;
   reg out_valid_r;
   reg [{pe * bw - 1}:0] bias_row;
   wire [{simd - 1}:0] xneg, nz;  // one fold's input signs, and which inputs are not 0
+  reg signed [{aw - 1}:0] psum, accp;
+  reg signed [{_clog2(simd + 1) + 1}:0] hits, terms;
+  reg signed [{tw - 1}:0] total;
+  integer p, s;
 
   wire a_last = busy && nf == NF - 1 && sf == SF - 1;
   wire stall = b_valid && b_done && out_valid_r && !out_ready;

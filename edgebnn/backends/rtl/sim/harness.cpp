@@ -114,7 +114,12 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
   uint32_t rng = stall_seed;
   *first_in = -1;
   int64_t result = 0;
-  while (got < out_beats) {
+  // with taps, run on until every unit has sent its beats: a pool or a strided window may leave
+  // before the last positions of its input, which then arrive after the design's last output
+  int64_t taps_short = 0;
+  if (taps)
+    for (int i = 0; i < N_TAPS; i++) taps_short += n * TAPS[i].beats > 0;
+  while (got < out_beats || taps_short > 0) {
     if (cycle >= max_cycles) {
       result = -1;
       break;
@@ -134,7 +139,7 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
       if (sent == 0) *first_in = cycle;
       sent++;
     }
-    if (t->m_axis_tvalid && t->m_axis_tready) {
+    if (t->m_axis_tvalid && t->m_axis_tready && got < out_beats) {
       get_beat(t->m_axis_tdata, out + got * OUT.lanes, OUT);
       got++;
       if (got % OUT.beats == 0) done[got / OUT.beats - 1] = cycle;
@@ -144,6 +149,7 @@ extern "C" int64_t edgebnn_run(const char* memdir, int64_t n, const int64_t* in,
         if (tap_fire(t, i)) {
           if (tap_count[i] < n * TAPS[i].beats) tap_read(t, i, taps + tap_offset[i] + tap_count[i] * TAPS[i].lanes);
           tap_count[i]++;
+          if (tap_count[i] == n * TAPS[i].beats) taps_short--;
         }
       }
     }
