@@ -25,7 +25,7 @@ rate, and the rate per CPU-second of this process, which a shared machine's load
 lower), the Yosys counts on the xc7z020 (PYNQ-Z2; not placed, so the rate is given at the
 board's 100 MHz clock) and on the iCE40 UP5K (iCEBreaker; placed, Fmax from nextpnr), and LUT x
 cycles per sample. ``--no-synth`` skips the syntheses; ``--synth-max-lut`` skips those whose
-modelled xc7 LUT count is above it (a fully unrolled digits BNN takes Yosys ~400 CPU-s); a design
+modelled xc7 LUT count is above it (Yosys takes tens of minutes on a digits BNN); a design
 the cost model puts above 3x the iCE40's logic cells is not synthesized for it.
 """
 
