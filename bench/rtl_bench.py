@@ -5,7 +5,7 @@ simulation, nextpnr's Fmax on the iCE40), and the emulator = RTL simulation chec
 
     python bench/rtl_bench.py [--work /tmp/edgebnn-rtl-bench] [--models digits_bnn,binary_cnn]
         [--folding full --folding 8x16 --folding auto:pynq-z2 --folding auto:icebreaker]
-        [--flows xilinx,ice40] [--no-synth] [--synth-max-lut 20000] [--timeout 1800]
+        [--flows xilinx,ice40] [--no-synth] [--synth-max-lut 20000] [--timeout 3600]
         [--epochs 5] [--repeat 3] [--json results.json]
 
 Each model is trained once (``--epochs``, a few suffice for hardware numbers) and frozen into
@@ -25,7 +25,7 @@ rate, and the rate per CPU-second of this process, which a shared machine's load
 lower), the Yosys counts on the xc7z020 (PYNQ-Z2; not placed, so the rate is given at the
 board's 100 MHz clock) and on the iCE40 UP5K (iCEBreaker; placed, Fmax from nextpnr), and LUT x
 cycles per sample. ``--no-synth`` skips the syntheses; ``--synth-max-lut`` skips those whose
-modelled xc7 LUT count is above it (a fully unrolled digits BNN takes Yosys ~400 CPU-s); a design
+modelled xc7 LUT count is above it (Yosys takes tens of minutes on a digits BNN); a design
 the cost model puts above 3x the iCE40's logic cells is not synthesized for it.
 """
 
@@ -36,6 +36,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import statistics
 import sys
 import time
@@ -309,7 +310,7 @@ def main(argv=None) -> int:
     p.add_argument("--flows", default="xilinx,ice40", help="synthesis flows (default xilinx,ice40)")
     p.add_argument("--no-synth", action="store_true", help="skip every synthesis")
     p.add_argument("--synth-max-lut", type=int, help="skip syntheses of designs the cost model puts above this many xc7 LUT")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds per tool run (default 1800)")
+    p.add_argument("--timeout", type=float, default=3600, help="wall seconds per tool run (default 3600)")
     p.add_argument("--epochs", type=int, default=5, help="training epochs the first time (default 5)")
     p.add_argument("--repeat", type=int, default=3, help="timed simulation runs per design (default 3)")
     p.add_argument("--json", help="write the results to this JSON file")
@@ -322,6 +323,11 @@ def main(argv=None) -> int:
     if any(f not in BOARDS for f in flows):
         p.error(f"--flows takes {', '.join(BOARDS)}")
     specs = args.folding or ["full", "8x16", "auto:pynq-z2", "auto:icebreaker"]
+    bad = [f for f in specs if not re.fullmatch(r"full|example|\d+x\d+|auto:[\w.-]+(:[\d.]+)?|\{.*\}", f)]
+    if bad:
+        p.error(f"folding {', '.join(map(repr, bad))} is none of full, example, PExSIMD, auto:BOARD[:LIMIT] or a JSON mapping")
+    if args.epochs < 1 or args.repeat < 1:
+        p.error("--epochs and --repeat must be at least 1")
     if args.json and not pathlib.Path(args.json).resolve().parent.is_dir():
         p.error(f"--json: the folder of {args.json} does not exist")
     work = pathlib.Path(args.work)
