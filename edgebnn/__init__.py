@@ -133,28 +133,50 @@ def _register_with_keras() -> None:
     from . import constraints, layers, optimizers, quantizers  # noqa: F401 - they register themselves with Keras
 
 
+def _importing_edgebnn(but: str = "") -> bool:
+    """One of edgebnn's modules (other than ``but``) is being imported: registering then would
+    import the layers in the middle of it (an import circle)."""
+    return any(
+        getattr(getattr(m, "__spec__", None), "_initializing", False)
+        for name, m in list(_sys.modules.items())
+        if name.startswith(f"{__name__}.") and name != but
+    )
+
+
 class _WhenKerasLoads:
     """Registers edgebnn's objects with Keras once Keras is imported, so that ``import edgebnn``
     then ``keras.models.load_model(...)`` loads a saved model as larq's layers load after
-    ``import larq``, while ``import edgebnn`` itself imports no Keras: a finder asked for
-    ``keras`` once, which lets the other finders find it and runs the registration after the
-    module's own code."""
+    ``import larq``, while ``import edgebnn`` itself imports no Keras. A finder that lets the
+    other finders find ``keras`` and edgebnn's submodules and, after each one's own code ran,
+    registers once Keras is there and no edgebnn module is half imported (Keras imported by
+    one of edgebnn's modules registers when the outermost of them is done)."""
+
+    def __init__(self):
+        self._finding = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "keras":
+        if self._finding or not (name == "keras" or name.startswith(f"{__name__}.")):
             return None
-        _sys.meta_path.remove(self)
-        spec = _importlib_util.find_spec(name)
+        self._finding = True
+        try:
+            spec = _importlib_util.find_spec(name)
+        finally:
+            self._finding = False
         loader = getattr(spec, "loader", None)
         if loader is not None and hasattr(loader, "exec_module"):
             run = loader.exec_module
 
             def exec_module(module):
                 run(module)
-                _register_with_keras()
+                self.register(module.__name__)
 
             loader.exec_module = exec_module  # this spec's loader only
         return spec
+
+    def register(self, done: str = "") -> None:
+        if self in _sys.meta_path and "keras" in _sys.modules and not _importing_edgebnn(but=done):
+            _sys.meta_path.remove(self)
+            _register_with_keras()
 
 
 if _sys.modules.get("keras") is not None:  # Keras is loaded already: register edgebnn's objects with it

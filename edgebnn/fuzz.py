@@ -1310,13 +1310,19 @@ def adversarial_bn(acc_values: np.ndarray, rng, epsilon: float = 1e-3) -> list[n
 # ------------------------------------------------------------------------------- checks
 
 
+# the batch sizes at which check compares Keras's predict with the emulator (XLA compiles a
+# matrix-vector product at 1 differently), then None: eager model(x), Keras's path without XLA
+KERAS_BATCHES = (1, 7, 32, None)
+
+
 def check(
     case: Case, io_type: str | None = None, workdir: str | os.PathLike | None = None, target: dict | None = None
 ) -> Outcome:
-    """Freeze, save/load, emulate, compare with Keras at batch sizes 1 and 32, and with
-    ``io_type`` also export and C-simulate, with the export options ``target`` (backend,
-    strategy, reuse_factor; random ones from the case's seed when None, see
-    :func:`random_target`); never raises for what the model does."""
+    """Freeze, save/load, emulate, compare with Keras (predict at batch sizes 1, 7 and 32, and
+    eager ``model(x)``: :data:`KERAS_BATCHES`), and with ``io_type`` also export and
+    C-simulate, with the export options ``target`` (backend, strategy, reuse_factor; random
+    ones from the case's seed when None, see :func:`random_target`); never raises for what the
+    model does."""
     out = Outcome(case.seed, "ok", csim=io_type, layers=case.layers, target=target)
     try:
         _check(case, io_type, workdir, out)
@@ -1371,12 +1377,16 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
         graph.save(path)
         graph = Graph.load(path)
         emu = emulate(graph, case.x)
-        for batch in (1, 32):
-            ker = keras_model.predict(case.x, batch_size=batch, verbose=0)
+        for batch in KERAS_BATCHES:  # predict at each batch size, then eager model(x) (None)
+            if batch is None:
+                ker = np.asarray(keras_model(case.x, training=False))
+            else:
+                ker = keras_model.predict(case.x, batch_size=batch, verbose=0)
             if not np.array_equal(np.asarray(ker, dtype=np.float64).reshape(emu.shape), emu):
                 report = verify(case.model, graph, case.x, keras_output=ker)
                 first = report.first_mismatches[0] if report.first_mismatches else None
-                text = f"Keras (batch {batch}) vs emulator: {report.keras_vs_emulator} samples differ"
+                path = "eager model(x)" if batch is None else f"batch {batch}"
+                text = f"Keras ({path}) vs emulator: {report.keras_vs_emulator} samples differ"
                 if first:
                     text += f"; first at node {first.layer!r} (from {first.source}), sample {first.sample}"
                 if _explained(first, report.caveats):

@@ -334,3 +334,36 @@ def test_first_input_quantizer_that_is_not_a_plain_conversion_is_named():
     model = small("ste_sign", first="quantized_tanh(4)")
     with pytest.raises(FreezeError, match=r"its input_quantizer quantized_tanh\(4\) gives grid values, not the plain"):
         freeze(model)
+
+
+def test_batchnorm_under_xla_follows_predict_and_the_caveat_says_so(xla_allowed):
+    """Keras's own BatchNormalization under XLA is one fused multiply-add, eager model(x) a
+    rounded product and sum: at accumulator values on the moving mean the sign after it differs.
+    The deployed model follows model.predict under XLA at every batch size (which verify
+    compares against); where eager Keras differs, the xla_fma caveat names the node and says
+    which path the deployed model follows."""
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            QuantDense(6, input_quantizer="quantized_bits(4, 3)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            keras.layers.BatchNormalization(epsilon=0.1, name="bn"),
+            QuantActivation("ste_sign", name="q"),
+        ]
+    )
+    rng = np.random.default_rng(5)
+    model.layers[0].kernel.assign(rng.choice([-1.0, 1.0], size=(8, 6)).astype("float32"))
+    gamma = np.float32([0.1, 0.3, 0.7, 1.3, 0.37, 3.1])
+    model.layers[1].set_weights([gamma, np.zeros(6, "float32"), np.float32([3, -5, 1, 7, -2, 0]), np.float32([1.0] * 6)])
+    model.compile(jit_compile=True)
+    x = rng.integers(-8, 8, size=(2000, 8)).astype("float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FreezeWarning)
+        graph = freeze(model)
+    emu = emulate(graph, x)
+    for batch in (1, 7, 32):
+        assert np.array_equal(np.asarray(model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu), batch
+    eager_differs = not np.array_equal(np.asarray(model(x), dtype=np.float64), emu)
+    caveats = [c for c in graph.meta["keras_caveats"] if c["kind"] == "xla_fma"]
+    assert bool(caveats) == eager_differs
+    for c in caveats:
+        assert c["node"] == "q" and "the deployed model follows model.predict under XLA" in c["reason"]
