@@ -366,7 +366,11 @@ def test_config_schema_is_json_schema_of_every_section_and_key():
 @pytest.mark.parametrize(
     "quantizer, says",
     [
-        ("ste_sgn", "model[0].QuantDense.input_quantizer: unknown quantizer 'ste_sgn'; known: approx_sign, binary,"),
+        (
+            "ste_sgn",
+            "model[0].QuantDense.input_quantizer: unknown quantizer 'ste_sgn' (did you mean 'ste_sign'?); "
+            "known: approx_sign, binary,",
+        ),
         (
             "quantized_bits(8, 0, keep_neg=False)",
             "model[0].QuantDense.input_quantizer: quantizer 'quantized_bits(8, 0, keep_neg=False)': got an unexpected "

@@ -656,10 +656,11 @@ def test_internal_error_is_one_line_with_its_own_code(monkeypatch, capsys):
         ({"mismatches": {"a": 0, "b": 1}, "resources": {"fits": False}}, EXIT_MISMATCH),  # a mismatch wins
     ],
 )
-def test_run_exit_code(monkeypatch, summary, code):
+def test_run_exit_code(monkeypatch, tmp_path, summary, code):
     pipeline = importlib.import_module("edgebnn.pipeline")
     monkeypatch.setattr(pipeline, "run", lambda *args, **kwargs: summary)
-    assert cli.main(["run", "c.yaml", "-o", "out"]) == code
+    cfg = write_config(tmp_path)  # checked before the run starts: it must exist, and the output must not
+    assert cli.main(["run", str(cfg), "-o", str(tmp_path / "out")]) == code
 
 
 # ------------------------------------------------------------ interrupts and signals

@@ -73,7 +73,8 @@ def test_an_unknown_board_names_the_config_file_and_key(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(config))
     assert cli.main(["train", str(cfg), "-o", str(tmp_path / "run")]) == EXIT_USER_ERROR
     line = one_line_error(capsys)
-    assert line.startswith(f"edgebnn: error: {cfg}: key 'board': unknown board 'pynq-z3'; known boards are "), line
+    expected = f"edgebnn: error: {cfg}: key 'board': unknown board 'pynq-z3' (did you mean 'pynq-z2'?); known boards are "
+    assert line.startswith(expected), line
     assert sorted(os.listdir(tmp_path)) == ["quick.yaml"]
 
 

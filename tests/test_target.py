@@ -90,5 +90,5 @@ def test_a_board_may_be_given_by_name_as_export_and_estimate_take_it():
     by_name = Target(board="pynq-z2", io_type="io_stream")
     assert by_name == Target(board=load_board("pynq-z2"), io_type="io_stream")
     assert (by_name.clock_ns, by_name.device_part) == (10.0, "xc7z020clg400-1")
-    with pytest.raises(BoardError, match=r"^unknown board 'pynq-z3'; known boards are .*pynq-z2"):
+    with pytest.raises(BoardError, match=r"^unknown board 'pynq-z3' \(did you mean 'pynq-z2'\?\); known boards are .*pynq-z2"):
         Target(board="pynq-z3")
