@@ -633,7 +633,7 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
 
     from . import forms, quantizers
     from .fixed import FixedType
-    from .layers import QuantActivation
+    from .layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 
     rng = np.random.default_rng([seed, 5])
     first, input_type = layers[0], None
@@ -649,6 +649,9 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
         else:
             input_type = str(hw.type)
             text[0] += f"  # no input_quantizer: freeze(input_type={input_type!r})"
+            if type(first) in (QuantDense, QuantConv1D, QuantConv2D) and np.random.default_rng([seed, 11]).random() < 0.5:
+                first.kernel_quantizer = None  # a float stem: freeze(data=x) calibrates it
+                text[0] += "; float kernel: freeze(data=x) calibrates it"
     elif getattr(first, "input_quantizer", None) is not None and r < 0.26:
         hw = quantizers.get(in_q).hardware()
         if isinstance(hw, forms.Fixed):  # a leading quantizer that is no plain conversion, on the given type
@@ -1348,6 +1351,7 @@ def _runtime_error_text(err: BaseException) -> str:
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     from .emulate import emulate
     from .freeze import freeze, keras_logits, keras_reference
+    from .freeze.calibrate import float_layers
     from .freeze.passes import thresholds
     from .graph import Graph
     from .verify import verify
@@ -1355,8 +1359,15 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     bisected = np.random.default_rng([case.seed, 10]).random() < BISECTED  # thresholds by bisection where monotone
     with warnings.catch_warnings(), thresholds.bisecting() if bisected else contextlib.nullcontext():
         warnings.simplefilter("ignore")
+        # a float layer is calibrated on the case's inputs; the bound is loose: an untrained
+        # model's predictions sit on a knife's edge, and exactness, not accuracy, is checked here
+        calibrated = {"data": case.x, "max_accuracy_drop": 100.0} if float_layers(case.model) else {}
         graph = freeze(
-            case.model, strip_softmax=case.strip_softmax, input_type=case.input_type, output_quantizer=case.output_quantizer
+            case.model,
+            strip_softmax=case.strip_softmax,
+            input_type=case.input_type,
+            output_quantizer=case.output_quantizer,
+            **calibrated,
         )
     out.ops = sorted({node.op for node in graph.nodes})
     out.forms = quantizer_forms(case.model) + front_forms(case)
@@ -1439,10 +1450,12 @@ def front_forms(case: Case) -> list[str]:
     C-simulations cover like quantizer forms."""
     import keras
 
+    from .freeze.calibrate import float_layers
     from .layers import QuantActivation
 
     found = ["input: input_type"] if case.input_type else []
     found += ["output: output_quantizer"] if case.output_quantizer else []
+    found += ["layer: float weights calibrated (freeze data=)"] if float_layers(case.model) else []
     for layer in case.model.layers:
         if isinstance(layer, keras.layers.Flatten | keras.layers.Reshape | keras.layers.Dropout):
             found.append(f"input: {type(layer).__name__} first")
