@@ -29,7 +29,8 @@ out of range.
 
 The chain models also take the input's type as QKeras and larq users give it (:func:`_front_door`):
 a leading ``QuantActivation`` instead of the first layer's ``input_quantizer``, a float first
-layer frozen with ``input_type=`` (the inputs then on its grid), the data in another shape with a
+layer frozen with ``input_type=`` (the inputs then on its grid; sometimes with float weights too,
+which ``freeze(data=)`` calibrates on the inputs), the data in another shape with a
 leading ``Flatten`` / ``Reshape`` (and ``Dropout``); QKeras's names (``QDense`` with a quantizer as
 its ``activation=``, ``QActivation``), quantizers written with ``alpha=1``, and kernels whose codes
 all round to zero. Each comes from a random stream of its own, so the models of earlier seeds
