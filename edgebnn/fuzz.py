@@ -29,7 +29,8 @@ out of range.
 
 The chain models also take the input's type as QKeras and larq users give it (:func:`_front_door`):
 a leading ``QuantActivation`` instead of the first layer's ``input_quantizer``, a float first
-layer frozen with ``input_type=`` (the inputs then on its grid), the data in another shape with a
+layer frozen with ``input_type=`` (the inputs then on its grid; sometimes with float weights too,
+which ``freeze(data=)`` calibrates on the inputs), the data in another shape with a
 leading ``Flatten`` / ``Reshape`` (and ``Dropout``); QKeras's names (``QDense`` with a quantizer as
 its ``activation=``, ``QActivation``), quantizers written with ``alpha=1``, and kernels whose codes
 all round to zero. Each comes from a random stream of its own, so the models of earlier seeds
@@ -635,7 +636,7 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
 
     from . import forms, quantizers
     from .fixed import FixedType
-    from .layers import QuantActivation
+    from .layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 
     rng = np.random.default_rng([seed, 5])
     first, input_type = layers[0], None
@@ -651,6 +652,9 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
         else:
             input_type = str(hw.type)
             text[0] += f"  # no input_quantizer: freeze(input_type={input_type!r})"
+            if type(first) in (QuantDense, QuantConv1D, QuantConv2D) and np.random.default_rng([seed, 11]).random() < 0.5:
+                first.kernel_quantizer = None  # a float stem: freeze(data=x) calibrates it
+                text[0] += "; float kernel: freeze(data=x) calibrates it"
     elif getattr(first, "input_quantizer", None) is not None and r < 0.26:
         hw = quantizers.get(in_q).hardware()
         if isinstance(hw, forms.Fixed):  # a leading quantizer that is no plain conversion, on the given type
@@ -1356,6 +1360,7 @@ def _runtime_error_text(err: BaseException) -> str:
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     from .emulate import emulate
     from .freeze import freeze, keras_logits, keras_reference
+    from .freeze.calibrate import float_layers
     from .freeze.passes import thresholds
     from .graph import Graph
     from .verify import verify
@@ -1363,8 +1368,15 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
     bisected = np.random.default_rng([case.seed, 10]).random() < BISECTED  # thresholds by bisection where monotone
     with warnings.catch_warnings(), thresholds.bisecting() if bisected else contextlib.nullcontext():
         warnings.simplefilter("ignore")
+        # a float layer is calibrated on the case's inputs; the bound is loose: an untrained
+        # model's predictions sit on a knife's edge, and exactness, not accuracy, is checked here
+        calibrated = {"data": case.x, "max_accuracy_drop": 100.0} if float_layers(case.model) else {}
         graph = freeze(
-            case.model, strip_softmax=case.strip_softmax, input_type=case.input_type, output_quantizer=case.output_quantizer
+            case.model,
+            strip_softmax=case.strip_softmax,
+            input_type=case.input_type,
+            output_quantizer=case.output_quantizer,
+            **calibrated,
         )
     out.ops = sorted({node.op for node in graph.nodes})
     out.forms = quantizer_forms(case.model) + front_forms(case)
@@ -1491,10 +1503,12 @@ def front_forms(case: Case) -> list[str]:
     C-simulations cover like quantizer forms."""
     import keras
 
+    from .freeze.calibrate import float_layers
     from .layers import QuantActivation
 
     found = ["input: input_type"] if case.input_type else []
     found += ["output: output_quantizer"] if case.output_quantizer else []
+    found += ["layer: float weights calibrated (freeze data=)"] if float_layers(case.model) else []
     for layer in case.model.layers:
         if isinstance(layer, keras.layers.Flatten | keras.layers.Reshape | keras.layers.Dropout):
             found.append(f"input: {type(layer).__name__} first")

@@ -282,7 +282,7 @@ def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, inp
     from .calibrate import _split_data, calibrate, twin
 
     x, _ = _split_data(data)
-    calibration = calibrate(model, data, max_drop)
+    calibration = calibrate(model, data, max_drop, _input_type(input_type))
     reference = model if calibration is None else twin(model, calibration.layers)
     lines = [] if calibration is None else calibration.lines()
     kwargs = {"input_type": input_type, "output_quantizer": output_quantizer}

@@ -201,13 +201,13 @@ class _Specs:
     """The quantizers of the model's float layers at given widths, their ranges measured on
     the inputs ``x`` once."""
 
-    def __init__(self, model, x):
+    def __init__(self, model, x, input_type: FixedType | None = None):
         self.layers = float_layers(model)
         self.inputs = {}
         for layer in self.layers:
             if not _reads_grid(layer):
                 self.inputs[layer.name] = keras.Model(model.inputs, layer.input).predict(x, verbose=0)
-        self.data_type = propose_input_type(x)
+        self.data_type = input_type or propose_input_type(x)
 
     def widths(self, bits: int) -> dict:
         """Every tensor of every layer at ``bits``: {name: {"kernel": b[, "input": b]}}."""
@@ -251,13 +251,14 @@ def _exact_widths(specs: _Specs, bits: dict, name: str, drop, max_drop: float) -
     return best[1]
 
 
-def calibrate(model, data, max_drop: float = 0.5) -> Calibration | None:
+def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None = None) -> Calibration | None:
     """Quantizers for ``model``'s float layers (:func:`float_layers`) from ``data`` (inputs, or
     ``(inputs, labels)``): from 16 bits everywhere, each tensor in turn (a layer's kernel, then
     its input) takes the fewest bits (binary search down to 2, the others at their choice so far)
     whose twin stays within ``max_drop`` points of the float model's accuracy. The choice must
     leave each layer's sums within float32's exact integers (Keras then computes them exactly).
-    None when the model has no float layer."""
+    ``input_type`` is the model input's type when given to freeze (else the data's). None when
+    the model has no float layer."""
     found = float_layers(model)
     if not found:
         return None
@@ -268,7 +269,7 @@ def calibrate(model, data, max_drop: float = 0.5) -> Calibration | None:
     labelled = y is not None
     labels = y if labelled else np.argmax(np.asarray(float_out).reshape(len(x), -1), axis=-1)
     acc_float = _accuracy(float_out, labels)
-    specs = _Specs(model, x)
+    specs = _Specs(model, x, input_type)
 
     trying = twin(model, specs(specs.widths(MAX_BITS)))
 
