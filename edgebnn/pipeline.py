@@ -105,7 +105,9 @@ def format_rtl_summary(summary: dict[str, Any]) -> str:
             f"DSP {rtl['dsp']}{pct('dsp')}, BRAM {rtl['bram']}{pct('bram')}"
         )
         if rtl.get("fmax_mhz") is not None:
-            lines.append(f"    Fmax {rtl['fmax_mhz']:.1f} MHz (placed and routed by nextpnr)")
+            clock = rtl.get("clock_mhz")
+            short = f"; below the board's {clock:g} MHz clock" if clock and rtl["fmax_mhz"] < clock else ""
+            lines.append(f"    Fmax {rtl['fmax_mhz']:.1f} MHz (placed and routed by nextpnr{short})")
     if rtl.get("cycles_per_sample") is not None:
         rate = rtl.get("samples_per_s")
         lines.append(

@@ -1212,7 +1212,7 @@ def write_summary(run: RunFolder, config) -> dict[str, Any]:
             samples=v["samples"],
             accuracy_keras=v["accuracy"]["keras"],
             accuracy_emulator=v["accuracy"]["emulator"],
-            accuracy_deployed=v["accuracy"]["csim"],
+            accuracy_deployed=v["accuracy"].get("rtl" if is_rtl(config) else "csim"),
             mismatches=v["mismatches"],
             first_mismatches=v["first_mismatches"],
             stream_leftovers=v["stream_leftovers"],
