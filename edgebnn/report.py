@@ -241,6 +241,17 @@ def _read_yaml(path: pathlib.Path):
         return None
 
 
+def _unfinished_training(run: pathlib.Path) -> dict[str, Any] | None:
+    """The run folder's training that stopped before its last epoch (see
+    :meth:`edgebnn.runfolder.RunFolder.unfinished_training`), or None."""
+    from .runfolder import RunFolder
+
+    try:
+        return RunFolder(run).unfinished_training()
+    except EdgebnnError:
+        return None
+
+
 class _Unreadable(Exception):
     """A file of the run folder that exists but cannot be read (the section says so)."""
 
@@ -249,6 +260,13 @@ def _section(run: pathlib.Path, shown: str, key: str, make) -> dict[str, Any]:
     file = FILE_OF[key]
     stage = STAGE_OF[key]
     if not (run / file).exists():
+        unfinished = _unfinished_training(run) if key == "training" else None
+        if unfinished is not None:  # a training stopped part way: how far it got, and the command that goes on
+            return {
+                "status": "not run yet",
+                "note": f"stopped after epoch {unfinished['epoch']} of {unfinished['epochs']}; its last checkpoint is kept: "
+                f"resume with `{unfinished['resume']}`",
+            }
         return {"status": "not run yet", "note": f"not run yet: `edgebnn {stage} {shown}` makes {file}"}
     try:
         return {"status": "ok", **make(run)}

@@ -127,6 +127,14 @@ def assert_refusals_keep_the_work(run, config, resume):
     code, out, _ = cli_run(["report", str(run)])  # what the run got to, and how to go on
     assert code == EXIT_OK
     assert f"its training stopped after epoch {completed_epoch(run)} of {EPOCHS}: continue it with `{resume}`" in out, out
+    training = json.loads((run / "report.json").read_text())["sections"]["training"]  # and report.html says so too
+    assert training["note"] == (
+        f"stopped after epoch {completed_epoch(run)} of {EPOCHS}; its last checkpoint is kept: resume with `{resume}`"
+    )
+    assert (
+        f"stopped after epoch {completed_epoch(run)} of {EPOCHS}; its last checkpoint is kept"
+        in (run / "report.html").read_text()
+    )
     assert checkpoint_snapshot(run) == before
     assert not (run / "model.keras").exists()
 
