@@ -174,7 +174,7 @@ class _WhenKerasLoads:
         return spec
 
     def register(self, done: str = "") -> None:
-        if self in _sys.meta_path and "keras" in _sys.modules and not _importing_edgebnn(but=done):
+        if self in _sys.meta_path and _sys.modules.get("keras") is not None and not _importing_edgebnn(but=done):
             _sys.meta_path.remove(self)
             _register_with_keras()
 

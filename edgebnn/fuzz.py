@@ -282,7 +282,12 @@ BISECTED = 0.3
 QBATCHNORMS = 0.15  # how often a plain BatchNormalization becomes QKeras's QBatchNormalization
 OUTPUT_QUANTIZERS = 0.4  # how often a model ending with a BatchNormalization is frozen with an output_quantizer
 # the forms drawn from the side stream [seed, 8] (and [seed, 9]); off, a seed builds the model it built before them
-SIDE_FORMS = ("SAME_POOLS", "ZERO_BIASES", "FUSED_BATCHNORMS", "QKERAS_ACTIVATIONS", "QBATCHNORMS", "OUTPUT_QUANTIZERS")
+SIDE_FORMS = (
+    "SAME_POOLS", "ZERO_BIASES", "FUSED_BATCHNORMS", "QKERAS_ACTIVATIONS", "QBATCHNORMS", "OUTPUT_QUANTIZERS", "FLOAT_STEMS",
+)  # fmt: skip
+# how often a float first layer (no input_quantizer, a given input_type) has float weights too, which
+# freeze calibrates on the case's inputs (the stream [seed, 11])
+FLOAT_STEMS = 0.5
 
 
 @contextlib.contextmanager
@@ -652,7 +657,7 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
         else:
             input_type = str(hw.type)
             text[0] += f"  # no input_quantizer: freeze(input_type={input_type!r})"
-            if type(first) in (QuantDense, QuantConv1D, QuantConv2D) and np.random.default_rng([seed, 11]).random() < 0.5:
+            if type(first) in (QuantDense, QuantConv1D, QuantConv2D) and np.random.default_rng([seed, 11]).random() < FLOAT_STEMS:
                 first.kernel_quantizer = None  # a float stem: freeze(data=x) calibrates it
                 text[0] += "; float kernel: freeze(data=x) calibrates it"
     elif getattr(first, "input_quantizer", None) is not None and r < 0.26:
