@@ -31,7 +31,9 @@ counts under every family it has: the published figures are whole designs) and b
 medians, and how many of its figures lie inside intervals derived from the other repositories'
 rows), and how many figures lie inside the shipped intervals
 (``edgebnn.estimate.intervals``). ``--intervals`` also prints the intervals these rows give, in
-that module's form.
+that module's form. Rows whose ``held_back`` column is 1 get their own medians (overall and by
+design size) right after the per-row table and are left out of every summary after it and of
+``--intervals``: no constant or interval was set from them.
 
 Resources are compared with post-synthesis utilization (``vsynth_*``, BRAM tiles x 2 =
 BRAM18) where the row has it, latency and II with the HLS report (``latency_max``,
@@ -457,6 +459,7 @@ def compare(row: dict, est) -> dict:
         "name": row["short_name"],
         "group": row["replicate_group"] or row["short_name"],
         "source": row["source_repo"],
+        "held_back": (row.get("held_back") or "").strip() == "1",
         "tool": f"{row['hls_tool']} {row['hls_version']}",
         "est": mine,
         "vsynth": vs,
@@ -529,6 +532,18 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         for rid, name, why in skipped:
             p(f"{rid:>3} {name:<34} {why}")
     p("")
+    held_back = [r for r in results if r["held_back"]]
+    if held_back:
+        # rows marked held_back=1 were added after the model's constants were set and are used for
+        # nothing but this check: every summary below this block is over the other rows
+        p(f"held-back rows (held_back=1; no constant or interval was set from them): {_medians(held_back)}")
+        for lo, hi, label in SIZES:
+            rs = [r for r in held_back if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
+            if rs:
+                p(f"  held back, {label:<15} {_medians(rs)}")
+        p(f"  held back, inside the shipped intervals: {coverage(held_back)}")
+        results = [r for r in results if not r["held_back"]]
+        p(f"the summaries below are over the {len(results)} rows not held back")
     n_v = sum(r["vsynth"]["LUT"] is not None for r in results)
     lat_ok = sum(r["ok_t"]["latency"] for r in results)
     ii_ok = sum(r["ok_t"]["II"] for r in results)
@@ -677,7 +692,7 @@ def run(csv_path: str, out=sys.stdout, builder=None, intervals: bool = False):
         results.append(compare(row, estimate_row(design, graph)))
     print_report(results, skipped, out)
     if intervals:
-        print("INTERVALS = " + repr(derive_intervals(results)), file=out)
+        print("INTERVALS = " + repr(derive_intervals([r for r in results if not r["held_back"]])), file=out)
     return results, skipped
 
 
