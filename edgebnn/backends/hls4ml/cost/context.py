@@ -113,7 +113,9 @@ class ModelConstants:
     # layer function, and "rom" = cycles of a table (BRAM ROM) read. Vivado HLS (2019-2020)
     # chains hls4ml's layers inside the top pipeline (boundary 0); Vitis HLS (2020.2+) keeps each
     # layer a pipelined function with registered I/O and a slower, more conservative operator
-    # library (the CSV's Vitis HLS 2021.1 designs take about 3x the cycles of Vivado HLS ones).
+    # library (the CSV's Vitis HLS 2021.1 designs, all on a DSP48E1 part, take about 3x the
+    # cycles of Vivado HLS ones). On DSP48E2 parts the Vitis operators are Vivado HLS's: the CSV's
+    # Vitis HLS 2022.2 UltraScale+ build (row 103) has 1-cycle dense layers at 5 ns, as Vivado HLS.
     timing_ns: Mapping = dataclasses.field(
         default_factory=lambda: {
             "vivado_hls": {
@@ -122,7 +124,7 @@ class ModelConstants:
             },
             "vitis_hls": {
                 "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
-                "DSP48E2": {"add": 1.4, "dsp_mult": 5.0, "lut_mult": 1.8, "compare": 1.0, "layer": 2.5, "rom": 2},
+                "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 2.5, "rom": 2},
             },
         }
     )
