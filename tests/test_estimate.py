@@ -749,6 +749,10 @@ def test_conv2d_io_stream_line_buffers():
     lines = (3 - 1) * 3 * 8  # (kh - 1) * C shift registers of Wx bits, 5 deep
     assert r.detail["line_buffer_lut"] == lines * math.ceil(5 / CONSTANTS.srl_bits_per_lut)
     assert r.ii == 6 * 5 and r.bram18 == 0  # one input pixel per cycle
+    # the pixel and stride counters (pX, pY, sX, sY: C ints), an adder and a compare each per bit
+    assert r.detail["window_counter_lut"] == 4 * 32 * 2
+    par = row(estimate(g, "pynq-z2", io_type="io_parallel"), "conv")
+    assert "window_counter_lut" not in par.detail
     wide, _ = conv_graph(h=4, w=CONSTANTS.line_buffer_srl_max_depth + 1, sign=False)
     rw = row(estimate(wide, "pynq-z2", io_type="io_stream"), "conv")
     assert rw.bram18 > 0 and rw.detail["line_buffer_lut"] == 0

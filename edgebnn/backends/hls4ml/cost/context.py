@@ -103,6 +103,12 @@ class ModelConstants:
     # this depth, BRAM18 beyond (Vivado maps long shift registers to memory)
     srl_bits_per_lut: int = 32
     line_buffer_srl_max_depth: int = 128
+    # io_stream 2-D windows (conv2d and pooling, nnet_conv_stream.h / nnet_pooling_stream.h): the
+    # pixel and stride counters pX, pY, sX, sY are C ints, each an increment, a wrap select and
+    # its compares; HLS's expression tables of CSV rows 19/20 list four 32-bit adders, two
+    # 32-bit selects and about six 32-bit compares per such layer
+    stream_window_counters: int = 4
+    stream_counter_bits: int = 32
     # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
     lut_scale: float = 1.0
     ff_scale: float = 1.0
