@@ -3,12 +3,12 @@
     python bench/validate_estimates.py [CSV] [--intervals]
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
-architecture the deployment graph can express (chains of Dense, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, Flatten, relu and a final softmax; :func:`parse_architecture`
+architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
+pointwise Conv2D, MaxPool2D, an io_parallel GlobalMaxPool1D, Flatten, relu and a final softmax; :func:`parse_architecture`
 reads both spellings the table uses and checks every size against the chain), the design is
 rebuilt through the public API: a Keras model of that architecture and precision
-(``QuantDense`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
-quantizers, ``MaxPooling2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
+(``QuantDense`` / ``QuantConv1D`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
+quantizers, ``MaxPooling2D``, ``GlobalMaxPooling1D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
 ``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
 reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
 value that snaps to exactly those), io_type, clock and the types hls4ml built it with
@@ -138,6 +138,22 @@ def parse_architecture(text: str) -> list[tuple]:
             _check(token, _shape(args["out"]) + (f,) if "out" in args else None, out)
             steps.append(("dwconv2d" if depthwise else "conv2d", (h, w, c), out, {"k": (kh, kw), "s": stride}))
             shape = out
+        elif m := re.fullmatch(r"Conv1D\((.*)\)", token):
+            args = dict(a.strip().split("=", 1) for a in m[1].split(","))
+            given_in = _shape(args["in"]) if "in" in args else None
+            if given_in is not None and shape is not None and given_in != shape:
+                raise NotCovered(f"{token}: the row's in={args['in']} is not what the chain before it gives ({shape})")
+            length, c = given_in or cur()
+            k, stride, f = int(args["k"]), int(args.get("s", 1)), int(args["f"])
+            same = args.get("pad", "valid") == "same"
+            out = (-(-length // stride) if same else (length - k) // stride + 1, f)
+            _check(token, (int(args["out"]), f) if "out" in args else None, out)
+            steps.append(("conv1d", (length, c), out, {"k": k, "s": stride, "same": same}))
+            shape = out
+        elif m := re.fullmatch(r"GlobalMaxPool1D\(in=(\d+x\d+)\)", token):
+            _check(token, _shape(m[1]), cur())
+            steps.append(("gmaxpool1d", shape, (shape[-1],)))
+            shape = (shape[-1],)
         elif m := re.fullmatch(r"MaxPool(?:2D)?\(?(\d+)x(\d+)(?:,in=(\d+x\d+x\d+))?\)?", token):
             if m[3]:
                 _check(token, _shape(m[3]), cur())
@@ -167,13 +183,15 @@ def parse_architecture(text: str) -> list[tuple]:
     return steps
 
 
-WEIGHTED = ("dense", "conv2d", "dwconv2d")
+WEIGHTED = ("dense", "conv1d", "conv2d", "dwconv2d")
 
 
 def n_weights_of(step: tuple) -> int:
     kind = step[0]
     if kind == "dense":
         return step[1] * step[2]
+    if kind == "conv1d":
+        return step[3]["k"] * step[1][1] * step[2][1]
     kh, kw = step[3]["k"]
     return kh * kw * step[1][2] * (1 if kind == "dwconv2d" else step[2][2])
 
@@ -182,13 +200,15 @@ def kernel_shape(step: tuple) -> tuple[int, ...]:
     kind = step[0]
     if kind == "dense":
         return (step[1], step[2])
+    if kind == "conv1d":
+        return (step[3]["k"], step[1][1], step[2][1])
     kh, kw = step[3]["k"]
     return (kh, kw, step[1][2], 1 if kind == "dwconv2d" else step[2][2])
 
 
 def family(steps: list[tuple]) -> str:
     """The op family a design is grouped under: "conv" when it has a convolution, else "dense"."""
-    return "conv" if any(s[0] in ("conv2d", "dwconv2d") for s in steps) else "dense"
+    return "conv" if any(s[0] in ("conv1d", "conv2d", "dwconv2d") for s in steps) else "dense"
 
 
 def _zeros(text: str, n_weights: int) -> tuple[int, bool]:
@@ -215,6 +235,8 @@ def _rf_requested(rfs: list[int], steps: list[tuple], strategy: str) -> int:
     for s in steps:
         if s[0] == "dense":
             shapes.append((s[1], s[2]))
+        elif s[0] == "conv1d":
+            shapes.append((s[3]["k"] * s[1][1], s[2][1]))
         elif s[0] in ("conv2d", "dwconv2d"):
             kh, kw = s[3]["k"]
             shapes.append((kh * kw * s[1][2], s[2][2]))  # the im2col unit (a depthwise one: its full kernel)
@@ -250,6 +272,11 @@ def design_of(row: dict) -> dict:
     zeros, approx = _zeros(row["n_zero_weights"], n_weights)
     notes = row.get("notes", "")
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
+    if row["io_type"] == "io_stream" and any(kind == "gmaxpool1d" for kind, *_ in steps):
+        # hls4ml's GlobalPooling1D (stream) keeps a running max per channel; edgebnn exports a
+        # global pool as a Pooling1D over the whole length (a window of every position), so the
+        # rebuild would not be the published hardware
+        raise NotCovered("io_stream GlobalMaxPool1D: edgebnn exports a whole-length Pooling1D, not hls4ml's running max")
     if any(kind == "softmax" for kind, *_ in steps[:-1]):
         raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
     return {
@@ -334,7 +361,7 @@ def build_graph(design: dict, weights: list[np.ndarray]):
 
     import edgebnn  # noqa: F401  (registers the layers)
     from edgebnn.freeze import freeze
-    from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense, QuantDepthwiseConv2D
+    from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D
 
     def qbits(t):
         signed, width, integer = t
@@ -356,6 +383,11 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             }
             if kind == "dense":
                 layer = QuantDense(step[2], kernel_quantizer=qbits(wtype), **common)
+            elif kind == "conv1d":
+                padding = "same" if step[3]["same"] else "valid"
+                layer = QuantConv1D(
+                    step[2][1], step[3]["k"], strides=step[3]["s"], padding=padding, kernel_quantizer=qbits(wtype), **common
+                )
             elif kind == "conv2d":
                 layer = QuantConv2D(step[2][2], step[3]["k"], strides=step[3]["s"], kernel_quantizer=qbits(wtype), **common)
             else:
@@ -377,6 +409,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
         elif kind == "flatten":
             layers.append(keras.layers.Flatten(name=f"flatten{i}"))
+        elif kind == "gmaxpool1d":
+            layers.append(keras.layers.GlobalMaxPooling1D(name=f"gmaxpool{i}"))
         else:
             raise NotCovered(f"step {kind} has no rebuild")
     model = keras.Sequential(layers)
@@ -537,6 +571,10 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         # rows marked held_back=1 were added after the model's constants were set and are used for
         # nothing but this check: every summary below this block is over the other rows
         p(f"held-back rows (held_back=1; no constant or interval was set from them): {_medians(held_back)}")
+        for fam, ops in OP_FAMILIES.items():
+            rs = [r for r in held_back if any(op in ops for op in r["ops"])]
+            if rs:
+                p(f"  held back, {fam:<15} {_medians(rs)}")
         for lo, hi, label in SIZES:
             rs = [r for r in held_back if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
             if rs:
