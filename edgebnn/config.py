@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from .data import DATASETS
 from .errors import EdgebnnError, did_you_mean
+from .training.data import DATASETS
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
 SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
@@ -494,7 +494,7 @@ _LAYER_BASE_KWARGS = {"name", "dtype", "trainable"}
 def _layer_classes() -> dict[str, type]:
     import keras
 
-    from . import layers as q
+    from .training import layers as q
 
     return {
         "QuantDense": q.QuantDense,
@@ -607,7 +607,7 @@ def _check_layer(spec, where: str) -> None:
             shown = sorted(allowed - _KERAS_INTERNALS)
             hint = hint or did_you_mean(key, shown)
             raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(shown)}")
-    from . import quantizers
+    from .training import quantizers
 
     for key in QUANTIZER_KEYS:
         if isinstance(kwargs.get(key), str):
@@ -739,7 +739,7 @@ def build_model(config: dict[str, Any], input_shape):
 
 def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
     """The Keras layer of one layer spec at ``path`` (quantizers and constraints from their strings)."""
-    from . import constraints
+    from .training import constraints
 
     where = f"model[{path.replace('.', f'].{RESIDUAL}[')}].{cls_name}"
     kwargs = dict(kwargs)
@@ -765,7 +765,7 @@ def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
 
 
 def _quantizer(value, where):
-    from . import quantizers
+    from .training import quantizers
 
     try:
         return quantizers.get(value)

@@ -353,7 +353,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     """A random model of edgebnn layers (weights and statistics set, not trained) and inputs."""
     import keras
 
-    from .layers import QuantActivation, QuantConv2D, QuantDense
+    from .training.layers import QuantActivation, QuantConv2D, QuantDense
 
     _side_stream(seed)
     if seed % 3 == 2:  # a third of the models are 1-D
@@ -547,7 +547,7 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
     ``QBatchNormalization``. Edits ``layers`` and ``text``."""
     import keras
 
-    from .layers import QActivation, QDense, QuantActivation, QuantDense
+    from .training.layers import QActivation, QDense, QuantActivation, QuantDense
 
     rng = np.random.default_rng([seed, 7])
     i = 0
@@ -581,7 +581,7 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
 
 def _qbatchnorm(bn):
     """A ``QBatchNormalization`` (QKeras's default parameter quantizers) of ``bn``'s arguments."""
-    from .layers import QBatchNormalization
+    from .training.layers import QBatchNormalization
 
     return QBatchNormalization(axis=bn.axis, momentum=bn.momentum, epsilon=bn.epsilon, center=bn.center, scale=bn.scale)
 
@@ -591,7 +591,7 @@ def _foldable(layer, after) -> bool:
     of QKeras's defaults (last axis, scale and center): QKeras's fused layer can stand for both."""
     import keras
 
-    from .layers import QuantConv2D, QuantDense
+    from .training.layers import QuantConv2D, QuantDense
 
     return (
         type(layer) in (QuantDense, QuantConv2D)
@@ -605,7 +605,7 @@ def _foldable(layer, after) -> bool:
 
 def _fused(layer, bn):
     """QKeras's ``QDenseBatchnorm`` / ``QConv2DBatchnorm`` of a weighted layer and the BatchNorm after it."""
-    from .layers import QConv2DBatchnorm, QDenseBatchnorm, QuantDense
+    from .training.layers import QConv2DBatchnorm, QDenseBatchnorm, QuantDense
 
     common = dict(
         input_quantizer=layer.input_quantizer,
@@ -639,9 +639,10 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
     function making the model's inputs from inputs of ``shape``)."""
     import keras
 
-    from . import forms, quantizers
+    from . import forms
     from .fixed import FixedType
-    from .layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
+    from .training import quantizers
+    from .training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 
     rng = np.random.default_rng([seed, 5])
     first, input_type = layers[0], None
@@ -720,7 +721,7 @@ def _depthwise_conv(rng, cur, common, kernel, strides, padding, pad_values):
     block's kernel, strides, padding, ``pad_values``, quantizers and options (a dilation with
     strides too, which Keras allows for these layers): a function that adds the layer and returns
     the output shape."""
-    from .layers import QuantDepthwiseConv2D, QuantSeparableConv2D
+    from .training.layers import QuantDepthwiseConv2D, QuantSeparableConv2D
 
     if rng.random() > 0.35:
         return None
@@ -848,7 +849,7 @@ def _weighted_kernel(spatial: bool, kernel, c_in: int, units: int):
 
 def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use_bias=False):
     """A QuantConv2D ("same" padding, stride 1) or QuantDense layer."""
-    from .layers import QuantConv2D, QuantDense
+    from .training.layers import QuantConv2D, QuantDense
 
     common = dict(input_quantizer=iq, kernel_quantizer=kq, use_bias=use_bias, bias_quantizer=bias_q)
     if spatial:
@@ -861,7 +862,7 @@ def _requantize(rng, h, text: list[str], bn: bool = True, pool: bool = False):
     with ``pool`` a MaxPooling2D before the quantizer (freeze moves it after)."""
     import keras
 
-    from .layers import QuantActivation
+    from .training.layers import QuantActivation
 
     if bn:
         h = _apply(keras.layers.BatchNormalization(), h, text, "BatchNormalization()")
@@ -999,7 +1000,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
     sometimes a ``Flatten`` and a ``QuantDense`` at the end."""
     import keras
 
-    from .layers import QuantActivation, QuantConv1D, QuantDense
+    from .training.layers import QuantActivation, QuantConv1D, QuantDense
 
     rng = np.random.default_rng(seed)
     shape = (int(rng.integers(2, 17)), int(rng.integers(1, 4)))
@@ -1157,7 +1158,7 @@ def _power_of_two_window(line: str) -> bool:
 
 def _quantize_after(rng, cur, add) -> None:
     """End a real-valued tensor (a division by a window size) with a random QuantActivation."""
-    from .layers import QuantActivation
+    from .training.layers import QuantActivation
 
     q = _activation_quantizer(rng, cur[-1])
     add(QuantActivation(q), f"QuantActivation({q!r})")
@@ -1242,7 +1243,7 @@ def _args(kwargs) -> str:
 def _inputs(rng, in_q: str, shape, n: int) -> np.ndarray:
     """Inputs on the input grid, between grid points, exactly on ties, one float32 ulp around
     ties, and out of range."""
-    from . import quantizers
+    from .training import quantizers
 
     t = quantizers.get(in_q).hardware().type
     size = n * int(np.prod(shape))
@@ -1509,7 +1510,7 @@ def front_forms(case: Case) -> list[str]:
     import keras
 
     from .freeze.calibrate import float_layers
-    from .layers import QuantActivation
+    from .training.layers import QuantActivation
 
     found = ["input: input_type"] if case.input_type else []
     found += ["output: output_quantizer"] if case.output_quantizer else []
@@ -1769,7 +1770,7 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
 
 def load_failure(folder) -> Case:
     """The case saved by :func:`save_failure` (loaded with Keras ``safe_mode``)."""
-    from .layers import load_model
+    from .training.layers import load_model
 
     folder = pathlib.Path(folder)
     info = json.loads((folder / "outcome.json").read_text())

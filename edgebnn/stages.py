@@ -65,8 +65,8 @@ def run_config(run: RunFolder, layers: bool = True) -> dict[str, Any]:
 def load_data(config: dict[str, Any], where):
     """The configuration's data (:class:`edgebnn.data.Data`: train, validation, test), refused in
     one line naming the key."""
-    from .data import DataError
-    from .data import load_data as load
+    from .training.data import DataError
+    from .training.data import load_data as load
 
     try:
         return load(**config["data"])
@@ -76,7 +76,7 @@ def load_data(config: dict[str, Any], where):
 
 def _check_input_type(config: dict[str, Any], data, where) -> None:
     """The data lie on the grid of the configured input type (Keras reads them as they are)."""
-    from .data import DataError, check_on_grid
+    from .training.data import DataError, check_on_grid
 
     input_type = config["freeze"]["input_type"]
     if input_type is None:
@@ -163,7 +163,7 @@ def _check_rtl_untrained(model, input_type, config, where) -> None:
 def _check_labels(data, model, where) -> None:
     """The model's output is flat (one score per class, what the loss compares with a label) and
     every label is a class of the model (0 .. outputs - 1)."""
-    from .data import DataError, check_labels
+    from .training.data import DataError, check_labels
 
     shape = tuple(model.output_shape[1:])
     if len(shape) != 1:
@@ -210,10 +210,10 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     the data and their grid, the model's structure (it freezes and exports) and the reuse factors.
     Returns (board, target, data, model) with the model built, seeded, untrained."""
     from .backends.hls4ml import check_compiler, reuse
-    from .train import seed_everything
+    from .training.loop import seed_everything
 
     if config["train"].get("distribute") == "multi_worker":
-        from .distribute import strategy
+        from .training.distribute import strategy
 
         # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
         strategy("multi_worker", config["train"]["worker_timeout"])
@@ -245,7 +245,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
 def _train(model, data, config, checkpoint_dir, resume: bool, log):
     """edgebnn.train.train with the configuration's training keys, a progress bar per epoch on
     a terminal, and one log line per epoch at --verbose."""
-    from . import train as train_module
+    from .training import loop as train_module
 
     params = inspect.signature(train_module.train).parameters
     kwargs = {k: v for k, v in config["train"].items() if k in params}
@@ -423,7 +423,7 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
 def check_data_files(config: dict[str, Any], where) -> None:
     """The data section's arguments and files (they exist, with the right extension), without
     reading them."""
-    from .data import DataError, check_arguments
+    from .training.data import DataError, check_arguments
 
     try:
         check_arguments(**config["data"])
@@ -553,7 +553,7 @@ def _writes_run(config) -> bool:
     the chief (docs/distributed.md)."""
     if config["train"].get("distribute") != "multi_worker":
         return True
-    from .distribute import is_chief
+    from .training.distribute import is_chief
 
     return is_chief()
 
@@ -562,7 +562,7 @@ def _train_as_worker(model, data, config, run_path: pathlib.Path, checkpoints, l
     """A multi_worker task other than the chief: it trains in step with the others (resuming from
     the run folder's checkpoint when ``checkpoints`` is given) and writes nothing; the chief writes
     the run folder. Returns None (there is no run folder of its own)."""
-    from .distribute import tf_config
+    from .training.distribute import tf_config
 
     cluster = tf_config()
     task = cluster["task"]

@@ -142,7 +142,7 @@ __all__ = [
 
 def _output_quantizer(output_quantizer):
     """``output_quantizer`` as a quantizer; a bad one is a FreezeError."""
-    from .. import quantizers
+    from ..training import quantizers
 
     try:
         return quantizers.get(output_quantizer)

@@ -23,7 +23,7 @@ from types import ModuleType
 
 import keras
 
-from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
+from ...training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
 from ..items import FreezeError, Layer, Read, Wrote, where
 from . import (
     activation,

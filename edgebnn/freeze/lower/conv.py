@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from keras import ops
 
-from ...layers import _conv_input, _same_padding
+from ...training.layers import _conv_input, _same_padding
 from ..items import FreezeError, Step, where
 from . import weighted, zero_padding, zeropad1d
 

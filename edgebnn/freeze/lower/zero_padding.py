@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import keras
 
 from ...graph import pad2d_node
-from ...layers import _pad_input
+from ...training.layers import _pad_input
 from ..items import FreezeError, Layer, Step, where
 
 LABEL = "ZeroPadding2D"

@@ -25,8 +25,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .config import MONITORS, SCHEDULES, check_train
-from .errors import EdgebnnError
+from ..config import MONITORS, SCHEDULES, check_train
+from ..errors import EdgebnnError
 
 STATE_VERSION = 1
 
@@ -70,7 +70,7 @@ class _Progress:
         self.log = log
 
     def __call__(self, epoch: int, logs: dict) -> None:  # epoch: 0-based
-        from . import progress
+        from .. import progress
 
         every = 1 if progress.level() >= progress.VERBOSE else max(1, self.epochs // 10)
         if (epoch + 1) % every == 0 or epoch == 0 or epoch + 1 == self.epochs:
@@ -177,7 +177,7 @@ def learning_rate_schedule(
 
 # ---------------------------------------------------------------------- checks
 def _check_arguments(args: dict[str, Any]) -> None:
-    from .config import OPTIMIZERS, ConfigError, check_train
+    from ..config import OPTIMIZERS, ConfigError, check_train
 
     check_train(args, where="train()")
     if args["optimizer"] not in OPTIMIZERS:
@@ -200,7 +200,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
 
 
 def _early_stopping(value, validation) -> dict[str, Any] | None:
-    from .config import ConfigError
+    from ..config import ConfigError
 
     if value is None:
         return None
@@ -315,7 +315,7 @@ def _write_atomic(path: pathlib.Path, write: Callable[[pathlib.Path], None]) -> 
 
 
 def _write_checkpoint(folder: pathlib.Path, model, state: dict[str, Any], best: bool) -> None:
-    from .outputs import _signals_held
+    from ..outputs import _signals_held
 
     folder.mkdir(parents=True, exist_ok=True)
     with _signals_held():  # Ctrl-C between the files would pair a model with another epoch's state

@@ -35,7 +35,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from . import forms
+from .. import forms
 from . import quantizers as q
 
 

@@ -41,10 +41,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from . import forms
-from .errors import EdgebnnError, did_you_mean
-from .fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
-from .forms import INT2
+from .. import forms
+from ..errors import EdgebnnError, did_you_mean
+from ..fixed import OVERFLOW_MODES, ROUNDING_MODES, FixedType
+from ..forms import INT2
 
 _ALIASES: dict[str, type] = {}
 
