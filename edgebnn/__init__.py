@@ -120,6 +120,12 @@ _MOVED = {
     "train": "training.loop",
     "distribute": "training.distribute",
     "data": "training.data",
+    "config": "run.config",
+    "stages": "run.stages",
+    "runfolder": "run.runfolder",
+    "pipeline": "run.pipeline",
+    "report": "run.report",
+    "plots": "run.plots",
 }
 
 

@@ -62,7 +62,7 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
 def _check_config_first(path: str) -> None:
     """Refuse a configuration file's mistakes that need no Keras (every key but the layers'
     arguments) before TensorFlow's seconds of start-up; the stage checks it in full."""
-    from .config import load_config
+    from .run.config import load_config
 
     load_config(path, layers=False)
 
@@ -70,11 +70,11 @@ def _check_config_first(path: str) -> None:
 def _check_run_first(path: str, *needs: str) -> None:
     """Refuse a run folder that is missing, or lacks a current input of the stage (``needs``),
     before TensorFlow's seconds of start-up; the stage checks it again."""
-    from .runfolder import RunFolder
+    from .run.runfolder import RunFolder
 
     run = RunFolder.open(path)
     if needs:
-        from .stages import run_config
+        from .run.stages import run_config
 
         config = run_config(run, layers=False)  # the sections' digests, without Keras
         for name in needs:
@@ -82,11 +82,11 @@ def _check_run_first(path: str, *needs: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from .stages import check_train_first
+    from .run.stages import check_train_first
 
     if args.resume:
         if not os.path.isdir(args.output):
-            from .runfolder import RunFolderError
+            from .run.runfolder import RunFolderError
 
             raise RunFolderError(
                 f"run folder {args.output!r} does not exist, so there is no training to resume; start the run with "
@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
     else:
         check_train_first(args.config, args.output, force=args.force)
     _with_tensorflow(hls4ml=True)
-    from .pipeline import run
+    from .run.pipeline import run
 
     summary = run(args.config, args.output, force=args.force, log=progress.log, resume=args.resume)
     if summary is None:  # a multi_worker task other than the chief: the chief runs the later stages
@@ -110,8 +110,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_init(args) -> int:
-    from .config import starter_config
     from .outputs import check_output
+    from .run.config import starter_config
 
     text = starter_config(args.example)
     path = os.path.abspath(args.config)
@@ -132,11 +132,11 @@ def _stem(path: str) -> str:
 
 
 def cmd_train(args) -> int:
-    from .stages import check_train_first
+    from .run.stages import check_train_first
 
     check_train_first(args.source, args.output, force=args.force, resume=args.resume)
     _with_tensorflow()
-    from .stages import train_stage
+    from .run.stages import train_stage
 
     model = os.path.join(args.source, "model.keras") if args.output is None else None
     before = _modified(model)
@@ -160,7 +160,7 @@ def _modified(path: str | None) -> int | None:
 def cmd_freeze(args) -> int:
     _check_run_first(args.run, "model.keras")
     _with_tensorflow()
-    from .stages import freeze_stage
+    from .run.stages import freeze_stage
 
     graph = freeze_stage(args.run)
     progress.log(
@@ -173,7 +173,7 @@ def cmd_freeze(args) -> int:
 def cmd_export(args) -> int:
     _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import export_stage
+    from .run.stages import export_stage
 
     project = export_stage(args.run)
     progress.log(f"exported {project.path}; next: `edgebnn csim {args.run}`", at=progress.QUIET)
@@ -183,7 +183,7 @@ def cmd_export(args) -> int:
 def cmd_csim(args) -> int:
     _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import csim_stage
+    from .run.stages import csim_stage
 
     csim_stage(args.run)
     progress.log(f"next: `edgebnn verify {args.run}`", at=progress.NORMAL)
@@ -191,7 +191,7 @@ def cmd_csim(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    from .stages import synth_stage
+    from .run.stages import synth_stage
 
     synth_stage(args.run, timeout=args.timeout)
     progress.log(f"next: `edgebnn estimate {args.run}` (the cost model beside these counts) or `edgebnn report {args.run}`")
@@ -200,7 +200,7 @@ def cmd_synth(args) -> int:
 
 def cmd_verify(args) -> int:
     if args.require_csim:  # before the work: a gate that needs all three legs
-        from .runfolder import FILES, RunFolder, RunFolderError
+        from .run.runfolder import FILES, RunFolder, RunFolderError
 
         run = RunFolder.open(args.run)
         if not (run / FILES["csim"]).exists():
@@ -210,7 +210,7 @@ def cmd_verify(args) -> int:
             )
     _check_run_first(args.run, "model.keras", "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import verified, verify_stage
+    from .run.stages import verified, verify_stage
 
     result = verify_stage(args.run)
     mm = result["mismatches"]
@@ -233,8 +233,8 @@ def cmd_verify(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .runfolder import RunFolder
-    from .stages import report_stage
+    from .run.runfolder import RunFolder
+    from .run.stages import report_stage
 
     html, _ = report_stage(args.run, log=lambda msg: None)
     progress.log(f"wrote {html}", at=progress.QUIET)
@@ -258,14 +258,14 @@ def cmd_summary(args) -> int:
 
     source = args.source
     if os.path.isdir(source):
-        from .runfolder import RunFolder
-        from .stages import load_trained, run_config
+        from .run.runfolder import RunFolder
+        from .run.stages import load_trained, run_config
 
         run = RunFolder.open(source)
         model = load_trained(run, run_config(run))
     else:
-        from .config import build_model, load_config
-        from .stages import load_data
+        from .run.config import build_model, load_config
+        from .run.stages import load_data
 
         config = load_config(source)
         data = load_data(config, source)
@@ -327,15 +327,15 @@ def cmd_estimate(args) -> int:
         raise EdgebnnError(f"--margin must be a fraction >= 0 (0.1 for 10%), got {args.margin:g}")
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
-        from .config import hls_options
-        from .stages import estimate_stage, run_config
+        from .run.config import hls_options
+        from .run.stages import estimate_stage, run_config
 
         config = run_config(run, layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
             if isinstance(est, dict):  # an rtl run: its design's estimate (the hls4ml ones are in estimate.json)
-                from .stages import rtl_table
+                from .run.stages import rtl_table
 
                 print(rtl_table(est))
                 _write_estimates(results, args)
@@ -398,7 +398,7 @@ DEFAULT_LIMIT = 0.8
 def _run_folder(path: str):
     """The run folder at ``path`` (edgebnn's marker and config.yaml), else None."""
     from .outputs import MARKER
-    from .runfolder import RunFolder
+    from .run.runfolder import RunFolder
 
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.yaml")):
         return RunFolder.open(path)
@@ -422,7 +422,7 @@ def _write_estimates(results, args) -> None:
     import json
 
     if args.plot:
-        from .plots import utilization
+        from .run.plots import utilization
 
         _write_text(args.plot, utilization(results), "plot file")
         progress.log(f"wrote {args.plot}", at=progress.QUIET)
@@ -430,7 +430,7 @@ def _write_estimates(results, args) -> None:
         _write_text(args.json, json.dumps([e.to_dict() for e in results], indent=2) + "\n", "JSON file")
         progress.log(f"wrote {args.json}", at=progress.QUIET)
     if args.csv:
-        from .stages import estimates_csv
+        from .run.stages import estimates_csv
 
         _write_text(args.csv, estimates_csv(results), "CSV file")
         progress.log(f"wrote {args.csv}", at=progress.QUIET)

@@ -99,7 +99,7 @@ def test_the_configuration_reference_shows_every_key_of_every_section(site):
         if not (isinstance(model, type) and hasattr(model, "model_fields")):
             continue
         for key, spec in model.model_fields.items():
-            assert f'id="edgebnn.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
+            assert f'id="edgebnn.run.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
             assert spec.description and html.escape(spec.description, quote=False) in rendered, f"{section}.{key}"
 
 

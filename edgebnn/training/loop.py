@@ -25,8 +25,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from ..config import MONITORS, SCHEDULES, check_train
 from ..errors import EdgebnnError
+from ..run.config import MONITORS, SCHEDULES, check_train
 
 STATE_VERSION = 1
 
@@ -177,7 +177,7 @@ def learning_rate_schedule(
 
 # ---------------------------------------------------------------------- checks
 def _check_arguments(args: dict[str, Any]) -> None:
-    from ..config import OPTIMIZERS, ConfigError, check_train
+    from ..run.config import OPTIMIZERS, ConfigError, check_train
 
     check_train(args, where="train()")
     if args["optimizer"] not in OPTIMIZERS:
@@ -200,7 +200,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
 
 
 def _early_stopping(value, validation) -> dict[str, Any] | None:
-    from ..config import ConfigError
+    from ..run.config import ConfigError
 
     if value is None:
         return None
