@@ -126,6 +126,7 @@ _MOVED = {
     "pipeline": "run.pipeline",
     "report": "run.report",
     "plots": "run.plots",
+    "fuzz": "testing.fuzz",
 }
 
 
@@ -141,6 +142,10 @@ class _MovedModule:
 
     def exec_module(self, module):
         _sys.modules[module.__name__] = _importlib.import_module(self.home)
+
+    def get_code(self, name):
+        # ``python -m edgebnn.<old name>`` runs the module's home as the main module
+        return compile(f"import runpy\nrunpy.run_module({self.home!r}, run_name='__main__', alter_sys=True)", name, "exec")
 
 
 class _MovedModules:
