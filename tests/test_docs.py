@@ -23,7 +23,12 @@ API_OBJECTS = [
     ("api-backends.md", "edgebnn.estimate.estimate", "edgebnn/estimate/__init__.py", "estimate"),
     ("api-backends.md", "edgebnn.backends.hls4ml.exporter.export", "edgebnn/backends/hls4ml/exporter.py", "export"),
     ("api-backends.md", "edgebnn.backends.target.Target", "edgebnn/backends/target.py", "Target"),
-    ("api-quantizers.md", "edgebnn.training.quantizers.QuantizedBits", "edgebnn/training/quantizers.py", "QuantizedBits"),
+    (
+        "api-quantizers.md",
+        "edgebnn.training.quantizers.qkeras.QuantizedBits",
+        "edgebnn/training/quantizers/qkeras.py",
+        "QuantizedBits",
+    ),
 ]
 
 
