@@ -16,8 +16,9 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec, conv2d
+from . import conv2d
 from ._oned import as_2d, from_2d, row
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import check_conv_weights, conv_shape, convolve
 from .dense import dense_node
 from .input import input_node

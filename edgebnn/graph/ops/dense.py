@@ -10,7 +10,7 @@ import numpy as np
 
 from ...fixed import FixedType, dot_interval
 from ..node import Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import check_weights, weighted_sum
 
 

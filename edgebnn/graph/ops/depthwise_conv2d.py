@@ -20,7 +20,7 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import convolve
 from .conv2d import check_window, conv2d_node
 

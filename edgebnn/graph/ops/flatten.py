@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
 from ._pooling import pool_attrs, pooled_shape, windows
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

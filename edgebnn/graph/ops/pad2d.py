@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 
 
 def padded_shape(shape, padding) -> tuple[int, int, int]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import compact_dtype
 
 
