@@ -32,6 +32,12 @@ class OpSpec:
     ``rebuild(node, inputs, nodes)`` is the node as the op's builder ``<op>_node`` makes it from
     the node's weights, attrs and inputs (``nodes`` looks up any earlier node by name): the
     bounds it derives are the ones a loaded graph's stored bounds must equal.
+    ``lattice(node, source, lattice_of)``, when given, is the (base, step) per channel of the
+    node's reachable output codes (:mod:`edgebnn.graph.lattice`) from its inputs' (``source(name)``
+    the node of that name, ``lattice_of(node)`` its lattice); without it, every code.
+    ``windows(node, src)``, for an op computed over windows of its input (a convolution), is
+    (the node as a 2-D convolution, its source as 2-D, its full ``(kh, kw, C, F)`` kernel): what
+    the emulator's window kernel reads (:func:`edgebnn.emulate.sample_bytes` sizes it).
     """
 
     op: str
@@ -45,3 +51,5 @@ class OpSpec:
     describe: Callable[[Node], str] | None = None
     rebuild: Callable[[Node, list[Node], Nodes], Node] | None = None
     variadic: bool = False  # takes ``n_inputs`` or more inputs (a merge)
+    lattice: Callable[[Node, Callable[[str], Node], Callable[[Node], tuple]], tuple] | None = None
+    windows: Callable[[Node, Node], tuple[Node, Node, np.ndarray]] | None = None
