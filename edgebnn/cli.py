@@ -592,6 +592,17 @@ def _example(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: the options before a command, then each command with its own."""
+    p = _top_parser()
+    # before the command (edgebnn -q run ...) or after it
+    _verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_init, _add_train, _add_stages, _add_estimate, _add_report, _add_run, _add_summary, _add_boards):
+        add(sub)
+    return p
+
+
+def _top_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     p = _Parser(
@@ -605,32 +616,37 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"edgebnn {__version__}")
+    return p
 
-    def verbosity(parser, dest, verbose):
-        talk = parser.add_mutually_exclusive_group()
-        talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
-        talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    # before the command (edgebnn -q run ...) or after it
-    verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _verbosity(parser, dest, verbose) -> None:
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
+    talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    def command(name, func, help, example, description=None):
-        c = sub.add_parser(
-            name,
-            help=help,
-            description=description or help[0].upper() + help[1:] + ".",
-            epilog=example + "\n\n" + _exit_codes_text(name),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
-        c.set_defaults(func=func)
-        return c
 
-    def run_arg(c):
-        c.add_argument("run", metavar="RUN", help="a run folder made by `edgebnn train` (or `edgebnn run`)")
+def _command(sub, name, func, help, example, description=None):
+    """A command's parser: its help, description and example, its exit codes, -q and -v."""
+    c = sub.add_parser(
+        name,
+        help=help,
+        description=description or help[0].upper() + help[1:] + ".",
+        epilog=example + "\n\n" + _exit_codes_text(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
+    c.set_defaults(func=func)
+    return c
 
-    i = command(
+
+def _run_arg(c) -> None:
+    c.add_argument("run", metavar="RUN", help="a run folder made by `edgebnn train` (or `edgebnn run`)")
+
+
+def _add_init(sub) -> None:
+    """edgebnn init CONFIG.yaml"""
+    i = _command(
+        sub,
         "init",
         cmd_init,
         "write a commented starter configuration to edit",
@@ -640,7 +656,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--example", default=None, help="start from a configuration in examples/ (default: the digits BNN)")
     i.add_argument("--force", action="store_true", help="overwrite an existing file")
 
-    tr = command(
+
+def _add_train(sub) -> None:
+    """edgebnn train CONFIG.yaml -o RUN | RUN"""
+    tr = _command(
+        sub,
         "train",
         cmd_train,
         "train a configuration into a run folder (a checkpoint every epoch)",
@@ -662,51 +682,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
 
-    f = command(
+
+def _add_stages(sub) -> None:
+    """The stages after training, each on a run folder: freeze, export, csim, verify, synth."""
+    f = _command(
+        sub,
         "freeze",
         cmd_freeze,
         "freeze the trained model into integer/binary weights and fixed-point types (graph.npz)",
         _example("edgebnn freeze runs/digits"),
     )
-    run_arg(f)
-    x = command(
+    _run_arg(f)
+    x = _command(
+        sub,
         "export",
         cmd_export,
         "export the frozen graph as an hls4ml project (hls_project/), or as Verilog with backend rtl (rtl/)",
         _example("edgebnn export runs/digits"),
     )
-    run_arg(x)
-    c = command(
+    _run_arg(x)
+    c = _command(
+        sub,
         "csim",
         cmd_csim,
         "compile the exported project's C-simulation (or, backend rtl, its Verilator simulation) and run it on the "
         "test set (csim.npz, rtlsim.npz)",
         _example("edgebnn csim runs/digits"),
     )
-    run_arg(c)
-    v = command(
+    _run_arg(c)
+    v = _command(
+        sub,
         "verify",
         cmd_verify,
         "check Keras = emulator = C-simulation bit for bit on the test set (verify.json; exit 1 on a mismatch)",
         _example("edgebnn verify runs/digits", "edgebnn verify runs/digits --require-csim   # a CI gate: all three legs"),
     )
-    run_arg(v)
+    _run_arg(v)
     v.add_argument(
         "--require-csim",
         action="store_true",
         help="refuse (exit 2) when the C-simulation has not run, instead of verifying Keras = emulator alone",
     )
-    sy = command(
+    sy = _command(
+        sub,
         "synth",
         cmd_synth,
         "synthesize an rtl run's design with Yosys, and place and route it with nextpnr on iCE40/ECP5 (synth.json)",
         _example("edgebnn synth runs/digits_rtl"),
     )
-    run_arg(sy)
+    _run_arg(sy)
     sy.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="seconds each tool may run before it is stopped (default 3600)"
     )
-    e = command(
+
+
+def _add_estimate(sub) -> None:
+    """edgebnn estimate GRAPH|RUN and its what-if options"""
+    e = _command(
+        sub,
         "estimate",
         cmd_estimate,
         "estimate resources and latency of a frozen graph",
@@ -760,14 +793,24 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
     e.add_argument("--json", metavar="FILE.json", help="also write the estimates as JSON")
     e.add_argument("--csv", metavar="FILE.csv", help="also write the estimates as CSV (a row per node and board)")
-    rp = command(
+
+
+def _add_report(sub) -> None:
+    """edgebnn report RUN"""
+    rp = _command(
+        sub,
         "report",
         cmd_report,
         "write report.html (one self-contained page) and report.json",
         _example("edgebnn report runs/digits && chromium runs/digits/report.html"),
     )
-    run_arg(rp)
-    r = command(
+    _run_arg(rp)
+
+
+def _add_run(sub) -> None:
+    """edgebnn run CONFIG.yaml -o RUN: every stage"""
+    r = _command(
+        sub,
         "run",
         cmd_run,
         "train, freeze, export, C-simulate, verify, estimate and report one configuration",
@@ -789,7 +832,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the interrupted training of RUN from its last checkpoint, then run every later stage",
     )
 
-    sm = command(
+
+def _add_summary(sub) -> None:
+    """edgebnn summary RUN|CONFIG.yaml"""
+    sm = _command(
+        sub,
         "summary",
         cmd_summary,
         "per-layer precision, parameters per bit width and MACs of a run's model (or of a configuration's, untrained)",
@@ -798,10 +845,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("source", metavar="RUN|CONFIG.yaml", help="a run folder or a configuration file")
     sm.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    b = command("boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
-    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    return p
+def _add_boards(sub) -> None:
+    """edgebnn boards"""
+    b = _command(sub, "boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 # the signal that is unwinding the command and, on the command line, the stderr it set aside
