@@ -25,9 +25,9 @@ import numpy as np
 from keras import ops
 
 from .. import forms
-from .. import quantizers as qz
 from ..fixed import FixedType
-from ..layers import splits_input
+from ..training import quantizers as qz
+from ..training.layers import splits_input
 from .items import FloatOp, FreezeError, where
 
 # forms whose values are codes of their type: a weight tensor of one is integers on that grid
