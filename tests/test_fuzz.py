@@ -4,11 +4,13 @@ few C-simulations in io_parallel and io_stream. A long run is ``bench/fuzz.py``.
 import warnings
 
 import numpy as np
+import pytest
 from graphs import fuzz_cases
 
 from edgebnn import fuzz
 
 
+@pytest.mark.slow  # 36 models, minutes on 2 cores
 def test_fuzzed_models_agree_or_are_refused_in_one_sentence():
     summary = fuzz.run(models=36, seed=0)
     counts = summary.counts()
