@@ -3,8 +3,9 @@
 parameters).
 
 Tiers (markers registered in pyproject.toml): ``csim`` compiles C++ (an hls4ml C-simulation or the
-ap_fixed harness), ``train`` trains a model, ``slow`` takes long; the rest is the fast tier,
-``pytest -m "not csim and not train and not slow"``. The quick tier, ``pytest -m quick``, is
+ap_fixed harness), ``train`` trains a model, ``rtl`` runs the RTL backend's tools (a Verilator
+build, Yosys, nextpnr), ``slow`` takes long; the rest is the fast tier,
+``pytest -m "not csim and not train and not slow and not rtl"``. The quick tier, ``pytest -m quick``, is
 chosen here (:func:`pytest_collection_modifyitems`): every test function of the fast tier once
 (its first parametrization), the tests marked ``quick`` by hand, and in a module with neither
 its first test, so that every module is touched.
@@ -104,15 +105,59 @@ def pytest_configure(config):
 
     with _QuietStderr():
         import tensorflow  # noqa: F401
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # pytest-xdist: hand out the modules in the order chosen below
 
 
-HEAVY = ("csim", "train", "slow")
+HEAVY = ("csim", "train", "slow", "rtl")
+
+# The long modules of the whole suite (fuzz runs, Verilator builds, C-simulations, training), the
+# longest first. With ``-n 2 --dist loadfile`` pytest-xdist gives a worker the next module in
+# collection order as it runs out of work, and on its own orders the modules by their number of
+# tests, which left the fuzz and RTL modules (few tests, minutes each) to the end, one worker
+# running them alone. These go first and the short modules after (most tests first), so that the
+# two workers end together.
+LONGEST_FIRST = (
+    "tests/test_fuzz.py",
+    "tests/test_rtl_ops.py",
+    "tests/test_fuzz_runs.py",
+    "tests/test_hls_conv.py",
+    "tests/test_hls.py",
+    "tests/test_quantizer_rounding.py",
+    "tests/test_hls_stream.py",
+    "tests/test_train_resume.py",
+    "tests/test_report.py",
+    "tests/test_stage_freshness.py",
+    "tests/test_stages.py",
+    "tests/test_rtl_fuzz.py",
+    "tests/test_rtl_run.py",
+    "tests/test_rtl_synth.py",
+    "tests/test_rtl.py",
+    "tests/test_csim_cache.py",
+    "tests/test_conformance.py",
+    "tests/test_distribute.py",
+    "tests/test_cli.py",
+    "tests/freeze/test_calibrate.py",
+    "tests/test_interrupted_training.py",
+)
+
+
+def _module_order(items) -> list:
+    counts: dict = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        counts[module] = counts.get(module, 0) + 1
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    order = sorted(counts, key=lambda m: (rank.get(m, len(rank)), -counts[m] if m not in rank else 0))
+    position = {module: i for i, module in enumerate(order)}
+    return sorted(items, key=lambda item: position[item.nodeid.split("::")[0]])
 
 
 def pytest_collection_modifyitems(items):
     """A test that takes ``compiled`` (this fixture or a module's own of that name) needs a
     compiled C-simulation: it is in the csim tier without marking each one. Then the quick tier
-    is chosen (see the module docstring)."""
+    is chosen (see the module docstring), and the modules are ordered (see LONGEST_FIRST)."""
+    items[:] = _module_order(items)
     for item in items:
         if "compiled" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.csim)

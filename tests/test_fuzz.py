@@ -4,11 +4,13 @@ few C-simulations in io_parallel and io_stream. A long run is ``bench/fuzz.py``.
 import warnings
 
 import numpy as np
+import pytest
 from graphs import fuzz_cases
 
 from edgebnn import fuzz
 
 
+@pytest.mark.slow  # 36 models, minutes on 2 cores
 def test_fuzzed_models_agree_or_are_refused_in_one_sentence():
     summary = fuzz.run(models=36, seed=0)
     counts = summary.counts()
@@ -32,23 +34,27 @@ def test_generator_is_reproducible_and_inputs_hit_ties_and_range_ends():
     assert np.any(a.x > t.max) and np.any(a.x < t.min)  # out of range both ways
 
 
-def test_a_saved_failure_replays_to_the_same_outcome(tmp_path):
+@pytest.fixture(scope="module")
+def saved_seed_3(tmp_path_factory):
+    """(outcome, folder): the model of seed 3 checked and saved as a failure, once for the module."""
     case = fuzz.random_model(3)
     outcome = fuzz.check(case)
-    folder = fuzz.save_failure(case, outcome, tmp_path)
+    return outcome, fuzz.save_failure(case, outcome, tmp_path_factory.mktemp("saved"))
+
+
+def test_a_saved_failure_replays_to_the_same_outcome(saved_seed_3):
+    outcome, folder = saved_seed_3
     again = fuzz.check(fuzz.load_failure(folder))
     assert (again.status, again.message) == (outcome.status, outcome.message)
 
 
-def test_bench_replays_a_saved_failure_in_a_fresh_interpreter(tmp_path):
+def test_bench_replays_a_saved_failure_in_a_fresh_interpreter(saved_seed_3):
     """bench/fuzz.py --replay loads the model itself (edgebnn's Keras objects registered first)."""
     import os
     import subprocess
     import sys
 
-    case = fuzz.random_model(3)
-    outcome = fuzz.check(case)
-    folder = fuzz.save_failure(case, outcome, tmp_path)
+    outcome, folder = saved_seed_3
     bench = os.path.join(os.path.dirname(__file__), "..", "bench", "fuzz.py")
     proc = subprocess.run([sys.executable, bench, "--replay", str(folder)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == (0 if outcome.status in ("ok", "refused", "warned") else 1), proc.stderr[-2000:]
