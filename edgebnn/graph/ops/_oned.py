@@ -10,8 +10,28 @@ import dataclasses
 
 from ..node import Node
 
-# 1-D op -> its 2-D twin
-TWINS = {"conv1d": "conv2d", "maxpool1d": "maxpool2d", "avgpool1d": "avgpool2d", "sumpool1d": "sumpool2d", "zeropad1d": "pad2d"}
+
+def _kernel(attrs: dict, params: dict) -> None:
+    params["weight"] = params["weight"][None]
+    attrs.update(strides=[1, *attrs["strides"]], padding=[[0, 0], list(attrs["padding"])])
+
+
+def _padding(attrs: dict, params: dict) -> None:
+    attrs.update(padding=[[0, 0], list(attrs["padding"])])
+
+
+def _pool(attrs: dict, params: dict) -> None:
+    attrs.update(pool=[1, *attrs["pool"]], strides=[1, *attrs["strides"]])
+
+
+# 1-D op -> (its 2-D twin, what changes in the node's attrs and params, in place)
+TWINS = {
+    "conv1d": ("conv2d", _kernel),
+    "maxpool1d": ("maxpool2d", _pool),
+    "avgpool1d": ("avgpool2d", _pool),
+    "sumpool1d": ("sumpool2d", _pool),
+    "zeropad1d": ("pad2d", _padding),
+}
 
 
 def row(node: Node) -> Node:
@@ -25,14 +45,9 @@ def as_2d(node: Node) -> Node:
     [[0, 0], [left, right]]."""
     attrs = dict(node.attrs)
     params = dict(node.params)
-    if node.op == "conv1d":
-        params["weight"] = node.params["weight"][None]
-        attrs.update(strides=[1, *node.attrs["strides"]], padding=[[0, 0], list(node.attrs["padding"])])
-    elif node.op == "zeropad1d":
-        attrs.update(padding=[[0, 0], list(node.attrs["padding"])])
-    else:
-        attrs.update(pool=[1, *node.attrs["pool"]], strides=[1, *node.attrs["strides"]])
-    return dataclasses.replace(node, op=TWINS[node.op], shape=(1, *node.shape), params=params, attrs=attrs)
+    twin, lift = TWINS[node.op]
+    lift(attrs, params)
+    return dataclasses.replace(node, op=twin, shape=(1, *node.shape), params=params, attrs=attrs)
 
 
 def from_2d(node2: Node, op: str, attrs: dict, params: dict | None = None) -> Node:
