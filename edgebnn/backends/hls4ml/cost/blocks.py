@@ -201,6 +201,26 @@ def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_b
     }
 
 
+def _global_pool_stream(node: Node, src: Node, ctx: _Context, op_lut_per_bit: float, acc_bits: int, cycles: int) -> dict:
+    """io_stream ``GlobalPooling1D`` (``global_pooling1d_cl``, a 1-D pool over its whole input
+    that is flattened, ``ops._pooling.global1d``): one running value per channel in its
+    accumulator type (``data_window[C]``, ``C * acc_bits`` FFs), updated by one operator per
+    channel (``op_lut_per_bit`` LUTs per accumulator bit: compare and select, or an adder) as each
+    of the ``L`` input positions arrives, and the ``ReadInput`` loop's counter of
+    ``bit_length(L)`` bits (an increment and a compare): no window, no line buffer. ``II = L``,
+    latency ``L`` plus the operator's ``cycles`` and the one-packet write of the result."""
+    length, ch = int(src.shape[0]), int(node.shape[-1])
+    counter = length.bit_length()
+    c = ctx.c
+    return {
+        "units": ch,
+        "lut": math.ceil(ch * acc_bits * op_lut_per_bit + counter * (c.lut_per_adder_bit + c.lut_per_compare_bit)),
+        "ff": ch * acc_bits + counter,
+        "latency": length + cycles + 1,
+        "ii": length,
+    }
+
+
 def _fifo(depth: int, word_bits: int, c: ModelConstants) -> tuple[int, int, int]:
     """(LUT, FF, BRAM18) of an hls::stream FIFO ``depth`` words of ``word_bits`` deep: up to
     ``stream_fifo_register_depth`` words it is registers; up to ``stream_fifo_srl_max_depth``
