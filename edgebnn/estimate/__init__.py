@@ -29,7 +29,10 @@ from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, MULTI_INPUT, REFUSED,
 from edgebnn.backends.hls4ml.cost import softmax as _softmax
 from edgebnn.backends.hls4ml.cost.blocks import (
     _cap_dsp,
+    _channel_nodes,
+    _channels,
     _clone,
+    _dataflow,
     _live_outputs,
     _longest_path,
     _stream,
@@ -186,6 +189,9 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
     in_memory = frozenset(name for name, rf in rf_of.items() if strategy == "Resource" and rf > 1)
     live = ctx.memoized(("live", in_memory), lambda: _live_outputs(graph, strategy, rf_of))
     add_softmax = bool(softmax or (softmax is None and graph.meta.get("stripped_softmax")))
+    # io_parallel designs hls4ml makes a DATAFLOW region: a channel per element between layers
+    dataflow = io_type == "io_parallel" and ctx.memoized(("dataflow",), lambda: _dataflow(graph, strategy))
+    channels = ctx.memoized(("channels", add_softmax), lambda: _channel_nodes(graph, add_softmax)) if dataflow else frozenset()
     rows, warnings = [], []
     for node in graph.compute_nodes():
         if node.op in REFUSED:
@@ -205,6 +211,8 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
                 node = dataclasses.replace(node, attrs={**node.attrs, GLOBAL: True})
             said: list[str] = []
             row = COSTS[node.op](node, src, rf, ctx, widths, said, mask)
+            if dataflow:
+                row = _channels(row, node, src, ctx, widths, own=node.name in channels)
             return _stream(row, node, ctx, widths), tuple(said)
 
         row, said = ctx.memoized(key, row_of)
