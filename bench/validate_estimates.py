@@ -4,7 +4,7 @@
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
 architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, an io_parallel GlobalMaxPool1D, Flatten, relu and a final softmax; :func:`parse_architecture`
+pointwise Conv2D, MaxPool2D, GlobalMaxPool1D, Flatten, relu and a final softmax; :func:`parse_architecture`
 reads both spellings the table uses and checks every size against the chain), the design is
 rebuilt through the public API: a Keras model of that architecture and precision
 (``QuantDense`` / ``QuantConv1D`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
@@ -272,11 +272,6 @@ def design_of(row: dict) -> dict:
     zeros, approx = _zeros(row["n_zero_weights"], n_weights)
     notes = row.get("notes", "")
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
-    if row["io_type"] == "io_stream" and any(kind == "gmaxpool1d" for kind, *_ in steps):
-        # hls4ml's GlobalPooling1D (stream) keeps a running max per channel; edgebnn exports a
-        # global pool as a Pooling1D over the whole length (a window of every position), so the
-        # rebuild would not be the published hardware
-        raise NotCovered("io_stream GlobalMaxPool1D: edgebnn exports a whole-length Pooling1D, not hls4ml's running max")
     if any(kind == "softmax" for kind, *_ in steps[:-1]):
         raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
     return {

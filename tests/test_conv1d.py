@@ -124,9 +124,14 @@ def test_each_1d_op_gets_a_cost_row_like_its_2d_twin():
         assert rows["conv"].op == "conv1d" and rows["conv"].detail["kernel"] == [1, 3]
         assert rows["pool"].op == "maxpool1d" and rows["pool"].detail["comparators"] > 0
         assert rows["avg"].op == "avgpool1d" and rows["avg"].dsp == 0
-        pad = rows["pad"]  # no logic of its own; in io_stream its 7-deep FIFO is an SRL32, a LUT per bit of a word
-        fifo_lut = pad.detail["stream_fifo_bits"] // pad.detail["stream_fifo_depth"] if io_type == "io_stream" else 0
-        assert pad.op == "zeropad1d" and pad.lut == fifo_lut
+        # no logic of its own; in io_stream its 7-deep FIFO is an SRL32, a LUT per bit of a word; in
+        # io_parallel (a DATAFLOW design: it has convolutions) a channel per element of its array
+        pad = rows["pad"]
+        if io_type == "io_stream":
+            assert pad.lut == pad.detail["stream_fifo_bits"] // pad.detail["stream_fifo_depth"]
+        else:
+            assert pad.detail["dataflow_channels"] == 7 * 3 and pad.lut == pad.detail["dataflow_channel_lut"]
+        assert pad.op == "zeropad1d"
         assert rows["sum"].op == "sumpool1d" and rows["sum"].dsp == 0 and rows["sum"].detail["adder_levels"] == 2
 
 

@@ -725,14 +725,65 @@ def test_conv2d_is_one_im2col_dense_unit_per_output_pixel(rf):
     p = 6 * 5
     ii_u = max(u.ii, rf)
     mux = kh * kw * c * 8 * math.ceil((p - 1) / (CONSTANTS.mux_inputs_per_lut - 1))
-    assert r.dsp == u.dsp and r.lut == u.lut + mux and r.ff == u.ff + kh * kw * c * 8
+    # besides the unit and its window mux, the channels of its output array (a DATAFLOW design)
+    assert r.detail["dataflow_channels"] == p * f
+    assert r.dsp == u.dsp and r.lut == u.lut + mux + r.detail["dataflow_channel_lut"]
+    assert r.ff == u.ff + kh * kw * c * 8 + r.detail["dataflow_channel_ff"]
     assert r.ii == p * ii_u and r.latency == u.latency + (p - 1) * ii_u
     assert r.detail["im2col_mux"] == mux and r.detail["positions"] == p
-    # a flatten is wires; the threshold works per element with per-channel thresholds
+    # a flatten is wires (in place); the threshold works per element with per-channel thresholds
+    # and writes the output port (the array behind the final flatten: no channel)
     fl, th = row(est, "flat"), row(est, "sign")
     assert (fl.lut, fl.ff, fl.dsp, fl.latency) == (0, 0, 0, 0)
-    assert th.detail["live_comparators"] <= p * f and th.ff == p * f * 2
+    assert th.detail["live_comparators"] <= p * f and th.ff == p * f * 2 and "dataflow_channels" not in th.detail
     assert est.ii == r.ii and est.latency_cycles == sum(x.latency for x in est.rows)
+
+
+def _channel_cost(elements: int, bits: int) -> tuple[int, int]:
+    """(LUT, FF) of ``elements`` scalar DATAFLOW channels of ``bits``: a 2-deep FIFO in
+    registers, its read select and its control, as the estimator's constants say."""
+    c = CONSTANTS
+    lut = elements * (math.ceil(bits * c.dataflow_channel_lut_per_bit) + c.dataflow_channel_control_lut)
+    return lut, elements * (c.dataflow_channel_depth * bits + c.dataflow_channel_control_ff)
+
+
+def test_io_parallel_dataflow_has_a_fifo_channel_per_element_between_layers():
+    from graphs import merge3_graph
+
+    g = merge3_graph()  # convolutions of 9 output positions: hls4ml makes the top function DATAFLOW
+    rows = {r.name: r for r in estimate(g, "pynq-z2", io_type="io_parallel").rows}
+    for name in ("conv1", "thr1", "cast3", "conv2", "cast2"):
+        node = g[name]
+        elements = int(np.prod(node.shape))
+        assert rows[name].detail["dataflow_channels"] == elements
+        assert (rows[name].detail["dataflow_channel_lut"], rows[name].detail["dataflow_channel_ff"]) == _channel_cost(
+            elements, node.type.width
+        )
+    # a merge of n inputs is n - 1 two-input layers whose partial results are arrays too:
+    # add3 = (cast2 + thr1) + cast3: one partial of 3x3x3; cat = ((thr1, thr1), add3), cast2:
+    # partials of 3x3x6 and 3x3x9 besides its own 3x3x12
+    assert rows["add3"].detail["dataflow_channels"] == 27 + 27
+    assert rows["cat"].detail["dataflow_channels"] == 54 + 81 + 108
+    # the flatten is in place, the dense writes the output port
+    assert "dataflow_channels" not in rows["flat"].detail and "dataflow_channels" not in rows["dense"].detail
+    # the same design in io_stream has streams instead
+    assert not any("dataflow_channels" in r.detail for r in estimate(g, "pynq-z2", io_type="io_stream").rows)
+
+
+def test_dataflow_is_what_hls4ml_picks_convolutions_of_several_positions_or_resource():
+    mlp = binary_mlp()  # dense0 -> sign0 -> dense1 -> sign1 -> dense2
+    pipelined = estimate(mlp, "pynq-z2", io_type="io_parallel", strategy="Latency")
+    assert not any("dataflow_channels" in r.detail for r in pipelined.rows)  # one PIPELINE
+    resource = {r.name: r for r in estimate(mlp, "pynq-z2", io_type="io_parallel", strategy="Resource").rows}
+    assert {n for n, r in resource.items() if "dataflow_channels" in r.detail} == {"dense0", "sign0", "dense1", "sign1"}
+    # hls4ml's softmax after the last dense makes its array a channel too
+    with_softmax = {r.name: r for r in estimate(mlp, "pynq-z2", io_type="io_parallel", strategy="Resource", softmax=True).rows}
+    assert with_softmax["dense2"].detail["dataflow_channels"] == 4
+    # a convolution of one output position has n_partitions 1: no DATAFLOW under Latency
+    one, _ = conv_graph(h=3, w=3, padding=((0, 0), (0, 0)))
+    assert not any("dataflow_channels" in r.detail for r in estimate(one, "pynq-z2", io_type="io_parallel").rows)
+    many, _ = conv_graph()
+    assert "dataflow_channels" in row(estimate(many, "pynq-z2", io_type="io_parallel"), "conv").detail
 
 
 def test_conv2d_strides_shrink_the_pixel_loop_not_the_unit():
@@ -781,7 +832,8 @@ def test_maxpool_costs_comparators_and_no_dsp(io_type):
     assert r.dsp == 0 and r.op == "maxpool2d"
     per_window = 3  # 2*2 - 1 comparators of 8 bits
     comparators = (3 if io_type == "io_stream" else 3 * 3 * 3) * per_window
-    assert r.detail["comparators"] == comparators and r.detail["compare_levels"] == 2
+    # io_parallel: nnet::max's loop, a chain of 3 compare levels; io_stream: reduce's tree of 2
+    assert r.detail["comparators"] == comparators and r.detail["compare_levels"] == (2 if io_type == "io_stream" else 3)
     assert r.lut >= comparators * 8 * CONSTANTS.lut_per_compare_bit
     if io_type == "io_stream":
         assert r.detail["line_buffer_lut"] > 0 and r.ii == 36

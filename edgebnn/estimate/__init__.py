@@ -21,12 +21,23 @@ device's count and builds the rest from LUTs; the estimate then warns, keeps the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 
 from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, MULTI_INPUT, REFUSED, WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost import softmax as _softmax
-from edgebnn.backends.hls4ml.cost.blocks import _cap_dsp, _clone, _live_outputs, _longest_path, _stream, valid_reuse_factors
+from edgebnn.backends.hls4ml.cost.blocks import (
+    _cap_dsp,
+    _channel_nodes,
+    _channels,
+    _clone,
+    _dataflow,
+    _live_outputs,
+    _longest_path,
+    _stream,
+    valid_reuse_factors,
+)
 from edgebnn.backends.hls4ml.cost.context import (
     CONSTANTS,
     MULTIPLIERS,
@@ -35,6 +46,7 @@ from edgebnn.backends.hls4ml.cost.context import (
     ModelConstants,
     _Context,
 )
+from edgebnn.backends.hls4ml.ops._pooling import GLOBAL, global1d
 from edgebnn.backends.target import IO_TYPES, STRATEGIES, Target, hls_tool_family, make_target
 from edgebnn.boards import load_board, require_hls4ml
 from edgebnn.fixed import FixedType
@@ -176,6 +188,10 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
     rf_of = target.reuse_factors(graph)
     in_memory = frozenset(name for name, rf in rf_of.items() if strategy == "Resource" and rf > 1)
     live = ctx.memoized(("live", in_memory), lambda: _live_outputs(graph, strategy, rf_of))
+    add_softmax = bool(softmax or (softmax is None and graph.meta.get("stripped_softmax")))
+    # io_parallel designs hls4ml makes a DATAFLOW region: a channel per element between layers
+    dataflow = io_type == "io_parallel" and ctx.memoized(("dataflow",), lambda: _dataflow(graph, strategy))
+    channels = ctx.memoized(("channels", add_softmax), lambda: _channel_nodes(graph, add_softmax)) if dataflow else frozenset()
     rows, warnings = [], []
     for node in graph.compute_nodes():
         if node.op in REFUSED:
@@ -191,8 +207,12 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
         def row_of(node=node, rf=rf, mask=mask):
             srcs = graph.sources(node)
             src = srcs if node.op in MULTI_INPUT else srcs[0]
+            if global1d(node, srcs[0], graph.readers(node)):  # hls4ml's GlobalPooling1D, as export builds it
+                node = dataclasses.replace(node, attrs={**node.attrs, GLOBAL: True})
             said: list[str] = []
             row = COSTS[node.op](node, src, rf, ctx, widths, said, mask)
+            if dataflow:
+                row = _channels(row, node, src, ctx, widths, own=node.name in channels)
             return _stream(row, node, ctx, widths), tuple(said)
 
         row, said = ctx.memoized(key, row_of)
@@ -201,8 +221,7 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
         copies = sum(n.inputs.count(node.name) for n in graph.nodes)  # a merge of 3+ inputs may read it twice
         if io_type == "io_stream" and copies > 1:  # hls4ml's Clone copies the stream for each reader
             rows.append(_clone(node, copies, ctx, widths))
-    stripped = graph.meta.get("stripped_softmax")
-    if softmax or (softmax is None and stripped):
+    if add_softmax:
         # hls4ml gives the softmax the model's reuse factor (1 where it is set per node)
         model_rf = target.reuse_factor if isinstance(target.reuse_factor, int) else 1
         row = _softmax.cost(graph.compute_nodes()[-1], ctx, widths, softmax_implementation, model_rf)

@@ -1385,7 +1385,7 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
             **calibrated,
         )
     out.ops = sorted({node.op for node in graph.nodes})
-    out.forms = quantizer_forms(case.model) + front_forms(case)
+    out.forms = quantizer_forms(case.model) + front_forms(case) + export_forms(graph)
     if bisected and any(node.op == "threshold" for node in graph.nodes):
         out.forms.append("freeze: thresholds by bisection")
     keras_model, stripped = keras_reference(case.model, graph.meta)
@@ -1544,6 +1544,21 @@ def front_forms(case: Case) -> list[str]:
         + [f"layer: {name}(padding='same')" for name in sorted(same)]
         + [f"layer: {name}(strides != pool_size)" for name in sorted(strided)]
     )
+
+
+def export_forms(graph) -> list[str]:
+    """The ops that the hls4ml export builds as another layer than usual, as forms the
+    C-simulations cover: a 1-D pool over its whole input that only flattens read (a global pool
+    without ``keepdims``) is hls4ml's ``GlobalPooling1D`` (``"export: maxpool1d as
+    GlobalPooling1D"``), whose io_stream form keeps a running value per channel."""
+    from .backends.hls4ml.ops._pooling import global1d
+
+    found = set()
+    for node in graph.compute_nodes():
+        srcs = graph.sources(node)
+        if srcs and global1d(node, srcs[0], graph.readers(node)):
+            found.add(f"export: {node.op} as GlobalPooling1D")
+    return sorted(found)
 
 
 def random_target(rng, graph, io_type: str) -> dict:

@@ -1,6 +1,7 @@
 """The hls4ml model built from a deployment graph, and its check after hls4ml's flows.
 
-- :func:`hls_chain`: the nodes hls4ml gets (io_stream runs elementwise ops before a flatten; a
+- :func:`hls_chain`: the nodes hls4ml gets (a 1-D pool over its whole input that is flattened
+  is marked as hls4ml's ``GlobalPooling1D``; io_stream runs elementwise ops before a flatten; a
   merge of more than two inputs is a chain of two-input merges; an affine node that changes
   nothing is left out);
 - :func:`hls_names`: C-identifier layer names;
@@ -24,6 +25,7 @@ from ...graph.node import Nodes
 from ..target import Target
 from .ops import affine, flatten, lowering, source
 from .ops._merge import merge_steps
+from .ops._pooling import GLOBAL, global1d
 from .ops.common import check_packing, expect_precision, precision
 
 
@@ -57,7 +59,7 @@ def hls_chain(graph: Graph, io_type: str) -> Chain:
     an affine node that changes nothing (``affine.is_identity``: a float bias of zeros) is left
     out, its readers reading its input (hls4ml would fuse it away).
     """
-    graph = Chain(_without_identities(graph))
+    graph = Chain(_global_pools(graph, _without_identities(graph)))
     if io_type != "io_stream":
         return _split_merges(list(graph.nodes), io_type)
     readers = {n.name: len(graph.readers(n)) for n in graph.nodes}
@@ -111,6 +113,19 @@ def _without_identities(graph) -> list[Node]:
         else:
             nodes.append(node if inputs == node.inputs else dataclasses.replace(node, inputs=inputs))
     return nodes
+
+
+def _global_pools(graph, nodes: list[Node]) -> list[Node]:
+    """``nodes`` with each 1-D pool that hls4ml builds as ``GlobalPooling1D`` (``_pooling.global1d``:
+    a window of its whole input, read only by flattens) marked with the attr ``_pooling.GLOBAL``."""
+    chain = Chain(nodes)
+    out = []
+    for node in nodes:
+        srcs = chain.sources(node)
+        if srcs and global1d(node, srcs[0], chain.readers(node)):
+            node = dataclasses.replace(node, attrs={**node.attrs, GLOBAL: True})
+        out.append(node)
+    return out
 
 
 def _split_merges(nodes: list[Node], io_type: str, moved: frozenset[str] = frozenset()) -> Chain:

@@ -19,7 +19,9 @@
 * Reuse factors: hls4ml 1.3.0's valid ones for a Resource dense (:func:`valid_reuse_factors`,
   ``FPGABackend._validate_reuse_factor``) and its snapping of an invalid one to the nearest
   (:func:`_closest_reuse_factor`, ``get_closest_reuse_factor``).
-* Design-wide rules: io_stream FIFOs and stream reads/writes (:func:`_stream`), the logic
+* Design-wide rules: io_stream FIFOs and stream reads/writes (:func:`_stream`), io_parallel
+  DATAFLOW's channels between layers (:func:`_dataflow`, :func:`_channel_nodes`,
+  :func:`_channels`), the logic
   Vivado removes because nothing reads it (:func:`_live_outputs`), and Vivado's cap on DSP
   inference at the device's count (:func:`_cap_dsp`).
 """
@@ -37,6 +39,7 @@ from edgebnn.boards import Board
 from edgebnn.graph import Graph, Node
 from edgebnn.graph.ops._oned import as_2d, row
 
+from ..ops import affine, lowering
 from ..ops._merge import merge_steps
 from .context import ModelConstants, _Context
 from .row import LayerEstimate
@@ -201,6 +204,26 @@ def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_b
     }
 
 
+def _global_pool_stream(node: Node, src: Node, ctx: _Context, op_lut_per_bit: float, acc_bits: int, cycles: int) -> dict:
+    """io_stream ``GlobalPooling1D`` (``global_pooling1d_cl``, a 1-D pool over its whole input
+    that is flattened, ``ops._pooling.global1d``): one running value per channel in its
+    accumulator type (``data_window[C]``, ``C * acc_bits`` FFs), updated by one operator per
+    channel (``op_lut_per_bit`` LUTs per accumulator bit: compare and select, or an adder) as each
+    of the ``L`` input positions arrives, and the ``ReadInput`` loop's counter of
+    ``bit_length(L)`` bits (an increment and a compare): no window, no line buffer. ``II = L``,
+    latency ``L`` plus the operator's ``cycles`` and the one-packet write of the result."""
+    length, ch = int(src.shape[0]), int(node.shape[-1])
+    counter = length.bit_length()
+    c = ctx.c
+    return {
+        "units": ch,
+        "lut": math.ceil(ch * acc_bits * op_lut_per_bit + counter * (c.lut_per_adder_bit + c.lut_per_compare_bit)),
+        "ff": ch * acc_bits + counter,
+        "latency": length + cycles + 1,
+        "ii": length,
+    }
+
+
 def _fifo(depth: int, word_bits: int, c: ModelConstants) -> tuple[int, int, int]:
     """(LUT, FF, BRAM18) of an hls::stream FIFO ``depth`` words of ``word_bits`` deep: up to
     ``stream_fifo_register_depth`` words it is registers; up to ``stream_fifo_srl_max_depth``
@@ -258,6 +281,95 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
             "stream_array_bits": arrays,
             # dense(stream) writes its outputs only after its whole latency (Estimate.latency_cycles)
             "stream_writes_at_end": row.op == "dense",
+        },
+    )
+
+
+# hls4ml layer classes SetPipelineStyle counts as convolutions (Conv1D, Conv2D and their
+# subclasses that edgebnn's lowerings emit: pointwise, and depthwise and sum pools as Conv2D/Conv1D)
+_CONV_CLASSES = ("Conv1D", "Conv2D", "PointwiseConv1D", "PointwiseConv2D")
+
+
+def _dataflow(graph: Graph, strategy: str) -> bool:
+    """Whether hls4ml 1.3.0 makes an io_parallel design's top function a DATAFLOW region
+    (``SetPipelineStyle`` with its default ``auto`` style, which edgebnn's export keeps): when
+    one of its convolution layers has ``n_partitions != 1`` (its output positions over the
+    parallelization factor, 1 as edgebnn configures it: any convolution of more than one output
+    position), or when a layer uses the Resource strategy; else one pipeline (``PIPELINE``), in
+    which the arrays between layers are wires and registers already counted in the rows."""
+    if strategy == "Resource":
+        return True
+    for node in graph.compute_nodes():
+        if node.op in ("flatten", "reshape", "input"):
+            continue
+        if _positions(node) > 1 and lowering(node).hls_class(node) in _CONV_CLASSES:
+            return True
+    return False
+
+
+def _own_array(graph: Graph, node: Node) -> bool:
+    """The node's hls4ml layer writes an array of its own in io_parallel: not a flatten or
+    reshape (hls4ml's ``InplaceParallelReshape`` makes its output the array before it), not a
+    node the export leaves out (an identity cast, ``EliminateLinearActivation``; an identity
+    affine, ``affine.is_identity``)."""
+    srcs = graph.sources(node)
+    if not srcs:
+        return False
+    if node.op == "affine" and affine.is_identity(node, srcs[0]):
+        return False
+    layers = lowering(node).hls_layers(node, srcs[0], node.name, "io_parallel", False)
+    return any(cls != "Reshape" for _, cls, _ in layers)
+
+
+def _channel_nodes(graph: Graph, softmax: bool) -> frozenset[str]:
+    """The nodes whose output array is a channel between two DATAFLOW processes: every computed
+    node with an array of its own (:func:`_own_array`) except the one that writes the design's
+    output port (the last such node before the output; a channel too when hls4ml's softmax
+    follows it, ``softmax``)."""
+    own = [n for n in graph.compute_nodes() if _own_array(graph, n)]
+    if not softmax and own:
+        out = graph.output
+        while not _own_array(graph, out) and out.inputs:  # trailing flattens and identities
+            out = graph[out.inputs[0]]
+        own = [n for n in own if n.name != out.name]
+    return frozenset(n.name for n in own)
+
+
+def _channels(row: LayerEstimate, node: Node, src, ctx: _Context, widths, own: bool) -> LayerEstimate:
+    """io_parallel DATAFLOW: hls4ml partitions every array between layers completely
+    (``ARRAY_PARTITION complete``), so each of its elements is a scalar channel between the
+    process that writes it and the one that reads it, which the HLS tool builds as a FIFO of its
+    default depth ``dataflow_channel_depth`` (Vitis HLS ``config_dataflow -fifo_depth``, 2) and
+    the result width: ``SRL_SIG[depth]`` words behind a read select on the occupancy
+    (:func:`_fifo`: registers at depth 2, which Vivado does not map to an SRL;
+    ``dataflow_channel_lut_per_bit`` for the select), and the FIFO's control
+    (``dataflow_channel_control_ff`` / ``_lut``: occupancy counter, empty/full flags, the top
+    level's channel-write sync). The arrays are the node's output (``own``: see
+    :func:`_channel_nodes`) and a merge's partial results (``ops._merge.merge_steps``: a merge of
+    more than two inputs is a chain of two-input layers). Costed from the arrays' sizes and
+    types alone."""
+    arrays = [(int(np.prod(node.shape)), widths[node.name]["result"].width)] if own else []
+    if isinstance(src, list) and len(src) > 2:
+        arrays += [(int(np.prod(s.shape)), s.type.width) for s in merge_steps(node, src, "io_parallel")[:-1]]
+    if not arrays:
+        return row
+    c = ctx.c
+    lut = ff = bram = 0
+    for elements, bits in arrays:
+        fifo_lut, fifo_ff, fifo_bram = _fifo(c.dataflow_channel_depth, bits, c)
+        lut += elements * (fifo_lut + math.ceil(bits * c.dataflow_channel_lut_per_bit) + c.dataflow_channel_control_lut)
+        ff += elements * (fifo_ff + c.dataflow_channel_control_ff)
+        bram += elements * fifo_bram
+    return dataclasses.replace(
+        row,
+        lut=row.lut + lut,
+        ff=row.ff + ff,
+        bram18=row.bram18 + bram,
+        detail={
+            **row.detail,
+            "dataflow_channels": sum(e for e, _ in arrays),
+            "dataflow_channel_lut": lut,
+            "dataflow_channel_ff": ff,
         },
     )
 

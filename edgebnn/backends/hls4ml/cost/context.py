@@ -109,6 +109,22 @@ class ModelConstants:
     # 32-bit selects and about six 32-bit compares per such layer
     stream_window_counters: int = 4
     stream_counter_bits: int = 32
+    # io_parallel DATAFLOW (hls4ml 1.3's SetPipelineStyle picks it for a convolution of more
+    # than one output position or any Resource layer, blocks._dataflow): every element of a
+    # completely partitioned array between two layer functions is a scalar channel, a FIFO of
+    # the HLS tool's default depth (Vitis HLS config_dataflow -fifo_depth: 2) whose words
+    # (SRL_SIG[2] in the generated fifo_w<W>_d2_S module) stay registers: Vivado maps a shift
+    # register to an SRL from 3 stages (synth_design -shreg_min_size 3; blocks._fifo)
+    dataflow_channel_depth: int = 2
+    # LUTs per bit of a channel's read select (dout = SRL_SIG[addr], a 2:1 mux per bit; a LUT6_2
+    # gives two such bits sharing the select)
+    dataflow_channel_lut_per_bit: float = 0.5
+    # a channel's control as the generated FIFO module writes it: registers addr (2 bits),
+    # mOutPtr (3), full_n and empty_n, and the top level's ap_sync_reg_channel_write (1): 8 FFs;
+    # their next-state logic (addr and mOutPtr up/down, the two flags, push and pop, the
+    # channel-done and-or): about one LUT per register and two for the handshakes, 10 LUTs
+    dataflow_channel_control_ff: int = 8
+    dataflow_channel_control_lut: int = 10
     # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
     lut_scale: float = 1.0
     ff_scale: float = 1.0

@@ -3,8 +3,12 @@
 ``ph x pw`` windows over ``C`` channels, ``Wx`` the input width (which is also the output's).
 No multiplier, no DSP. Each window is a chain of ``ph*pw - 1`` comparators of ``Wx`` bits
 (``lut_per_compare_bit * Wx`` LUTs, a carry chain between two variables), each selecting the
-larger value (a 2:1 mux of ``Wx`` bits, ``lut_per_cast_bit * Wx`` LUTs), evaluated in
-``ceil(log2(ph*pw))`` compare levels (``_Context.cycles(levels * compare)``).
+larger value (a 2:1 mux of ``Wx`` bits, ``lut_per_cast_bit * Wx`` LUTs). In io_parallel
+hls4ml's ``nnet::max`` walks the window in a loop (``y = x[i] > y ? x[i] : y``), a chain of
+``ph*pw - 1`` compare levels that HLS does not rebalance (a select is not an associative
+operator to it: CSV row 105's 128-value max takes 42 cycles in its HLS report); in io_stream
+``reduce`` builds a balanced tree of ``ceil(log2(ph*pw))`` levels. Either takes
+``_Context.cycles(levels * compare)``.
 
 * io_parallel: one chain per output element, ``Ho*Wo*C*(ph*pw-1)`` comparators; II 1,
   latency the compare levels plus the tool's layer boundary, whose output registers
@@ -38,7 +42,10 @@ def cost(
     wx = widths[src.name]["result"].width
     per_window = ph * pw - 1
     per_comparator = wx * (c.lut_per_compare_bit + c.lut_per_cast_bit)  # compare + 2:1 select
-    levels = math.ceil(math.log2(ph * pw)) if ph * pw > 1 else 0
+    if ctx.io_type == "io_parallel":  # nnet::max's loop: a chain
+        levels = ph * pw - 1
+    else:  # nnet::reduce: a balanced tree
+        levels = math.ceil(math.log2(ph * pw)) if ph * pw > 1 else 0
     frame = _pool_frame(node, src, ctx, widths, ctx.cycles(levels * ctx.ns("compare")), wx)
     comparators = frame["units"] * per_window
     lut = math.ceil(comparators * per_comparator) + frame["line_lut"]

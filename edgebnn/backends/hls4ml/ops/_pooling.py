@@ -1,6 +1,17 @@
 """What the pooling ops' hls4ml lowerings share: the ``Pooling2D`` and ``Pooling1D`` layer entries (valid padding,
 no pad amounts) and the post-flow check.
 
+A 1-D pool whose window is its whole input and whose result only flattens read (a
+``GlobalMaxPooling1D`` / ``GlobalAveragePooling1D`` without ``keepdims``, as freeze writes it) is
+hls4ml's ``GlobalPooling1D`` (:func:`global1d`; ``model.hls_chain`` marks it with the attr
+``GLOBAL``), whose io_stream form keeps one running maximum or sum per channel instead of a
+window of every position; it computes the same numbers (the maximum in the node's type; the sum
+in the exact accumulator and a division by ``2**k`` that keeps its fraction bits, as
+``Pooling1D`` does). With ``keepdims`` a pool that other layers read stays a ``Pooling1D`` over
+the whole length: ``GlobalPooling1D``'s result has no length axis (hls4ml ignores keepdims), and
+a concatenate reading it would join arrays of another rank than the graph's; one that is the
+design's output is a ``GlobalPooling1D`` (its (1, C) result holds the same C values).
+
 Strides other than the pool size (overlapping or gapped windows): a 2-D pool is edgebnn's
 ``EdgebnnPool2D`` (``pool_layer``: hls4ml's own io_stream ``Pooling2D`` asserts strides equal to
 the pool, although its line-buffer window handles any); a 1-D pool stays hls4ml's ``Pooling1D``,
@@ -65,6 +76,44 @@ def verify_pooling(layer, backend, accum: str, pool_op: str) -> list[str]:
             "line buffer; please report this to edgebnn"
         )
     return []
+
+
+GLOBAL = "hls4ml_global"  # the attr model.hls_chain gives a 1-D pool exported as GlobalPooling1D
+
+
+def global1d(node: Node, src: Node, readers) -> bool:
+    """A 1-D pool node (maxpool1d, avgpool1d) whose window is its whole input ``src`` and whose
+    ``readers`` (the nodes that read it; none for the output) are all flattens: hls4ml's
+    ``GlobalPooling1D``, whose result is the flat vector."""
+    return (
+        node.op in ("maxpool1d", "avgpool1d")
+        and int(node.attrs["pool"][0]) == int(src.shape[0])
+        and all(r.op == "flatten" for r in readers)
+    )
+
+
+def is_global1d(node: Node) -> bool:
+    """The chain node is exported as hls4ml's ``GlobalPooling1D`` (``model.hls_chain`` marked it, :func:`global1d`)."""
+    return bool(node.attrs.get(GLOBAL))
+
+
+def pool1d_class(node: Node) -> str:
+    """hls4ml's class of a 1-D pool node's layer: ``GlobalPooling1D`` where marked, else ``Pooling1D``."""
+    return "GlobalPooling1D" if is_global1d(node) else "Pooling1D"
+
+
+def pool1d_layer(node: Node, src: Node, pool_op: str) -> dict:
+    """The layer-list fields (besides name and inputs) of a 1-D pool node pooling with ``pool_op``
+    (Max, Average): a ``GlobalPooling1D`` (class ``Global{pool_op}Pooling1D``) where marked,
+    else a ``Pooling1D`` (:func:`pooling1d_layer`)."""
+    if is_global1d(node):
+        return dict(
+            class_name=f"Global{pool_op}Pooling1D",
+            data_format="channels_last",
+            n_in=int(src.shape[0]),
+            n_filt=int(src.shape[1]),
+        )
+    return pooling1d_layer(node, src, f"{pool_op}Pooling1D")
 
 
 def pooling1d_layer(node: Node, src: Node, class_name: str) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ....graph import Node
 from . import maxpool2d
-from ._pooling import pooling1d_layer, verify_pooling
+from ._pooling import pool1d_class, pool1d_layer, verify_pooling
 from .common import own_config_names as config_names
 from .common import own_hls_layer
 from .common import same_reuse_factor as reuse_factor
@@ -19,8 +19,9 @@ ELEMENTWISE = False
 
 
 def hls_class(node: Node) -> str:
-    """hls4ml's class of the layer after its flows."""
-    return "Pooling1D"
+    """hls4ml's class of the layer after its flows: ``GlobalPooling1D`` for a global pool
+    (``_pooling.is_global1d``), else ``Pooling1D``."""
+    return pool1d_class(node)
 
 
 def check(node: Node, src: Node, io_type: str, where: str) -> None:
@@ -29,7 +30,7 @@ def check(node: Node, src: Node, io_type: str, where: str) -> None:
 
 def layer(node: Node, src: Node) -> dict:
     """The layer-list fields (besides name and inputs): a ``Pooling1D`` of class MaxPooling1D."""
-    return pooling1d_layer(node, src, "MaxPooling1D")
+    return pool1d_layer(node, src, "Max")
 
 
 def precisions(node: Node, src: Node) -> dict[str, str]:
