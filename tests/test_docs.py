@@ -20,7 +20,7 @@ API_OBJECTS = [
     ("api-freeze.md", "edgebnn.freeze.freeze", "edgebnn/freeze/__init__.py", "freeze"),
     ("api-freeze.md", "edgebnn.verify.verify", "edgebnn/verify.py", "verify"),
     ("api-freeze.md", "edgebnn.emulate.emulate", "edgebnn/emulate.py", "emulate"),
-    ("api-backends.md", "edgebnn.estimate.estimate", "edgebnn/estimate/__init__.py", "estimate"),
+    ("api-backends.md", "edgebnn.estimate.estimate", "edgebnn/estimate/core.py", "estimate"),
     ("api-backends.md", "edgebnn.backends.hls4ml.exporter.export", "edgebnn/backends/hls4ml/exporter.py", "export"),
     ("api-backends.md", "edgebnn.backends.target.Target", "edgebnn/backends/target.py", "Target"),
     (

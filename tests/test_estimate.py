@@ -305,6 +305,7 @@ def test_io_stream_adds_a_cycle_and_a_fifo_per_node():
 
 
 def test_outputs_no_later_layer_reads_are_removed():
+    from edgebnn.backends.hls4ml.cost import LIVE_READS
     from edgebnn.backends.hls4ml.cost.blocks import _live_outputs
 
     g = binary_mlp()
@@ -313,17 +314,17 @@ def test_outputs_no_later_layer_reads_are_removed():
     w = dense[1].params["weight"].copy()
     w[:3, :] = 0  # dense1 never reads the first three of them
     dense[1].params["weight"] = w
-    live = _live_outputs(g, "Latency", {n.name: 1 for n in dense})
+    live = _live_outputs(g, "Latency", {n.name: 1 for n in dense}, LIVE_READS)
     assert not live[src.name][:3].any() and live[src.name][3:].all()
     assert live[dense[-1].name].all()  # the graph's output is read
     # weights in memory (Resource, R > 1) are read whatever their values: nothing is removed
-    assert _live_outputs(g, "Resource", {n.name: 2 for n in dense})[src.name].all()
+    assert _live_outputs(g, "Resource", {n.name: 2 for n in dense}, LIVE_READS)[src.name].all()
     # a dense whose later reader ignores some outputs builds only the others
     d = dense_graph(n_in=8, n_out=4, input_type="fixed<16,6>")
     full = row(estimate(d, "zcu104"))
     from edgebnn.backends.hls4ml.cost import dense
     from edgebnn.backends.hls4ml.cost.context import _Context
-    from edgebnn.estimate import _resolve_types
+    from edgebnn.estimate.core import _resolve_types
 
     ctx = _Context(load_board("zcu104"), "Latency", "io_parallel", 5.0, CONSTANTS)
     node = d["dense"]

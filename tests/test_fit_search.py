@@ -12,7 +12,8 @@ from edgebnn.backends.hls4ml.cost import WEIGHTED_OPS
 from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_factors
 from edgebnn.backends.target import Target
 from edgebnn.boards import load_board
-from edgebnn.estimate import CONSTANTS, _estimate, _prepare, estimate, fit
+from edgebnn.estimate import CONSTANTS, estimate, fit
+from edgebnn.estimate.core import _estimate, _prepare
 from edgebnn.fixed import FixedType
 
 

@@ -10,6 +10,7 @@ from edgebnn.backends.hls4ml.cost.blocks import _matrix_shape, valid_reuse_facto
 from edgebnn.backends.hls4ml.cost.context import CONSTANTS, EstimateError, ModelConstants
 from edgebnn.backends.target import Target, make_target
 
+from .core import _estimate, _load, _prepare
 from .intervals import bounds
 from .report import Estimate
 
@@ -50,8 +51,6 @@ def fit(
     ``reuse_factor`` and ``estimate`` are None and ``reason`` says what is still too big at
     the largest reuse factor and what else to try (not what was given).
     """
-    from . import _estimate, _load, _prepare  # the package's functions; the package imports this module
-
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0):
         raise EstimateError(f"margin must be a fraction >= 0 (0.1 for 10%), got {margin!r}")
     graph = _load(graph)

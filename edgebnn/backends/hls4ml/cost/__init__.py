@@ -32,6 +32,7 @@ hls4ml, TensorFlow or Keras: the model reads only the graph and the board profil
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 from . import (
     add,
@@ -56,27 +57,35 @@ from . import (
 )
 from .row import LayerEstimate
 
-COSTS: dict[str, Callable[..., LayerEstimate]] = {
-    "dense": dense.cost,
-    "conv2d": conv2d.cost,
-    "maxpool2d": maxpool2d.cost,
-    "avgpool2d": avgpool2d.cost,
-    "flatten": flatten.cost,
-    "threshold": threshold.cost,
-    "cast": cast.cost,
-    "depthwise_conv2d": depthwise_conv2d.cost,
-    "affine": affine.cost,
-    "conv1d": conv1d.cost,
-    "maxpool1d": maxpool1d.cost,
-    "avgpool1d": avgpool1d.cost,
-    "zeropad1d": zeropad1d.cost,
-    "add": add.cost,
-    "concatenate": concatenate.cost,
-    "sumpool2d": sumpool2d.cost,
-    "reshape": reshape.cost,
-    "pad2d": pad2d.cost,
-    "sumpool1d": sumpool1d.cost,
+# graph op -> its cost module
+MODULES: dict[str, ModuleType] = {
+    "dense": dense,
+    "conv2d": conv2d,
+    "maxpool2d": maxpool2d,
+    "avgpool2d": avgpool2d,
+    "flatten": flatten,
+    "threshold": threshold,
+    "cast": cast,
+    "depthwise_conv2d": depthwise_conv2d,
+    "affine": affine,
+    "conv1d": conv1d,
+    "maxpool1d": maxpool1d,
+    "avgpool1d": avgpool1d,
+    "zeropad1d": zeropad1d,
+    "add": add,
+    "concatenate": concatenate,
+    "sumpool2d": sumpool2d,
+    "reshape": reshape,
+    "pad2d": pad2d,
+    "sumpool1d": sumpool1d,
 }
+COSTS: dict[str, Callable[..., LayerEstimate]] = {op: module.cost for op, module in MODULES.items()}
+
+# what the whole-design steps ask of an op's cost module (edgebnn.estimate and blocks): the
+# values of a node it reads when only some of its own are read (blocks._live_outputs), and
+# whether io_stream builds it reading its whole input before writing (blocks._stream)
+LIVE_READS: dict[str, Callable] = {op: m.reads_live for op, m in MODULES.items() if hasattr(m, "reads_live")}
+STREAMS_WHOLE_VECTOR = frozenset(op for op, m in MODULES.items() if getattr(m, "STREAM_READS_ALL_FIRST", False))
 
 # graph ops that build no logic and get no row, and why
 FREE: dict[str, str] = {

@@ -37,3 +37,8 @@ def cost(
 
     row = _merge_chain(node, src, ctx, widths, merge)
     return dataclasses.replace(row, lut=math.ceil(row.detail["adder_bits"] * ctx.c.lut_per_adder_bit))
+
+
+def reads_live(reader: Node, node: Node, live: np.ndarray, graph, strategy: str, rf: int) -> np.ndarray:
+    """An elementwise node reads the values it writes live."""
+    return live

@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -238,7 +238,9 @@ def _fifo(depth: int, word_bits: int, c: ModelConstants) -> tuple[int, int, int]
     return 0, 0, _bram18(word_bits, depth, c.bram18_shapes)
 
 
-def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0, depth: int = 1) -> LayerEstimate:
+def _stream(
+    row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: int = 0, depth: int = 1, whole_vector: bool = False
+) -> LayerEstimate:
     """io_stream: each node's output goes through a FIFO as deep as its positions (pixels; 1
     for a vector; ``depth`` words of ``bits`` for a row without a node), a word per position of the last
     axis's values (:func:`_fifo`: registers, SRL or BRAM by depth), and the node reads and
@@ -247,7 +249,8 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
     the dense inside is pipelined), ``stream_dense_overhead_cycles`` more, so its II is its
     whole latency (DATAFLOW's II is the slowest process's); it copies its input stream into a
     completely partitioned ``data[n_in]`` array and holds ``res[n_out]`` until its write loop
-    has sent it, ``n_in * Wx + n_out * Wr`` more register bits. io_parallel rows pass as they are."""
+    has sent it, ``n_in * Wx + n_out * Wr`` more register bits (``whole_vector``: the op's cost
+    module says so, ``STREAM_READS_ALL_FIRST``). io_parallel rows pass as they are."""
     if ctx.io_type != "io_stream":
         return row
     if node is not None:
@@ -259,7 +262,7 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
     latency = row.latency + ctx.c.stream_cycles
     ii = row.ii
     arrays = 0
-    if row.op == "dense":
+    if whole_vector:
         latency += ctx.c.stream_dense_overhead_cycles
         ii = max(ii, latency)
         # dense(stream) copies its input stream into a completely partitioned data[n_in] array
@@ -280,7 +283,7 @@ def _stream(row: LayerEstimate, node: Node | None, ctx: _Context, widths, bits: 
             "stream_fifo_depth": depth,
             "stream_array_bits": arrays,
             # dense(stream) writes its outputs only after its whole latency (Estimate.latency_cycles)
-            "stream_writes_at_end": row.op == "dense",
+            "stream_writes_at_end": whole_vector,
         },
     )
 
@@ -299,12 +302,7 @@ def _dataflow(graph: Graph, strategy: str) -> bool:
     which the arrays between layers are wires and registers already counted in the rows."""
     if strategy == "Resource":
         return True
-    for node in graph.compute_nodes():
-        if node.op in ("flatten", "reshape", "input"):
-            continue
-        if _positions(node) > 1 and lowering(node).hls_class(node) in _CONV_CLASSES:
-            return True
-    return False
+    return any(_positions(n) > 1 and lowering(n).hls_class(n) in _CONV_CLASSES for n in graph.compute_nodes())
 
 
 def _own_array(graph: Graph, node: Node) -> bool:
@@ -374,13 +372,14 @@ def _channels(row: LayerEstimate, node: Node, src, ctx: _Context, widths, own: b
     )
 
 
-def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict[str, np.ndarray]:
+def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int], reads: Mapping[str, Callable]) -> dict[str, np.ndarray]:
     """Per node, which elements of its last axis some later node reads (Vivado removes the
-    logic of an unread value). A dense with constant weights (Latency strategy, or Resource
-    with ``R = 1``) reads input ``i`` only when row ``i`` of its weights has a non-zero entry
-    in a live output column; a cast and an add read what they write live, a concatenate the
-    channels it writes live from each input; anything else (a threshold,
-    weights in memory, the graph's output) reads or is everything."""
+    logic of an unread value). ``reads`` maps an op to its cost module's ``reads_live(reader,
+    node, live, graph, strategy, rf)``: the mask of ``node``'s values that ``reader`` reads when
+    ``live`` of its own are read, or None for all (a dense with constant weights reads input
+    ``i`` only when row ``i`` of its weights has a non-zero entry in a live output column; a cast
+    and an add read what they write live, a concatenate the channels it writes live from each
+    input). A reader without a rule (a threshold, the graph's output) reads everything."""
     nodes = graph.compute_nodes()
     live: dict[str, np.ndarray] = {}
     for node in reversed(nodes):
@@ -391,19 +390,9 @@ def _live_outputs(graph: Graph, strategy: str, rf_of: Mapping[str, int]) -> dict
             continue
         need = np.zeros(width, dtype=bool)
         for r in readers:
-            out = live[r.name]
-            if r.op == "dense" and not (strategy == "Resource" and rf_of[r.name] > 1):
-                w = np.asarray(r.params["weight"])
-                need |= (w[:, out] != 0).any(axis=1)
-            elif r.op in ("cast", "add"):
-                need |= out
-            elif r.op == "concatenate":  # the slice of the channels it writes from this node
-                offsets = np.cumsum([0] + [graph[i].shape[-1] for i in r.inputs])
-                for i, name in enumerate(r.inputs):
-                    if name == node.name:
-                        need |= out[offsets[i] : offsets[i + 1]]
-            else:
-                need |= True
+            rule = reads.get(r.op)  # the reader's cost module: which of this node's values it reads
+            read = None if rule is None else rule(r, node, live[r.name], graph, strategy, rf_of.get(r.name, 1))
+            need |= True if read is None else read
         live[node.name] = need
     return live
 

@@ -69,3 +69,8 @@ def cost(
         "saturates": saturates,
     }
     return LayerEstimate(node.name, "cast", lut, ff, 0, 0, 0, latency, pixels if stream else 1, detail)
+
+
+def reads_live(reader: Node, node: Node, live: np.ndarray, graph, strategy: str, rf: int) -> np.ndarray:
+    """An elementwise node reads the values it writes live."""
+    return live

@@ -30,3 +30,13 @@ def cost(
         return LayerEstimate(step.name, "concatenate", 0, 0, 0, 0, 0, latency, max(1, latency), detail)
 
     return _merge_chain(node, src, ctx, widths, merge)
+
+
+def reads_live(reader: Node, node: Node, live: np.ndarray, graph, strategy: str, rf: int) -> np.ndarray:
+    """The channels of ``node`` that the concatenate writes live (its slice of the output)."""
+    offsets = np.cumsum([0] + [graph[i].shape[-1] for i in reader.inputs])
+    need = np.zeros(int(node.shape[-1]), dtype=bool)
+    for i, name in enumerate(reader.inputs):
+        if name == node.name:
+            need |= live[offsets[i] : offsets[i + 1]]
+    return need

@@ -370,3 +370,17 @@ def cost(
     )
     lut = math.ceil(c.lut_scale * (lut_mult + lut_add + lut_mux + lut_rom))
     return LayerEstimate(node.name, "dense", lut, ff, dsp, bram, 0, latency, ii_total, detail)
+
+
+# io_stream: hls4ml's dense(stream) reads its whole input vector, runs, then writes its whole output
+STREAM_READS_ALL_FIRST = True
+
+
+def reads_live(reader: Node, node: Node, live: np.ndarray, graph, strategy: str, rf: int) -> np.ndarray | None:
+    """The inputs a dense with constant weights (Latency, or Resource at reuse factor 1) reads
+    for its ``live`` outputs: those whose weight row has a non-zero entry in a live column;
+    weights in memory read every input (None)."""
+    if strategy == "Resource" and rf > 1:
+        return None
+    w = np.asarray(reader.params["weight"])
+    return (w[:, live] != 0).any(axis=1)
