@@ -1551,7 +1551,7 @@ def export_forms(graph) -> list[str]:
     C-simulations cover: a 1-D pool over its whole input that only flattens read (a global pool
     without ``keepdims``) is hls4ml's ``GlobalPooling1D`` (``"export: maxpool1d as
     GlobalPooling1D"``), whose io_stream form keeps a running value per channel."""
-    from .backends.hls4ml.ops._pooling import global1d
+    from ..backends.hls4ml.ops._pooling import global1d
 
     found = set()
     for node in graph.compute_nodes():
