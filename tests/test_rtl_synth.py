@@ -309,6 +309,25 @@ def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
     assert none.cycles_per_sample >= tighter.cycles_per_sample
 
 
+def test_a_fully_unrolled_layer_is_logic_and_the_fit_chooses_it_when_it_fits():
+    from graphs import binary_mlp
+
+    from edgebnn.backends.rtl.cost import node_cost, unit_features
+    from edgebnn.backends.rtl.fit import fit
+
+    # unrolled, 64 -> 96 has one weight word of 6,144 bits: the unit writes it as a constant (no
+    # ROM), so it costs logic and no block RAM (as a ROM it would take 171 BRAM18, over half the
+    # xc7z020's 280, and the fit below could not pick it)
+    g = binary_mlp(sizes=(8, 64, 96, 4), seed=3)
+    f = unit_features(g, g["dense1"], (96, 64))
+    assert f["depth"] == 1 and not f["block"]
+    unrolled = node_cost(g, g["dense1"], (96, 64))
+    assert unrolled.bram == 0 and unrolled.lut > node_cost(g, g["dense1"], (48, 64)).lut
+    found = fit(g, "pynq-z2", limit=0.5)
+    assert found.fits and found.cycles_per_sample == 1
+    assert found.folding == {"dense0": (64, 8), "dense1": (96, 64), "dense2": (4, 96)} and found.cost.bram == 0
+
+
 def test_fit_folds_a_binary_cnn_and_reads_open_flow_boards_in_their_units():
     from edgebnn.backends.rtl.fit import FitError, fit
     from edgebnn.backends.rtl.folding import resolve
