@@ -3,9 +3,11 @@
 and the window generator in front of a convolution.
 
 Registers (from the Verilog): SIMD inputs per cycle (``b_x``; the input beat itself waits in the
-upstream unit's register, and the weight word's ``b_w`` is absorbed into the ROM), PE
-accumulators of ``aw`` bits, the result beat (``res``, kept only when there is more than one PE
-fold) and the output skid buffer's two beats, and the fold counters. LUTs: per product a share
+upstream unit's register) and the weight word (``b_w``, none in block RAM or for a constant; of a
+shallow ROM's equal bit columns one each), PE accumulators of ``aw`` bits, a built-in
+threshold's table row, comparisons and levels, the result beat (``res``, kept only when there is
+more than one PE fold) and the output skid buffer's two beats, and the fold counters. A sign's
+codes (-1, +1) count one bit: in a whole design synthesis drops their constant low bit. LUTs: per product a share
 of a popcount (XNOR modes) or of an adder tree per input bit (add/subtract modes), the
 accumulators, the result's write multiplexer over the PE folds, the input's select over the SIMD
 folds, the weight ROM in LUTs when it is small (block RAM above ``BLOCK_ROM_BITS``, a constant
@@ -83,7 +85,7 @@ def features(graph, node, fold) -> dict:
     word_bits, depth = pe * simd * wb, nf * sf
     block = depth > 1 and word_bits * depth > BLOCK_ROM_BITS  # one word is a constant, never a ROM
     then = fused_reader(graph, node)
-    k, pick = 0, 0
+    k, pick, thr_regs = 0, 0, 0
     if then is not None:
         k = then.params["thresholds"].shape[1]
         ow = then.type.width
@@ -95,6 +97,11 @@ def features(graph, node, fold) -> dict:
             # per PE a one-hot select of k + 1 levels, from a table read per PE fold when the
             # channels' levels differ
             pick = pe * (k + 1) * ow * (1 + (0 if same else _clog2(nf) * (nf > 1)))
+        # registers: the PE fold's thresholds and, when per channel, levels (loaded from
+        # constants: at most 2**NF different bit columns, synthesis keeps each once) and the
+        # comparisons twice
+        distinct = 1 << min(nf, 30) if nf > 1 else 0
+        thr_regs = min(pe * k * aw, distinct) + min(pe * (k + 1) * ow * (not same), distinct) + 2 * pe * k
     per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
     xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
@@ -124,7 +131,9 @@ def features(graph, node, fold) -> dict:
         "pick": pick,
         # the output skid buffer's select
         "out": m * ow,
-        "k": k, "fused": then is not None,
+        "k": k, "fused": then is not None, "thr_regs": thr_regs,
+        # the weight word's register (none for block RAM or a constant), its equal bits merged
+        "rom_regs": 0 if block or depth == 1 else min(word_bits, 1 << min(depth, 30)),
     }  # fmt: skip
 
 
@@ -162,12 +171,13 @@ def cost(graph, node, fold) -> dict[str, float]:
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
+    out_bits = f["m"] * f["ow"]
     ff = (
-        # the weight word's register is absorbed: into the block RAM, or by synthesis moving it
-        # onto the ROM's (registered) address
-        f["simd"] * iw
-        + f["pe"] * f["aw"]
-        + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + 2 * f["m"] * f["ow"] + counters
+        f["simd"] * iw + f["rom_regs"]  # one fold's inputs and weights
+        + f["pe"] * f["aw"]  # the accumulators
+        + f["thr_regs"]
+        + (out_bits if f["nf"] > 1 else 0) + 2 * out_bits  # the result beat, the output skid buffer
+        + counters
     )  # fmt: skip
     carry = f["pe"] * math.ceil(f["aw"] / 4) * (1 + (f["simd"] > 1) * (f["mode"] in ("addsub", "tern")))
     out = {
