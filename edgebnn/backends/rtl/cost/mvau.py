@@ -103,13 +103,18 @@ def features(graph, node, fold) -> dict:
         distinct = 1 << min(nf, 30) if nf > 1 else 0
         thr_regs = min(pe * k * aw, distinct) + min(pe * (k + 1) * ow * (not same), distinct) + 2 * pe * k
     per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
+    prod_terms = (pe + (mode in ("addsub", "tern"))) * simd
+    if depth == 1 and mode == "addsub":
+        prod_terms = int(np.sum(w > 0)) + simd  # constant weights: each PE's tree adds only its +1 inputs
+    elif depth == 1 and mode == "tern":
+        prod_terms = int(np.count_nonzero(w))  # constant weights: the zeros drop out of both trees
     xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
         "mode": mode,
         "n": n, "m": m, "pe": pe, "simd": simd, "nf": nf, "sf": sf,
         "iw": iw, "ow": ow, "wb": wb, "aw": aw, "word_bits": word_bits, "depth": depth, "block": block,
         # per PE a popcount or an adder tree (the add/subtract modes: one more tree, shared by the PEs)
-        "prod": (pe + (mode in ("addsub", "tern"))) * simd * per_product,
+        "prod": prod_terms * per_product,
         # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
         "res": m * ow * _clog2(nf) if nf > 1 else 0,
         # the input select over SIMD folds (a LUT6 selects one of 4, so an input bit costs a LUT
