@@ -340,12 +340,10 @@ def mvau(
             comb_c += [f"      default: {row} <= {pe * per * bits}'d0;", "    endcase"]
     out_bits = m * ow
     if nf > 1:
-        comb_c += [
-            "  always @* begin",
-            "    res_next = res;",
-            f"    res_next[{o}_nf*{pe * ow} +: {pe * ow}] = fold_out;",
-            "  end",
-        ]
+        # the PE folds of a beat come in order 0 .. NF-1, so the result beat is a shift register:
+        # each fold enters at the top and, NF folds later, fold f sits at bits f*PE*OW (no
+        # multiplexer writing a fold at its index)
+        comb_c += [f"  always @* res_next = {{fold_out, res[{out_bits - 1}:{pe * ow}]}};"]
     else:
         comb_c += ["  always @* res_next = fold_out;"]
     taps = ""
