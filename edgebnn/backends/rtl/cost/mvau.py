@@ -5,15 +5,15 @@ and the window generator in front of a convolution.
 Registers (from the Verilog): SIMD inputs per cycle (``b_x``; the input beat itself waits in the
 upstream unit's register) and the weight word (``b_w``, none in block RAM or for a constant; of a
 shallow ROM's equal bit columns one each), PE accumulators of ``aw`` bits, a built-in
-threshold's table row, comparisons and levels, the result beat (``res``, kept only when there is
-more than one PE fold) and the output skid buffer's two beats, and the fold counters. A sign's
-codes (-1, +1) count one bit: in a whole design synthesis drops their constant low bit. LUTs: per product a share
-of a popcount (XNOR modes) or of an adder tree per input bit (add/subtract modes), the
-accumulators, the result's write multiplexer over the PE folds, the input's select over the SIMD
-folds, the weight ROM in LUTs when it is small (block RAM above ``BLOCK_ROM_BITS``, a constant
-when it is one word), per PE the output's conversion or, fused, its comparators against a
-threshold table chosen by the PE fold, and the skid buffer's select; each term's LUTs per unit is
-a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
+threshold's table row, comparisons and levels, the result beat (``res``, a shift register the PE
+folds enter in order, kept only when there is more than one) and the output skid buffer's two
+beats, and the fold counters. A sign's codes (-1, +1) count one bit: in a whole design synthesis
+drops their constant low bit. LUTs: per product a share of a popcount (XNOR modes) or of an
+adder tree per input bit (add/subtract modes), the accumulators, the input's select over the
+SIMD folds, the weight ROM in LUTs when it is small (block RAM above ``BLOCK_ROM_BITS``, a
+constant when it is one word), per PE the output's conversion or, fused, its comparators
+against a threshold table chosen by the PE fold, and the skid buffer's select; each term's LUTs
+per unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
 """
 
 from __future__ import annotations
@@ -28,21 +28,20 @@ from ..hdl import signed_bits
 from ..ops import fused_reader
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "res", "rest", "rom", "psum", "acc", "cast", "cmp", "table", "pick", "out")
+LUT_TERMS = ("prod", "rest", "rom", "psum", "acc", "cast", "cmp", "table", "pick", "out")
 # LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
 # squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
 # an XNOR popcount, per product and input bit of an adder tree (the ternary and multiplier modes,
-# with no unit in the fit set, take the add/subtract figure), per result bit and level of the
-# result's write multiplexer, per input bit selected, per distinct ROM column, per bit of each
-# PE's sum at the accumulator's width, per accumulator bit, per bit of each PE's output
-# conversion, per comparator bit of a built-in threshold, per bit of its table and fold-index
-# level, per level bit picked, per bit of the output skid buffer. The terms the fit set cannot
-# tell apart from the others (the PE sums, the level pick, the skid buffer) come out 0 and their
-# LUTs ride on the terms that grow with them: the sums hold for units shaped like the fit set's
-# (binary MLP layers, with sign or multi-level thresholds built in or none)
+# with no unit in the fit set, take the add/subtract figure), per input bit selected, per
+# distinct ROM column, per bit of each PE's sum at the accumulator's width, per accumulator bit,
+# per bit of each PE's output conversion, per comparator bit of a built-in threshold, per bit of
+# its table and fold-index level, per level bit picked, per bit of the output skid buffer. The
+# terms the fit set cannot tell apart from the others come out 0 and their LUTs ride on the
+# terms that grow with them: the sums hold for units shaped like the fit set's (binary MLP
+# layers, with sign or multi-level thresholds built in or none)
 LUT_COEF = {
-    "prod_xnor": 1.406, "prod_addsub": 2.117, "res": 1.134, "rest": 0.289, "rom": 1.068, "psum": 0.0, "acc": 3.837,
-    "cast": 0.045, "cmp": 0.142, "table": 0.352, "pick": 0.0, "out": 0.0,
+    "prod_xnor": 1.035, "prod_addsub": 2.115, "rest": 1.039, "rom": 1.586, "psum": 0.0, "acc": 2.953, "cast": 0.0,
+    "cmp": 0.161, "table": 0.373, "pick": 0.0, "out": 1.126,
 }  # fmt: skip
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
@@ -115,8 +114,6 @@ def features(graph, node, fold) -> dict:
         "iw": iw, "ow": ow, "wb": wb, "aw": aw, "word_bits": word_bits, "depth": depth, "block": block,
         # per PE a popcount or an adder tree (the add/subtract modes: one more tree, shared by the PEs)
         "prod": prod_terms * per_product,
-        # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
-        "res": m * ow * _clog2(nf) if nf > 1 else 0,
         # the input select over SIMD folds (a LUT6 selects one of 4, so an input bit costs a LUT
         # per 4 SIMD folds)
         "rest": xbits * simd * (math.ceil(sf / 4) if sf > 1 else 0),
