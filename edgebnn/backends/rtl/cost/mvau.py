@@ -40,8 +40,8 @@ LUT_TERMS = ("prod", "rest", "rom", "psum", "acc", "cast", "cmp", "table", "pick
 # terms that grow with them: the sums hold for units shaped like the fit set's (binary MLP
 # layers, with sign or multi-level thresholds built in or none)
 LUT_COEF = {
-    "prod_xnor": 1.035, "prod_addsub": 2.115, "rest": 1.039, "rom": 1.586, "psum": 0.0, "acc": 2.953, "cast": 0.0,
-    "cmp": 0.161, "table": 0.373, "pick": 0.0, "out": 1.126,
+    "prod_xnor": 1.072, "prod_addsub": 1.304, "rest": 2.539, "rom": 1.505, "psum": 0.0, "acc": 3.374, "cast": 0.0,
+    "cmp": 0.0, "table": 0.428, "pick": 0.0, "out": 1.024,
 }  # fmt: skip
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
@@ -178,7 +178,9 @@ def cost(graph, node, fold) -> dict[str, float]:
         f["simd"] * iw + f["rom_regs"]  # one fold's inputs and weights
         + f["pe"] * f["aw"]  # the accumulators
         + f["thr_regs"]
-        + (out_bits if f["nf"] > 1 else 0) + 2 * out_bits  # the result beat, the output skid buffer
+        # the result beat's shift register holds the PE folds before the last (the last enters the
+        # skid buffer straight from the comparisons), then the output skid buffer's two beats
+        + out_bits * (f["nf"] - 1) // f["nf"] + 2 * out_bits
         + counters
     )  # fmt: skip
     carry = f["pe"] * math.ceil(f["aw"] / 4) * (1 + (f["simd"] > 1) * (f["mode"] in ("addsub", "tern")))
