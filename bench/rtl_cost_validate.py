@@ -35,35 +35,72 @@ from edgebnn.backends.rtl.synth import synthesize
 PART = "xc7z020clg400-1"
 CACHE_PATH = [ROOT / "bench" / ".rtl_cost_cache.json"]
 
-# (layer sizes, seed, folding[, input type]): the fit set and the validation set share no design
+TWO_BIT = {"input_type": "fixed<2,2,RND_CONV,SAT>"}
+# 31 thresholds per channel into 5-bit codes at the end, as the digits BNN's last layer
+LEVELS_31 = {"out_levels": "fixed<5,5,RND_CONV,SAT>", "out_thresholds": 31}
+
+# (layer sizes, seed, folding[, binary_mlp's other arguments]): the fit set and the validation
+# set share no design
 DESIGNS = {
     "fit": [
         # deep PE folding (32 folds): the result's write multiplexer
-        ((16, 32, 16), 10, {"dense0": (1, 16), "dense1": (2, 32)}, "fixed<2,2,RND_CONV,SAT>"),
-        ((8, 64, 4), 12, {"dense0": (2, 8), "dense1": (1, 16)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((16, 32, 16), 10, {"dense0": (1, 16), "dense1": (2, 32)}, TWO_BIT),
+        ((8, 64, 4), 12, {"dense0": (2, 8), "dense1": (1, 16)}, TWO_BIT),
         ((16, 12, 8, 4), 0, {"dense0": (4, 8), "dense1": (8, 12), "dense2": (4, 8)}),
         ((32, 16, 10), 2, {"dense0": (8, 8), "dense1": (5, 16)}),
         ((64, 32, 10), 3, {"dense0": (4, 16), "dense1": (2, 32)}),
         # XNOR units folded over SIMD (an accumulator) behind a small add/subtract layer of 2-bit inputs
-        ((16, 32, 12), 8, {"dense0": (8, 8), "dense1": (4, 16)}, "fixed<2,2,RND_CONV,SAT>"),
-        ((16, 24, 8), 9, {"dense0": (4, 4), "dense1": (2, 6)}, "fixed<2,2,RND_CONV,SAT>"),
+        ((16, 32, 12), 8, {"dense0": (8, 8), "dense1": (4, 16)}, TWO_BIT),
+        ((16, 24, 8), 9, {"dense0": (4, 4), "dense1": (2, 6)}, TWO_BIT),
+        ((16, 48, 20), 29, {"dense0": (6, 8), "dense1": (5, 12)}, TWO_BIT),
+        ((32, 24, 16), 30, {"dense0": (4, 8), "dense1": (4, 8)}),
+        ((16, 40, 12), 32, {"dense0": (8, 16), "dense1": (3, 20)}, TWO_BIT),
+        # an XNOR layer of sign inputs folded over PE only, its output converted (no threshold after it)
+        ((16, 24, 12), 31, {"dense0": (24, 16), "dense1": (4, 24)}),
+        # XNOR units with a sign built in, and a last layer with 31 thresholds built in
+        ((16, 48, 32, 10), 21, {"dense0": (8, 8), "dense1": (4, 16), "dense2": (2, 16)}, {**TWO_BIT, **LEVELS_31}),
+        ((32, 64, 64, 10), 22, {"dense0": (4, 8), "dense1": (8, 32), "dense2": (1, 16)}, LEVELS_31),
+        # wide beats folded deep (32 PE folds of a 128-code result, 8 SIMD folds)
+        ((32, 128, 64, 10), 28, {"dense0": (4, 8), "dense1": (2, 16), "dense2": (1, 8)}, LEVELS_31),
+        ((32, 96, 48, 10), 25, {"dense0": (8, 16), "dense1": (6, 32), "dense2": (2, 16)}, LEVELS_31),
+        (
+            (16, 64, 32, 6),
+            26,
+            {"dense0": (4, 4), "dense1": (2, 16), "dense2": (3, 8)},
+            {**TWO_BIT, "out_levels": "fixed<3,3,RND_CONV,SAT>", "out_thresholds": 7},
+        ),
+        (
+            (48, 32, 24, 10),
+            27,
+            {"dense0": (2, 16), "dense1": (8, 8), "dense2": (5, 24)},
+            {"out_levels": "fixed<4,4,RND_CONV,SAT>", "out_thresholds": 15},
+        ),
     ],
     "validate": [
         ((24, 20, 6), 5, {"dense0": (5, 12), "dense1": (3, 10)}),
         ((40, 20, 8), 6, {"dense0": (4, 8), "dense1": (4, 10)}),
+        # the digits BNN's shape at the example's folding (block RAM weights), and 7 output levels
+        ((64, 128, 128, 10), 23, {"dense0": (4, 8), "dense1": (4, 16), "dense2": (1, 16)}, LEVELS_31),
+        (
+            (24, 40, 20, 6),
+            24,
+            {"dense0": (5, 6), "dense1": (4, 20), "dense2": (3, 10)},
+            {"out_levels": "fixed<3,3,RND_CONV,SAT>", "out_thresholds": 7},
+        ),
     ],
 }
 
 
 def units(which: str):
     """Each (design label, node, graph, folding, project) of the set ``which``."""
-    for sizes, seed, folding, *input_type in DESIGNS[which]:
-        graph = binary_mlp(sizes=sizes, seed=seed, **({"input_type": input_type[0]} if input_type else {}))
+    for sizes, seed, folding, *kwargs in DESIGNS[which]:
+        graph = binary_mlp(sizes=sizes, seed=seed, **(kwargs[0] if kwargs else {}))
         tmp = tempfile.mkdtemp(prefix="rtl_cost_")
         project = export(graph, pathlib.Path(tmp) / "p", folding=folding)
         label = "-".join(map(str, sizes))
         for node in graph.nodes:
-            if node.op in ("dense", "threshold"):
+            # a threshold built into the MVAU it reads has no unit of its own
+            if node.op == "dense" or (node.op == "threshold" and node.name not in project.meta["fused"].values()):
                 yield label, node, graph, project
 
 
@@ -113,6 +150,9 @@ def refit(rows) -> None:
             xb = code_bits(g.sources(n)[0].type)
             a.append([c * k * xb / got["lut"], c * n.type.width / got["lut"]])
             b.append(1.0)
+    if not a:
+        print("threshold: no unit of its own in the fit set (each is built into its MVAU)")
+        return
     coef, _ = nnls(np.array(a, float), np.array(b))
     print(f"threshold LUT_PER_COMPARE_BIT = {coef[0]:.3f}, LUT_PER_OUT_BIT = {coef[1]:.3f}")
 

@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
     else:
         check_train_first(args.config, args.output, force=args.force)
     _with_tensorflow(hls4ml=True)
-    from .run.pipeline import run
+    from .run.pipeline import run, run_fits
 
     summary = run(args.config, args.output, force=args.force, log=progress.log, resume=args.resume)
     if summary is None:  # a multi_worker task other than the chief: the chief runs the later stages
@@ -106,7 +106,7 @@ def cmd_run(args) -> int:
         return EXIT_OK
     if any(summary["mismatches"].values()) or summary.get("stream_leftovers"):
         return EXIT_MISMATCH
-    return EXIT_OK if summary["resources"]["fits"] else EXIT_DOES_NOT_FIT
+    return EXIT_OK if run_fits(summary) else EXIT_DOES_NOT_FIT
 
 
 def cmd_init(args) -> int:

@@ -279,10 +279,11 @@ OP_GRAPHS = {
 }
 
 
-def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT>", out_levels=None):
+def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT>", out_levels=None, out_thresholds=5):
     """Input -> [dense(binary weights) -> sign threshold] * n -> dense, random thresholds.
 
-    With ``out_levels`` (a FixedType string) the last dense gets a multi-level threshold.
+    With ``out_levels`` (a FixedType string) the last dense gets a multi-level threshold of
+    ``out_thresholds`` thresholds per channel.
     """
     rng = np.random.default_rng(seed)
     nodes = [input_node("input", (sizes[0],), FixedType.from_string(input_type))]
@@ -303,7 +304,7 @@ def binary_mlp(sizes=(16, 12, 8, 4), seed=0, input_type="ufixed<8,0,RND_CONV,SAT
             nodes.append(threshold_node(f"sign{i}", d, t, levels, BINARY))
         else:
             ot = FixedType.from_string(out_levels)
-            k = 5
+            k = out_thresholds
             t = np.sort(rng.integers(lo[:, None], hi[:, None] + 1, size=(n_out, k)), axis=1)
             levels = np.sort(rng.integers(ot.min_code, ot.max_code + 1, size=(n_out, k + 1)), axis=1)
             nodes.append(threshold_node(f"levels{i}", d, t, levels, ot))

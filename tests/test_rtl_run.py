@@ -73,6 +73,26 @@ def test_an_hls4ml_run_on_an_open_flow_board_is_refused_before_training(tmp_path
     assert not (tmp_path / "run").exists()
 
 
+def test_an_rtl_run_fits_by_its_synthesized_design_not_by_the_hls4ml_estimate():
+    from edgebnn.pipeline import rtl_headline, run_fits
+
+    # the example on the iCEBreaker: hls4ml's estimate of the same graph (unrolled, on the
+    # PYNQ-Z2) does not fit, the placed RTL design does, and the run's exit code follows the latter
+    summary = {
+        "board": "icebreaker",
+        "export": {"backend": "rtl"},
+        "mismatches": {"keras_vs_emulator": 0, "emulator_vs_csim": None, "emulator_vs_rtl": 0},
+        "resources": {"fits": False},
+        "rtl": {"utilization": {"lut": 0.635, "ff": 0.377, "dsp": 0.0, "bram": 0.2}},
+    }
+    assert run_fits(summary) and rtl_headline(summary) == "VERIFIED bit for bit, and fits icebreaker"
+    summary["rtl"]["utilization"]["lut"] = 1.13
+    assert not run_fits(summary)
+    assert rtl_headline(summary) == "VERIFIED bit for bit, but DOES NOT FIT icebreaker (LUT 113%)"
+    assert not run_fits({**summary, "export": {"backend": "Vitis"}, "resources": {"fits": False}})
+    assert run_fits({**summary, "export": {"backend": "Vitis"}, "resources": {"fits": True}})
+
+
 @pytest.mark.rtl
 @pytest.mark.train
 @pytest.mark.slow

@@ -309,6 +309,25 @@ def test_fit_picks_the_fastest_folding_within_the_budget_with_balanced_cycles():
     assert none.cycles_per_sample >= tighter.cycles_per_sample
 
 
+def test_a_fully_unrolled_layer_is_logic_and_the_fit_chooses_it_when_it_fits():
+    from graphs import binary_mlp
+
+    from edgebnn.backends.rtl.cost import node_cost, unit_features
+    from edgebnn.backends.rtl.fit import fit
+
+    # unrolled, 64 -> 96 has one weight word of 6,144 bits: the unit writes it as a constant (no
+    # ROM), so it costs logic and no block RAM (as a ROM it would take 171 BRAM18, over half the
+    # xc7z020's 280, and the fit below could not pick it)
+    g = binary_mlp(sizes=(8, 64, 96, 4), seed=3)
+    f = unit_features(g, g["dense1"], (96, 64))
+    assert f["depth"] == 1 and not f["block"]
+    unrolled = node_cost(g, g["dense1"], (96, 64))
+    assert unrolled.bram == 0 and unrolled.lut > node_cost(g, g["dense1"], (48, 64)).lut
+    found = fit(g, "pynq-z2", limit=0.5)
+    assert found.fits and found.cycles_per_sample == 1
+    assert found.folding == {"dense0": (64, 8), "dense1": (96, 64), "dense2": (4, 96)} and found.cost.bram == 0
+
+
 def test_fit_folds_a_binary_cnn_and_reads_open_flow_boards_in_their_units():
     from edgebnn.backends.rtl.fit import FitError, fit
     from edgebnn.backends.rtl.folding import resolve
@@ -331,12 +350,12 @@ def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitt
     from edgebnn.backends.rtl import export
     from edgebnn.backends.rtl.cost import node_cost
 
-    # an XNOR-popcount layer of 24 -> 12 folded 4 x 24 (3 PE folds): no unit of this shape is in
-    # bench/rtl_cost_validate.py's fit set
-    g = binary_mlp(sizes=(16, 24, 12), seed=31)
-    project = export(g, tmp_path / "p", folding={"dense0": (24, 16), "dense1": (4, 24)})
+    # an XNOR-popcount layer of 20 -> 15 folded 5 x 20 (3 PE folds), its output converted: no
+    # design of bench/rtl_cost_validate.py's fit set has these sizes and weights
+    g = binary_mlp(sizes=(16, 20, 15), seed=37)
+    project = export(g, tmp_path / "p", folding={"dense0": (20, 16), "dense1": (5, 20)})
     rec = synthesize(project, flow="xilinx", part="xc7z020clg400-1", top=project.meta["nodes"]["dense1"], log=quiet)
-    model = node_cost(g, g["dense1"], (4, 24))
+    model = node_cost(g, g["dense1"], (5, 20))
     assert abs(model.lut - rec.lut) <= 0.15 * rec.lut, (model, rec)
     assert abs(model.ff - rec.ff) <= 0.25 * rec.ff, (model, rec)
 

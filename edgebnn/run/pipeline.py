@@ -66,18 +66,31 @@ def run(
     return summary
 
 
+def rtl_fit(summary: dict[str, Any]) -> tuple[bool, str]:
+    """Whether an rtl run's synthesized design fits its board (Yosys's counts; nextpnr's placement
+    on iCE40 and ECP5), and that said in words; a design not synthesized yet counts as fitting."""
+    share = (summary.get("rtl") or {}).get("utilization")
+    if not share:
+        return True, "not synthesized yet"
+    key = max(share, key=lambda k: share[k])
+    if share[key] <= 1.0:
+        return True, f"fits {summary['board']}"
+    return False, f"DOES NOT FIT {summary['board']} ({key.upper()} {100 * share[key]:.0f}%)"
+
+
+def run_fits(summary: dict[str, Any]) -> bool:
+    """Whether a run's design fits its board: the synthesized RTL design for the rtl backend, else
+    the hls4ml estimate."""
+    if (summary.get("export") or {}).get("backend") == "rtl":
+        return rtl_fit(summary)[0]
+    return bool(summary["resources"]["fits"])
+
+
 def rtl_headline(summary: dict[str, Any]) -> str:
     """An rtl run's verdict: bit-exact or not, and whether the synthesized design fits the board
     (Yosys's counts; nextpnr's placement on iCE40 and ECP5)."""
     verified = not any(summary["mismatches"].values())
-    rtl = summary.get("rtl") or {}
-    share = rtl.get("utilization")
-    if share:
-        key = max(share, key=lambda k: share[k])
-        fits = share[key] <= 1.0
-        fit = f"fits {summary['board']}" if fits else f"DOES NOT FIT {summary['board']} ({key.upper()} {100 * share[key]:.0f}%)"
-    else:
-        fits, fit = True, "not synthesized yet"
+    fits, fit = rtl_fit(summary)
     if verified:
         return f"VERIFIED bit for bit, {'and ' + fit if fits else 'but ' + fit}"
     return f"MISMATCH (not bit-exact); {fit}"

@@ -26,8 +26,9 @@ from ...errors import EdgebnnError
 from ...graph import Graph
 from ...outputs import staged_dir
 from . import folding as folding_mod
-from .hdl import LIBRARY, beats, ident, lanes
-from .ops import LOWERINGS, lowering
+from .hdl import LIBRARY, beats, header, ident, lanes
+from .ops import LOWERINGS, fused_reader, lowering
+from .ops._units import wiring
 from .project import PROJECT_FILE, RTLProject
 
 # codes travel between the simulation and Python as 64-bit integers
@@ -57,15 +58,33 @@ def export(graph: Graph, output_dir, folding: Mapping | None = None, force: bool
     taken: set[str] = {"edgebnn_skid", "edgebnn_fifo"}
     names = {n.name: ident(n.name, taken) for n in graph.nodes}
     top = ident(top or f"{graph.name}_top", taken)
-    units, files, mems, cycles = {}, {}, {}, {}
+    units, files, mems, cycles, fused = {}, {}, {}, {}, {}
     for node in graph.compute_nodes():
         srcs = graph.sources(node)
-        unit = LOWERINGS[node.op].unit(node, srcs, names[node.name], folds.get(node.name))
+        if node.name in fused.values():  # its codes pass through: the MVAU it reads computes them
+            src = srcs[0]
+            unit = wiring(
+                names[node.name],
+                lanes(node) * node.type.width,
+                header(f"{names[node.name]}: threshold, built into the unit of {names[src.name]}", ["its codes pass through"]),
+            )
+            units[node.name] = unit
+            files[f"{names[node.name]}.v"] = "\n".join(unit.modules)
+            cycles[node.name] = {"interval": 0, "note": f"built into {names[src.name]}"}
+            continue
+        module, unit = LOWERINGS[node.op], None
+        then = fused_reader(graph, node)
+        if then is not None:
+            unit = module.unit(node, srcs, names[node.name], folds.get(node.name), then=then)
+            if unit is not None:
+                fused[node.name] = then.name
+        if unit is None:
+            unit = module.unit(node, srcs, names[node.name], folds.get(node.name))
         units[node.name] = unit
         files[f"{names[node.name]}.v"] = "\n".join(unit.modules)
         mems.update(unit.mems)
         cycles[node.name] = {"interval": unit.interval, "note": unit.cycles}
-    files[f"{top}.v"] = top_module(graph, names, top, units)
+    files[f"{top}.v"] = top_module(graph, names, top, units, fused)
     design_h = design_header(graph, names)
     sources = ["hdl/edgebnn_lib.v", *(f"hdl/{n}" for n in files)]
     meta = {
@@ -77,6 +96,7 @@ def export(graph: Graph, output_dir, folding: Mapping | None = None, force: bool
         "folding": {k: list(v) for k, v in folds.items()},
         "nodes": {n.name: names[n.name] for n in graph.nodes},
         "cycles": cycles,
+        "fused": fused,
     }
     with staged_dir(output_dir, force=force, what="RTL project folder") as tmp:
         hdl = tmp / "hdl"
@@ -104,11 +124,14 @@ def _edges(graph: Graph) -> dict[str, list[tuple[str, int]]]:
     return edges
 
 
-def top_module(graph: Graph, names: dict[str, str], top: str, units) -> str:
+def top_module(graph: Graph, names: dict[str, str], top: str, units, fused: dict[str, str] | None = None) -> str:
     """The top: ``s_axis`` is the input node's stream, ``m_axis`` the output node's; a node read
     more than once feeds each reader through a FIFO of a sample's beats (so a branch may run a
     whole sample ahead of the other without a deadlock at their join); with ``EDGEBNN_TAPS``
-    defined (the simulation) every node's stream is a port ``tap_<node>_*`` too."""
+    defined (the simulation) every node's stream is a port ``tap_<node>_*`` too. ``fused`` maps
+    an MVAU node to the threshold node built into its unit: that unit sends the threshold's
+    stream, and the MVAU's own values exist only as the simulation's tap."""
+    fused = fused or {}
     inp, outp = graph.input, graph.output
     in_bits = lanes(inp) * inp.type.width
     out_bits = lanes(outp) * outp.type.width
@@ -156,6 +179,12 @@ def top_module(graph: Graph, names: dict[str, str], top: str, units) -> str:
     for node in graph.nodes:
         n, b = names[node.name], lanes(node) * node.type.width
         readers = edges[node.name]
+        if node.name in fused:
+            b = lanes(node) * graph[fused[node.name]].type.width
+            lines.append(f"  wire [{b - 1}:0] {n}_fused_data;  // the codes of {fused[node.name]}")
+            lines.append(f"  wire {n}_fused_valid, {n}_fused_ready;")
+            stream[readers[0]] = f"{n}_fused"
+            continue
         if len(readers) == 1:
             stream[readers[0]] = n
             continue
@@ -179,11 +208,18 @@ def top_module(graph: Graph, names: dict[str, str], top: str, units) -> str:
             lines.append("  );")
     for node in graph.compute_nodes():
         n = names[node.name]
+        o = f"{n}_fused" if node.name in fused else n
         ports = ["    .clk(clk), .rst(rst),"]
         for i, _ in enumerate(node.inputs):
             s = stream[(node.name, i)]
             ports.append(f"    .in{i}_data({s}_data), .in{i}_valid({s}_valid), .in{i}_ready({s}_ready),")
-        ports.append(f"    .out_data({n}_data), .out_valid({n}_valid), .out_ready({n}_ready)")
+        ports.append(f"    .out_data({o}_data), .out_valid({o}_valid), .out_ready({o}_ready)")
+        if node.name in fused:
+            lines.append(f"  // {node.name}, the threshold {fused[node.name]} built in: it sends that threshold's codes")
+            lines.append("`ifdef EDGEBNN_TAPS")
+            lines.append(f"  assign {n}_ready = 1'b1;")
+            lines.append("`endif")
+            ports += ["`ifdef EDGEBNN_TAPS", f"    , .tap_data({n}_data), .tap_valid({n}_valid)", "`endif"]
         lines.append(f"  {n} u_{n} (")
         lines += ports
         lines.append("  );")

@@ -8,8 +8,8 @@ axes, each beat holding the last axis's ``lanes`` codes, lane ``l`` in bits ``[l
 the node's type width, two's complement for a signed type). Every unit has ports ``clk``, ``rst``
 (synchronous, active high), per input ``i`` ``in<i>_data/_valid/_ready`` and ``out_data``,
 ``out_valid``, ``out_ready``; a beat moves on a clock edge where valid and ready are both high.
-Every unit's ready is a register (or a function of registers only), so no ready signal is chained
-combinationally through units.
+Every unit's ready is a register or a function of its own registers and its input's valid (a
+register of the unit before), so no ready signal is chained combinationally through units.
 """
 
 from __future__ import annotations

@@ -1,14 +1,19 @@
 """The MVAU of a weighted node (dense, conv1d, conv2d, depthwise) folded PE x SIMD, as
-``ops/_units.mvau`` writes it, and the window generator in front of a convolution.
+``ops/_units.mvau`` writes it (with the threshold that is its only reader built in: an MVTU),
+and the window generator in front of a convolution.
 
-Registers (from the Verilog): the input beat three times (the skid buffer's two and ``x``), SIMD inputs
-per cycle (``b_x``; the weight word's ``b_w`` is absorbed into the ROM), PE accumulators of ``aw`` bits, the
-result beat (``res``, kept only when there is more than one PE fold) and the output beat
-(``out_r``), and the fold counters. LUTs: per product a share of a popcount (XNOR modes) or an
-add/subtract per input bit (add/subtract modes), the accumulators, the result's write
-multiplexer over the PE folds, the input's select over the SIMD folds, the weight ROM in LUTs
-when it is small (block RAM above ``BLOCK_ROM_BITS``), and the control; each term's LUTs per
-unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
+Registers (from the Verilog): SIMD inputs per cycle (``b_x``; the input beat itself waits in the
+upstream unit's register) and the weight word (``b_w``, none in block RAM or for a constant; of a
+shallow ROM's equal bit columns one each), PE accumulators of ``aw`` bits, a built-in
+threshold's table row, comparisons and levels, the result beat (``res``, a shift register the PE
+folds enter in order, kept only when there is more than one) and the output skid buffer's two
+beats, and the fold counters. A sign's codes (-1, +1) count one bit: in a whole design synthesis
+drops their constant low bit. LUTs: per product a share of a popcount (XNOR modes) or of an
+adder tree per input bit (add/subtract modes), the accumulators, the input's select over the
+SIMD folds, the weight ROM in LUTs when it is small (block RAM above ``BLOCK_ROM_BITS``, a
+constant when it is one word), per PE the output's conversion or, fused, its comparators
+against a threshold table chosen by the PE fold, and the skid buffer's select; each term's LUTs
+per unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
 """
 
 from __future__ import annotations
@@ -20,16 +25,24 @@ import numpy as np
 from ....graph.ops._weighted import feature_bounds
 from ..folding import default_fold
 from ..hdl import signed_bits
+from ..ops import fused_reader
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "res", "rest", "acc", "cast")
+LUT_TERMS = ("prod", "rest", "rom", "psum", "acc", "cast", "cmp", "table", "pick", "out")
 # LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
 # squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
-# an XNOR popcount, per product and input bit of an add/subtract chain (the ternary and
-# multiplier modes, with no unit in the fit set, take the add/subtract figure), per result bit
-# and level of the result's write multiplexer, per bit of the input select and ROM, per
-# accumulator bit, per bit of each PE's output conversion
-LUT_COEF = {"prod_xnor": 0.958, "prod_addsub": 1.847, "res": 0.384, "rest": 1.609, "acc": 3.66, "cast": 0.732}
+# an XNOR popcount, per product and input bit of an adder tree (the ternary and multiplier modes,
+# with no unit in the fit set, take the add/subtract figure), per input bit selected, per
+# distinct ROM column, per bit of each PE's sum at the accumulator's width, per accumulator bit,
+# per bit of each PE's output conversion, per comparator bit of a built-in threshold, per bit of
+# its table and fold-index level, per level bit picked, per bit of the output skid buffer. The
+# terms the fit set cannot tell apart from the others come out 0 and their LUTs ride on the
+# terms that grow with them: the sums hold for units shaped like the fit set's (binary MLP
+# layers, with sign or multi-level thresholds built in or none)
+LUT_COEF = {
+    "prod_xnor": 1.072, "prod_addsub": 1.304, "rest": 2.539, "rom": 1.505, "psum": 0.0, "acc": 3.374, "cast": 0.0,
+    "cmp": 0.0, "table": 0.428, "pick": 0.0, "out": 1.024,
+}  # fmt: skip
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
     "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),
@@ -67,23 +80,62 @@ def features(graph, node, fold) -> dict:
     wb = {"xnor": 1, "pm1": 1, "addsub": 1, "tern": 2}.get(mode, node.fixed_attr("weight_type").width)
     xmax = max(abs(t.min_code), abs(t.max_code), abs(int(node.attrs.get("pad_code", 0))))
     bound = n if mode in ("xnor", "pm1") else int(np.max(np.abs(w).sum(axis=0), initial=0)) * int(xmax)
-    aw = signed_bits(-bound, bound) + 1
+    aw = signed_bits(-bound, bound + 1) + 1
     word_bits, depth = pe * simd * wb, nf * sf
-    block = word_bits * depth > BLOCK_ROM_BITS
+    block = depth > 1 and word_bits * depth > BLOCK_ROM_BITS  # one word is a constant, never a ROM
+    then = fused_reader(graph, node)
+    k, pick, thr_regs = 0, 0, 0
+    if then is not None:
+        k = then.params["thresholds"].shape[1]
+        ow = then.type.width
+        levels = np.asarray(then.params["levels"])
+        same = bool(np.all(levels == levels[:1]))
+        if np.isin(levels, (-1, 1)).all():
+            ow = 1  # a sign's codes (-1, +1) have a constant low bit
+        if k > 1 or not same:
+            # per PE a one-hot select of k + 1 levels, from a table read per PE fold when the
+            # channels' levels differ
+            pick = pe * (k + 1) * ow * (1 + (0 if same else _clog2(nf) * (nf > 1)))
+        # registers: the PE fold's thresholds and, when per channel, levels (loaded from
+        # constants: at most 2**NF different bit columns, synthesis keeps each once) and the
+        # comparisons twice
+        distinct = 1 << min(nf, 30) if nf > 1 else 0
+        thr_regs = min(pe * k * aw, distinct) + min(pe * (k + 1) * ow * (not same), distinct) + 2 * pe * k
     per_product = {"xnor": 1, "pm1": 2, "addsub": iw, "tern": iw, "mul": iw * wb}[mode]
+    prod_terms = (pe + (mode in ("addsub", "tern"))) * simd
+    if depth == 1 and mode == "addsub":
+        prod_terms = int(np.sum(w > 0)) + simd  # constant weights: each PE's tree adds only its +1 inputs
+    elif depth == 1 and mode == "tern":
+        prod_terms = int(np.count_nonzero(w))  # constant weights: the zeros drop out of both trees
     xbits = 1 if mode == "xnor" else iw  # a sign's codes have a constant low bit
     return {
         "mode": mode,
         "n": n, "m": m, "pe": pe, "simd": simd, "nf": nf, "sf": sf,
         "iw": iw, "ow": ow, "wb": wb, "aw": aw, "word_bits": word_bits, "depth": depth, "block": block,
-        "prod": pe * simd * per_product,
-        # the result beat written one PE fold at a time: a multiplexer level per bit of the fold index
-        "res": m * ow * _clog2(nf) if nf > 1 else 0,
-        # the input select over SIMD folds and the weight ROM in LUTs
-        "rest": xbits * simd * (sf - 1) + (0 if block or depth == 1 else word_bits * math.ceil(depth / 64)),
+        # per PE a popcount or an adder tree (the add/subtract modes: one more tree, shared by the PEs)
+        "prod": prod_terms * per_product,
+        # the input select over SIMD folds (a LUT6 selects one of 4, so an input bit costs a LUT
+        # per 4 SIMD folds)
+        "rest": xbits * simd * (math.ceil(sf / 4) if sf > 1 else 0),
+        # the weight ROM in LUTs: a LUT6 holds 64 words of a bit, and a shallow ROM has at most
+        # 2**depth different bit columns (synthesis builds each once)
+        "rom": 0 if block or depth == 1 else min(word_bits, 1 << min(depth, 30)) * math.ceil(depth / 64),
+        # per PE the fold's sum brought to the accumulator's width (a subtraction: SIMD - 2 * hits,
+        # or 2 * sum(x where w = +1) - sum(x))
+        "psum": pe * aw,
         # the accumulators and their first-fold select (only when SIMD is folded)
         "acc": pe * aw if sf > 1 else 0,
-        "cast": pe * ow,
+        "cast": pe * ow if then is None else 0,
+        # per PE k comparators of the accumulator, against constants (one PE fold) or registers
+        # loaded from a table read per PE fold
+        "cmp": pe * k * aw,
+        "table": pe * k * aw * _clog2(nf) if nf > 1 else 0,
+        "pick": pick,
+        # the output skid buffer's select
+        "out": m * ow,
+        "k": k, "fused": then is not None, "thr_regs": thr_regs,
+        # the weight word's register (none for block RAM or a constant), its equal bits merged
+        "rom_regs": 0 if block or depth == 1 else min(word_bits, 1 << min(depth, 30)),
     }  # fmt: skip
 
 
@@ -121,12 +173,15 @@ def cost(graph, node, fold) -> dict[str, float]:
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
+    out_bits = f["m"] * f["ow"]
     ff = (
-        # the weight word's register is absorbed: into the block RAM, or by synthesis moving it
-        # onto the ROM's (registered) address
-        3 * f["n"] * iw + f["simd"] * iw
-        + (f["pe"] * f["aw"] if f["sf"] > 1 else 0)  # with one SIMD fold the accumulator is never read
-        + (f["m"] * f["ow"] if f["nf"] > 1 else 0) + f["m"] * f["ow"] + counters
+        f["simd"] * iw + f["rom_regs"]  # one fold's inputs and weights
+        + f["pe"] * f["aw"]  # the accumulators
+        + f["thr_regs"]
+        # the result beat's shift register holds the PE folds before the last (the last enters the
+        # skid buffer straight from the comparisons), then the output skid buffer's two beats
+        + out_bits * (f["nf"] - 1) // f["nf"] + 2 * out_bits
+        + counters
     )  # fmt: skip
     carry = f["pe"] * math.ceil(f["aw"] / 4) * (1 + (f["simd"] > 1) * (f["mode"] in ("addsub", "tern")))
     out = {

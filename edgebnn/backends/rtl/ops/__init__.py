@@ -12,6 +12,8 @@ the Verilog identifier of the node, ``where`` names the node in error messages):
                                    (PE, SIMD) of a ``FOLDED`` op, else None
 ``fold_sizes(node, srcs)``         (``FOLDED`` ops) the (output channels, inputs per output) that PE and
                                    SIMD must divide
+``unit(..., then=node)``           (``FOLDED`` ops) the unit with the threshold ``node`` that is its only
+                                   reader built in (see ``fused_reader``), or None when it cannot be
 
 Shared parts: ``_units`` (the MVAU, the window generator, map/join, regrouping), ``_lower`` (what
 the weighted ops share), ``_pooling``, ``_merge``. Nothing here imports TensorFlow, Keras or hls4ml.
@@ -72,6 +74,17 @@ LOWERINGS: dict[str, ModuleType] = {
 
 # what every module in LOWERINGS defines
 INTERFACE = ("FOLDED", "check", "unit")
+
+
+def fused_reader(graph, node: Node) -> Node | None:
+    """The threshold node built into the unit of the folded (MVAU) ``node``: its only reader,
+    when that is a threshold (FINN's MVTU: only the threshold's codes are kept and sent). The
+    unit's ``unit(..., then=...)`` may still decline it (None) when the threshold cannot move onto
+    the accumulator (a wrapping conversion between them)."""
+    if node.op not in LOWERINGS or not LOWERINGS[node.op].FOLDED or node.name == graph.output.name:
+        return None
+    readers = graph.readers(node)
+    return readers[0] if len(readers) == 1 and readers[0].op == "threshold" else None
 
 
 def lowering(node: Node) -> ModuleType:

@@ -11,9 +11,11 @@ from ..hdl import header
 from ._units import Unit, chain, mvau, weight_mode, window
 
 
-def weighted(node: Node, src: Node, w: np.ndarray, name: str, fold, what: str) -> Unit:
+def weighted(node: Node, src: Node, w: np.ndarray, name: str, fold, what: str, then: Node | None = None) -> Unit | None:
     """The MVAU of ``node`` reading beats of ``w.shape[0]`` codes of ``src``'s type (its input
-    beat, or a window of it) with the (N, M) weight codes ``w``, folded ``fold`` = (PE, SIMD)."""
+    beat, or a window of it) with the (N, M) weight codes ``w``, folded ``fold`` = (PE, SIMD);
+    with ``then`` (the threshold node that is its only reader) the MVAU and the threshold as one
+    unit, or None when the threshold cannot move onto the accumulator."""
     w = np.asarray(w, dtype=np.int64)
     n, m = w.shape
     pe, simd = fold
@@ -43,20 +45,40 @@ def weighted(node: Node, src: Node, w: np.ndarray, name: str, fold, what: str) -
         "tern": "add/subtract/skip (ternary weights)",
         "mul": "multipliers",
     }[mode]
+    fused = []
+    if then is not None:
+        fused = [f"then threshold {then.name!r} per output channel -> {then.type} (the MVAU's values are not kept)"]
     text = header(
-        f"{name}: {what}",
+        f"{name}: {what}" + ("" if then is None else f", fused with {then.name}"),
         [
             f"y[{m}] = x[{n}] @ w ({node.attrs['weight_type']}){' + bias' if bias is not None else ''} -> {node.type}",
+            *fused,
             f"products: {products}",
             f"folding: PE {pe} x SIMD {simd}: {sf} x {nf} = {sf * nf} cycles per input beat",
         ],
     )
-    return mvau(name, src.type, node.type, w, wt, bias, pshift, bshift, sum_exp, pe, simd, mode, xmax, text)
+    # per output channel, the accumulator's least and greatest value over the inputs' bounds
+    wl, wh = w * lo[:, None], w * hi[:, None]
+    reach = (np.minimum(wl, wh).sum(axis=0), np.maximum(wl, wh).sum(axis=0))
+    return mvau(name, src.type, node.type, w, wt, bias, pshift, bshift, sum_exp, pe, simd, mode, xmax, text, then, reach)
 
 
-def windowed(node: Node, src: Node, name: str, compute, kh: int, kw: int, strides, padding, pad_code: int, what: str) -> Unit:
+def windowed(
+    node: Node,
+    src: Node,
+    name: str,
+    compute,
+    kh: int,
+    kw: int,
+    strides,
+    padding,
+    pad_code: int,
+    what: str,
+    then: Node | None = None,
+) -> Unit | None:
     """``compute`` (a function of the module name giving the unit that reads windows) behind the
-    window generator of an (H, W, C) ``src``: the node's module ``name`` chains the two."""
+    window generator of an (H, W, C) ``src``: the node's module ``name`` chains the two. With
+    ``then`` (a threshold fused into the compute unit) None when ``compute`` gives None."""
     h, w, c = src.shape
     iw = src.type.width
     gen = window(
@@ -76,6 +98,8 @@ def windowed(node: Node, src: Node, name: str, compute, kh: int, kw: int, stride
         ),
     )
     inner = compute(f"{name}_compute")
+    if inner is None:
+        return None
     (pt, pb), (pl, pr) = padding
     ho, wo = (h + pt + pb - kh) // strides[0] + 1, (w + pl + pr - kw) // strides[1] + 1
     out = chain(
@@ -86,8 +110,12 @@ def windowed(node: Node, src: Node, name: str, compute, kh: int, kw: int, stride
         f"{name}_compute",
         c * iw,
         kh * kw * c * iw,
-        node.shape[-1] * node.type.width,
-        header(f"{name}: {what}", [f"window generator ({gen.cycles}) -> {inner.cycles.split(' per beat')[0]} per window"]),
+        node.shape[-1] * (then or node).type.width,
+        header(
+            f"{name}: {what}" + ("" if then is None else f", fused with {then.name}"),
+            [f"window generator ({gen.cycles}) -> {inner.cycles.split(' per beat')[0]} per window"],
+        ),
+        tap_bits=0 if then is None else node.shape[-1] * node.type.width,
     )
     out.interval = max(h * w, ho * wo * max(inner.interval, 1)) + 1  # input and windows overlap in the line buffer
     out.cycles = f"about {out.interval} cycles per sample"

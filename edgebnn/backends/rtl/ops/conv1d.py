@@ -17,5 +17,5 @@ def fold_sizes(node, srcs) -> tuple[int, int]:
     return f, k * c
 
 
-def unit(node, srcs, name, fold):
-    return conv2d.unit(as_2d(node), [row(srcs[0])], name, fold, what="conv1d")
+def unit(node, srcs, name, fold, then=None):
+    return conv2d.unit(as_2d(node), [row(srcs[0])], name, fold, what="conv1d", then=then)

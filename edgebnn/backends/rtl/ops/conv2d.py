@@ -22,7 +22,7 @@ def kernel(node):
     return node.params["weight"]
 
 
-def unit(node, srcs, name, fold, weight=None, src=None, what="conv2d"):
+def unit(node, srcs, name, fold, weight=None, src=None, what="conv2d", then=None):
     src = srcs[0] if src is None else src
     weight = kernel(node) if weight is None else weight
     kh, kw, c, f = weight.shape
@@ -31,11 +31,12 @@ def unit(node, srcs, name, fold, weight=None, src=None, what="conv2d"):
         node,
         src,
         name,
-        lambda inner: weighted(node, src, weight.reshape(kh * kw * c, f), inner, fold, f"{what} window sum"),
+        lambda inner: weighted(node, src, weight.reshape(kh * kw * c, f), inner, fold, f"{what} window sum", then),
         kh,
         kw,
         a["strides"],
         a["padding"],
         int(a["pad_code"]),
         f"{what} {kh}x{kw}, {c} -> {f} channels, strides {list(a['strides'])}",
+        then,
     )

@@ -17,7 +17,7 @@ def fold_sizes(node, srcs) -> tuple[int, int]:
     return w.shape[1], w.shape[0]
 
 
-def unit(node, srcs, name, fold):
+def unit(node, srcs, name, fold, then=None):
     return weighted(
-        node, srcs[0], node.params["weight"], name, fold, f"dense {node.params['weight'].shape[0]} -> {node.shape[-1]}"
+        node, srcs[0], node.params["weight"], name, fold, f"dense {node.params['weight'].shape[0]} -> {node.shape[-1]}", then
     )

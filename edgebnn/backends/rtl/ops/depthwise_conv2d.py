@@ -19,5 +19,5 @@ def fold_sizes(node, srcs) -> tuple[int, int]:
     return c * m, kh * kw * c
 
 
-def unit(node, srcs, name, fold):
-    return conv2d.unit(node, srcs, name, fold, weight=full_kernel(node.params["weight"]), what="depthwise conv2d")
+def unit(node, srcs, name, fold, then=None):
+    return conv2d.unit(node, srcs, name, fold, weight=full_kernel(node.params["weight"]), what="depthwise conv2d", then=then)
