@@ -105,6 +105,50 @@ def _splits_kernel(quantizer, ndim: int, depthwise: bool = False) -> bool:
     return hw is not None and (hw.axis is None or hw.axis % ndim == ndim - 1 or (depthwise and hw.axis % ndim == 2))
 
 
+def _po2_scales(quantizer) -> bool:
+    """Every scale the quantizer (or a part of a partial one) gives is a power of two, or it has none."""
+    if isinstance(quantizer, q.PartialQuantizer):
+        return _po2_scales(quantizer.quantizer) and _po2_scales(quantizer.other)
+    hw = _scaled_form(quantizer)
+    if hw is None:
+        return True
+    if isinstance(quantizer, q.XnorSign):
+        return quantizer.po2
+    alpha = getattr(quantizer, "alpha", None)
+    if isinstance(alpha, str) or hw.scale is None:
+        return alpha == "auto_po2"
+    s = np.atleast_1d(np.asarray(hw.scale, dtype=np.float64))
+    return bool(np.all(s > 0) and np.all(np.frexp(s)[0] == 0.5))
+
+
+def sums_exactly(layer) -> bool:
+    """A kernel of the layer keeps the plain product ``q_in(x) @ q_k(W)`` with scales that need
+    not be powers of two (an XNOR scale per input channel, a partial kernel with a scaled part):
+    at inference the layer then multiplies and sums in float64 and rounds the sum once to
+    float32. The products of two float32 values are exact in float64 and so is their sum while
+    it spans fewer than 53 bits (freeze checks that bound), so the output is the exact sum
+    rounded once, whatever the order of the additions; freeze deploys that sum exactly and
+    folds the rounding into the next quantizer's thresholds. In training the plain float32
+    product (same forward up to that rounding, same gradient)."""
+    for weight, which in layer._tagged_kernels:
+        quantizer = getattr(layer, which)
+        ndim = len(getattr(layer, weight).shape)
+        if not _splits_kernel(quantizer, ndim, which == "depthwise_quantizer") and not _po2_scales(quantizer):
+            return True
+    return False
+
+
+def _summed(layer, training, product, x):
+    """``product(x)``; at inference, for a layer that :func:`sums_exactly`, on ``x`` in float64
+    (``product`` casts its kernels to ``x``'s dtype), rounded once to ``x``'s float type."""
+    if training or not sums_exactly(layer):
+        return product(x)
+    out = product(ops.cast(x, "float64"))
+    if isinstance(out, tuple):
+        return (ops.cast(out[0], x.dtype), *out[1:])
+    return ops.cast(out, x.dtype)
+
+
 def splits_input(layer) -> bool:
     """The input quantizer has one constant scale (per tensor, not from the tensor's values) and
     the layer pads with zeros, so the codes can be summed and the scale applied after."""
@@ -395,7 +439,8 @@ class QuantDense(_Quantized, keras.layers.Dense):
         """The product of the quantized input and kernel, scales applied (before the bias)."""
         x, s_in = self._input(inputs, training)
         kernel, s_k = self.split_weight("kernel_quantizer", training)
-        return self._rescaled(ops.matmul(x, kernel), s_in, (("kernel_quantizer", s_k),))
+        product = _summed(self, training, lambda v: ops.matmul(v, ops.cast(kernel, v.dtype)), x)
+        return self._rescaled(product, s_in, (("kernel_quantizer", s_k),))
 
     def _latent_product(self, x):
         """The quantized input times the latent (float) kernel: what a folded BatchNorm sees."""
@@ -416,7 +461,7 @@ class _QuantConv(_Quantized):
         """The convolution of the quantized input with the quantized kernel, scales applied."""
         x, s_in = self._input(inputs, training)
         x, padding, strides = _conv_input(self, x)
-        x, scales = self._convolve_split(x, strides, padding, training)
+        x, scales = _summed(self, training, lambda v: self._convolve_split(v, strides, padding, training), x)
         return _static_shape(self, inputs, self._rescaled(x, s_in, scales))
 
     def _latent_product(self, x):
@@ -463,7 +508,7 @@ class _QuantFilters(_QuantConv):
         return self.quantized_weight("kernel_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
-        return ops.conv(x, kernel, **self._options(strides, padding))
+        return ops.conv(x, ops.cast(kernel, x.dtype), **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -498,7 +543,7 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
         return self.quantized_weight("depthwise_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
-        return ops.depthwise_conv(x, kernel, **self._options(strides, padding))
+        return ops.depthwise_conv(x, ops.cast(kernel, x.dtype), **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -540,8 +585,8 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
     def _convolve(self, x, strides, padding, training):
         return ops.separable_conv(
             x,
-            self.quantized_depthwise_kernel(training),
-            self.quantized_pointwise_kernel(training),
+            ops.cast(self.quantized_depthwise_kernel(training), x.dtype),
+            ops.cast(self.quantized_pointwise_kernel(training), x.dtype),
             **self._options(strides, padding),
         )
 
@@ -555,10 +600,10 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         pv, ps = self.split_weight("pointwise_quantizer", training)
         if ds is None and ps is None:
             return self._convolve(x, strides, padding, training), ()
-        x = ops.depthwise_conv(x, dv, **self._options(strides, padding))
+        x = ops.depthwise_conv(x, ops.cast(dv, x.dtype), **self._options(strides, padding))
         if ds is not None and not _one_value(ds):
             x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
-        x = ops.conv(x, pv, strides=1, padding="valid", data_format=self.data_format)
+        x = ops.conv(x, ops.cast(pv, x.dtype), strides=1, padding="valid", data_format=self.data_format)
         return x, (("pointwise_quantizer", ps), ("depthwise_quantizer", ds if ds is not None and _one_value(ds) else None))
 
     def _after_sum(self):

@@ -242,7 +242,7 @@ def freeze(
         for run in NODE_PASSES:
             run(step, freezing)
     nodes, caveats = freezing.nodes, freezing.caveats
-    inexact = _inexact(nodes)
+    inexact = _inexact(nodes, freezing.float64_sums)
     meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact, "keras_caveats": caveats}
     for caveat in caveats:
         warnings.warn(f"node {caveat['node']!r}: {caveat['reason']}", FreezeWarning, stacklevel=2)
