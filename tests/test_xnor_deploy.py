@@ -13,8 +13,8 @@ from bn import randomize_bn
 from graphs import PYNQ
 
 import edgebnn  # noqa: F401
-from edgebnn.freeze import FreezeError, freeze
 from edgebnn.emulate import emulate
+from edgebnn.freeze import FreezeError, freeze
 from edgebnn.layers import (
     QuantActivation,
     QuantConv1D,
