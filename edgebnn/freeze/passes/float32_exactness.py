@@ -40,6 +40,23 @@ def float32_exact(node, nodes: list, float64: bool = False) -> bool:
     return math.ldexp(bound, -node.type.lsb_exp) < (2.0**53 if float64 else 2.0**24)
 
 
+def unreplayed_roundings(nodes: list, float64_sums) -> list:
+    """The accumulators of ``float64_sums`` that Keras rounds to float32 (their sums may need
+    more than 24 significant bits; a separable layer's intermediate, read by its pointwise sum,
+    is not rounded) and that are not read by threshold nodes alone, which replay that rounding:
+    an end of the graph, a pool, a merge."""
+    out = []
+    for n in nodes:
+        if n.name not in float64_sums or CHECKS[n.op](n, nodes):
+            continue
+        readers = [r for r in nodes if n.name in r.inputs]
+        if any(r.name in float64_sums for r in readers):  # a separable layer's intermediate
+            continue
+        if n is nodes[-1] or any(r.op != "threshold" for r in readers):
+            out.append(n)
+    return out
+
+
 def depthwise_exact(node, nodes: list, float64: bool = False) -> bool:
     """:func:`float32_exact` of the depthwise_conv2d node as the conv2d of its full kernel (the
     zeros outside each channel's block add nothing to the bound)."""
