@@ -220,3 +220,17 @@ def test_a_slice_of_nearly_zero_weights_beyond_32_bits_of_codes_is_refused_by_na
     conv.kernel.assign(k)
     with pytest.raises(FreezeError, match=r"^layer '\w+' \(QuantConv2D\): its kernel_quantizer .* need more than 32 bits"):
         freeze(model)
+
+
+@pytest.mark.rtl
+def test_ties_simulate_bit_for_bit_in_rtl(tmp_path):
+    """The RTL backend sums the wide kernel codes and compares with the replayed thresholds too."""
+    from edgebnn.backends.rtl import export
+
+    model = tie_model()
+    graph = freeze(model)
+    project = export(graph, tmp_path / "rtl")
+    project.compile()
+    report = verify(model, graph, TIE_INPUTS.astype(np.float32), rtl=project)
+    assert (report.keras_vs_emulator, report.emulator_vs_rtl) == (0, 0), report.describe()
+    assert np.array_equal(report.outputs["keras"][:, 0], exact_rounded_signs(TIE_INPUTS))
