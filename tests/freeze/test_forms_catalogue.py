@@ -13,7 +13,7 @@ from graphs import PYNQ, edge_inputs
 
 from edgebnn.emulate import emulate
 from edgebnn.freeze import FreezeError, freeze
-from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense, sums_exactly
 
 IN_Q = "quantized_bits(4, 1)"
 
@@ -264,31 +264,19 @@ def test_activations_with_a_scale_from_the_batch_are_refused(quantizer, message)
     assert re.match(rf"layer 'a' \(QuantActivation\): its quantizer .*{re.escape(message)}", _refusal(model))
 
 
-def test_a_scale_along_the_input_axis_deploys_as_powers_of_two_and_is_refused_otherwise():
+def test_a_scale_along_the_input_axis_deploys_as_powers_of_two_and_as_float32_scales():
     def model(alpha):
         kq = f"quantized_bits(4, 0, alpha={alpha!r}, scale_axis=0)"
         return keras.Sequential(
             [keras.Input((6,)), QuantDense(3, input_quantizer=IN_Q, kernel_quantizer=kq, name="d"), QuantActivation("ste_sign")]
         )
 
-    auto = model("auto")
-    assert _refusal(auto) == (
-        "layer 'd' (QuantDense): its kernel_quantizer quantized_bits(4, alpha='auto', scale_axis=0) scales the weights "
-        f"along axis 0, which the layer sums over, by {_scales_text(auto)}: not powers of two, so the products "
-        "round in float32 and no fixed-point sum equals Keras's; use quantized_bits(4, alpha='auto_po2', scale_axis=0), "
-        "or scale per output channel (the last axis) or per tensor"
-    )
-    po2 = model("auto_po2")
-    graph = freeze(po2)
     x = np.random.default_rng(0).uniform(-2, 2, (200, 6)).astype(np.float32)
-    assert np.array_equal(emulate(graph, x), po2.predict(x, verbose=0))
-
-
-def _scales_text(model):
-    from edgebnn.freeze.forms import _values_text
-
-    layer = model.get_layer("d")
-    return _values_text(np.ravel(layer.kernel_quantizer.hardware(layer.kernel).scale))
+    for alpha in ("auto_po2", "auto"):  # "auto": the exact float64 sum rounded once (layers.sums_exactly)
+        m = model(alpha)
+        assert sums_exactly(m.get_layer("d")) == (alpha == "auto")
+        graph = freeze(m)
+        assert np.array_equal(emulate(graph, x), m.predict(x, verbose=0)), alpha
 
 
 def csim_model():
