@@ -1,4 +1,4 @@
-"""Random models, checked Keras = emulator = C-simulation bit for bit (see edgebnn/fuzz.py).
+"""Random models, checked Keras = emulator = C-simulation bit for bit (see edgebnn/testing/fuzz.py).
 
     python bench/fuzz.py --models 500 --csim 50 --seed 0 [--rtl 20] [--save fuzz-failures] [--coverage]
     python bench/fuzz.py --replay fuzz-failures/seed-17

@@ -3,12 +3,12 @@
     python bench/validate_estimates.py [CSV] [--intervals]
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
-architecture the deployment graph can express (chains of Dense, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, Flatten, relu and a final softmax; :func:`parse_architecture`
+architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
+pointwise Conv2D, MaxPool2D, an io_parallel GlobalMaxPool1D, Flatten, relu and a final softmax; :func:`parse_architecture`
 reads both spellings the table uses and checks every size against the chain), the design is
 rebuilt through the public API: a Keras model of that architecture and precision
-(``QuantDense`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
-quantizers, ``MaxPooling2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
+(``QuantDense`` / ``QuantConv1D`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
+quantizers, ``MaxPooling2D``, ``GlobalMaxPooling1D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
 ``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
 reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
 value that snaps to exactly those), io_type, clock and the types hls4ml built it with
@@ -31,7 +31,9 @@ counts under every family it has: the published figures are whole designs) and b
 medians, and how many of its figures lie inside intervals derived from the other repositories'
 rows), and how many figures lie inside the shipped intervals
 (``edgebnn.estimate.intervals``). ``--intervals`` also prints the intervals these rows give, in
-that module's form.
+that module's form. Rows whose ``held_back`` column is 1 get their own medians (overall and by
+design size) right after the per-row table and are left out of every summary after it and of
+``--intervals``: no constant or interval was set from them.
 
 Resources are compared with post-synthesis utilization (``vsynth_*``, BRAM tiles x 2 =
 BRAM18) where the row has it, latency and II with the HLS report (``latency_max``,
@@ -136,6 +138,22 @@ def parse_architecture(text: str) -> list[tuple]:
             _check(token, _shape(args["out"]) + (f,) if "out" in args else None, out)
             steps.append(("dwconv2d" if depthwise else "conv2d", (h, w, c), out, {"k": (kh, kw), "s": stride}))
             shape = out
+        elif m := re.fullmatch(r"Conv1D\((.*)\)", token):
+            args = dict(a.strip().split("=", 1) for a in m[1].split(","))
+            given_in = _shape(args["in"]) if "in" in args else None
+            if given_in is not None and shape is not None and given_in != shape:
+                raise NotCovered(f"{token}: the row's in={args['in']} is not what the chain before it gives ({shape})")
+            length, c = given_in or cur()
+            k, stride, f = int(args["k"]), int(args.get("s", 1)), int(args["f"])
+            same = args.get("pad", "valid") == "same"
+            out = (-(-length // stride) if same else (length - k) // stride + 1, f)
+            _check(token, (int(args["out"]), f) if "out" in args else None, out)
+            steps.append(("conv1d", (length, c), out, {"k": k, "s": stride, "same": same}))
+            shape = out
+        elif m := re.fullmatch(r"GlobalMaxPool1D\(in=(\d+x\d+)\)", token):
+            _check(token, _shape(m[1]), cur())
+            steps.append(("gmaxpool1d", shape, (shape[-1],)))
+            shape = (shape[-1],)
         elif m := re.fullmatch(r"MaxPool(?:2D)?\(?(\d+)x(\d+)(?:,in=(\d+x\d+x\d+))?\)?", token):
             if m[3]:
                 _check(token, _shape(m[3]), cur())
@@ -165,13 +183,15 @@ def parse_architecture(text: str) -> list[tuple]:
     return steps
 
 
-WEIGHTED = ("dense", "conv2d", "dwconv2d")
+WEIGHTED = ("dense", "conv1d", "conv2d", "dwconv2d")
 
 
 def n_weights_of(step: tuple) -> int:
     kind = step[0]
     if kind == "dense":
         return step[1] * step[2]
+    if kind == "conv1d":
+        return step[3]["k"] * step[1][1] * step[2][1]
     kh, kw = step[3]["k"]
     return kh * kw * step[1][2] * (1 if kind == "dwconv2d" else step[2][2])
 
@@ -180,13 +200,15 @@ def kernel_shape(step: tuple) -> tuple[int, ...]:
     kind = step[0]
     if kind == "dense":
         return (step[1], step[2])
+    if kind == "conv1d":
+        return (step[3]["k"], step[1][1], step[2][1])
     kh, kw = step[3]["k"]
     return (kh, kw, step[1][2], 1 if kind == "dwconv2d" else step[2][2])
 
 
 def family(steps: list[tuple]) -> str:
     """The op family a design is grouped under: "conv" when it has a convolution, else "dense"."""
-    return "conv" if any(s[0] in ("conv2d", "dwconv2d") for s in steps) else "dense"
+    return "conv" if any(s[0] in ("conv1d", "conv2d", "dwconv2d") for s in steps) else "dense"
 
 
 def _zeros(text: str, n_weights: int) -> tuple[int, bool]:
@@ -213,6 +235,8 @@ def _rf_requested(rfs: list[int], steps: list[tuple], strategy: str) -> int:
     for s in steps:
         if s[0] == "dense":
             shapes.append((s[1], s[2]))
+        elif s[0] == "conv1d":
+            shapes.append((s[3]["k"] * s[1][1], s[2][1]))
         elif s[0] in ("conv2d", "dwconv2d"):
             kh, kw = s[3]["k"]
             shapes.append((kh * kw * s[1][2], s[2][2]))  # the im2col unit (a depthwise one: its full kernel)
@@ -248,6 +272,11 @@ def design_of(row: dict) -> dict:
     zeros, approx = _zeros(row["n_zero_weights"], n_weights)
     notes = row.get("notes", "")
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
+    if row["io_type"] == "io_stream" and any(kind == "gmaxpool1d" for kind, *_ in steps):
+        # hls4ml's GlobalPooling1D (stream) keeps a running max per channel; edgebnn exports a
+        # global pool as a Pooling1D over the whole length (a window of every position), so the
+        # rebuild would not be the published hardware
+        raise NotCovered("io_stream GlobalMaxPool1D: edgebnn exports a whole-length Pooling1D, not hls4ml's running max")
     if any(kind == "softmax" for kind, *_ in steps[:-1]):
         raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
     return {
@@ -332,7 +361,7 @@ def build_graph(design: dict, weights: list[np.ndarray]):
 
     import edgebnn  # noqa: F401  (registers the layers)
     from edgebnn.freeze import freeze
-    from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense, QuantDepthwiseConv2D
+    from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D
 
     def qbits(t):
         signed, width, integer = t
@@ -354,6 +383,11 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             }
             if kind == "dense":
                 layer = QuantDense(step[2], kernel_quantizer=qbits(wtype), **common)
+            elif kind == "conv1d":
+                padding = "same" if step[3]["same"] else "valid"
+                layer = QuantConv1D(
+                    step[2][1], step[3]["k"], strides=step[3]["s"], padding=padding, kernel_quantizer=qbits(wtype), **common
+                )
             elif kind == "conv2d":
                 layer = QuantConv2D(step[2][2], step[3]["k"], strides=step[3]["s"], kernel_quantizer=qbits(wtype), **common)
             else:
@@ -375,6 +409,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
         elif kind == "flatten":
             layers.append(keras.layers.Flatten(name=f"flatten{i}"))
+        elif kind == "gmaxpool1d":
+            layers.append(keras.layers.GlobalMaxPooling1D(name=f"gmaxpool{i}"))
         else:
             raise NotCovered(f"step {kind} has no rebuild")
     model = keras.Sequential(layers)
@@ -457,6 +493,7 @@ def compare(row: dict, est) -> dict:
         "name": row["short_name"],
         "group": row["replicate_group"] or row["short_name"],
         "source": row["source_repo"],
+        "held_back": (row.get("held_back") or "").strip() == "1",
         "tool": f"{row['hls_tool']} {row['hls_version']}",
         "est": mine,
         "vsynth": vs,
@@ -529,6 +566,22 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
         for rid, name, why in skipped:
             p(f"{rid:>3} {name:<34} {why}")
     p("")
+    held_back = [r for r in results if r["held_back"]]
+    if held_back:
+        # rows marked held_back=1 were added after the model's constants were set and are used for
+        # nothing but this check: every summary below this block is over the other rows
+        p(f"held-back rows (held_back=1; no constant or interval was set from them): {_medians(held_back)}")
+        for fam, ops in OP_FAMILIES.items():
+            rs = [r for r in held_back if any(op in ops for op in r["ops"])]
+            if rs:
+                p(f"  held back, {fam:<15} {_medians(rs)}")
+        for lo, hi, label in SIZES:
+            rs = [r for r in held_back if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
+            if rs:
+                p(f"  held back, {label:<15} {_medians(rs)}")
+        p(f"  held back, inside the shipped intervals: {coverage(held_back)}")
+        results = [r for r in results if not r["held_back"]]
+        p(f"the summaries below are over the {len(results)} rows not held back")
     n_v = sum(r["vsynth"]["LUT"] is not None for r in results)
     lat_ok = sum(r["ok_t"]["latency"] for r in results)
     ii_ok = sum(r["ok_t"]["II"] for r in results)
@@ -677,7 +730,7 @@ def run(csv_path: str, out=sys.stdout, builder=None, intervals: bool = False):
         results.append(compare(row, estimate_row(design, graph)))
     print_report(results, skipped, out)
     if intervals:
-        print("INTERVALS = " + repr(derive_intervals(results)), file=out)
+        print("INTERVALS = " + repr(derive_intervals([r for r in results if not r["held_back"]])), file=out)
     return results, skipped
 
 

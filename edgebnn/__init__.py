@@ -30,11 +30,22 @@ modules are imported (``from edgebnn.layers import QuantDense`` does). ``import 
 the layers, quantizers, constraints and optimizers itself when Keras is imported (at once if it
 is already, else right after Keras's own import), so that saved models load with
 ``keras.models.load_model`` and no ``custom_objects``, in either order of the imports.
+
+The package is arranged by the pipeline's sides: ``training/`` (quantizers, layers, constraints,
+optimizers, the training loop, distribute, data), the verbs and the deployment side (``freeze/``,
+``graph/``, ``fixed``, ``forms``, ``emulate``, ``estimate/``, ``backends/``, ``verify``), ``run/``
+(the run configuration, stages, run folder, report) with ``cli`` at the root, and ``testing/``
+(the random-model fuzzer). The modules keep the paths they had at the package root before
+(``edgebnn.layers``, ``edgebnn.quantizers``, ``edgebnn.train``, ``edgebnn.config``,
+``edgebnn.fuzz``, ...): ``_MOVED`` below maps each to its home, and importing either name gives
+the same module object (so ``isinstance``, ``monkeypatch`` and saved Keras configs that name the
+old modules keep working).
 """
 
 from __future__ import annotations
 
 import importlib as _importlib
+import importlib.machinery as _importlib_machinery
 import importlib.util as _importlib_util
 import os as _os
 import sys as _sys
@@ -96,9 +107,59 @@ _NAMES = {
     "FixedType": ("fixed", "FixedType"),
     "propose_input_type": ("fixed", "propose_input_type"),
     "Target": ("backends.target", "Target"),
-    "load_model": ("layers", "load_model"),
+    "load_model": ("training.layers", "load_model"),
 }
 _VERB_MODULES = frozenset(name for name, (module, _) in _NAMES.items() if module == name)
+
+# a module's path at the package root before the package was arranged by side -> its home
+_MOVED = {
+    "quantizers": "training.quantizers",
+    "layers": "training.layers",
+    "constraints": "training.constraints",
+    "optimizers": "training.optimizers",
+    "train": "training.loop",
+    "distribute": "training.distribute",
+    "data": "training.data",
+    "config": "run.config",
+    "stages": "run.stages",
+    "runfolder": "run.runfolder",
+    "pipeline": "run.pipeline",
+    "report": "run.report",
+    "plots": "run.plots",
+    "fuzz": "testing.fuzz",
+}
+
+
+class _MovedModule:
+    """The loader of an old path: imports the module's home and puts that same module object
+    under the old name in ``sys.modules`` (the import system then returns it)."""
+
+    def __init__(self, home: str):
+        self.home = home
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        _sys.modules[module.__name__] = _importlib.import_module(self.home)
+
+    def get_code(self, name):
+        # ``python -m edgebnn.<old name>`` runs the module's home as the main module
+        return compile(f"import runpy\nrunpy.run_module({self.home!r}, run_name='__main__', alter_sys=True)", name, "exec")
+
+
+class _MovedModules:
+    """Finds ``edgebnn.<old name>`` for each module of ``_MOVED``."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        package, _, old = name.partition(".")
+        if package != __name__ or old not in _MOVED:
+            return None
+        return _importlib_machinery.ModuleSpec(name, _MovedModule(f"{__name__}.{_MOVED[old]}"))
+
+
+_sys.meta_path.append(_MovedModules)
 
 
 def __getattr__(name):

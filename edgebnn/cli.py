@@ -62,7 +62,7 @@ def _with_tensorflow(hls4ml: bool = False) -> None:
 def _check_config_first(path: str) -> None:
     """Refuse a configuration file's mistakes that need no Keras (every key but the layers'
     arguments) before TensorFlow's seconds of start-up; the stage checks it in full."""
-    from .config import load_config
+    from .run.config import load_config
 
     load_config(path, layers=False)
 
@@ -70,11 +70,11 @@ def _check_config_first(path: str) -> None:
 def _check_run_first(path: str, *needs: str) -> None:
     """Refuse a run folder that is missing, or lacks a current input of the stage (``needs``),
     before TensorFlow's seconds of start-up; the stage checks it again."""
-    from .runfolder import RunFolder
+    from .run.runfolder import RunFolder
 
     run = RunFolder.open(path)
     if needs:
-        from .stages import run_config
+        from .run.stages import run_config
 
         config = run_config(run, layers=False)  # the sections' digests, without Keras
         for name in needs:
@@ -82,11 +82,11 @@ def _check_run_first(path: str, *needs: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from .stages import check_train_first
+    from .run.stages import check_train_first
 
     if args.resume:
         if not os.path.isdir(args.output):
-            from .runfolder import RunFolderError
+            from .run.runfolder import RunFolderError
 
             raise RunFolderError(
                 f"run folder {args.output!r} does not exist, so there is no training to resume; start the run with "
@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
     else:
         check_train_first(args.config, args.output, force=args.force)
     _with_tensorflow(hls4ml=True)
-    from .pipeline import run
+    from .run.pipeline import run
 
     summary = run(args.config, args.output, force=args.force, log=progress.log, resume=args.resume)
     if summary is None:  # a multi_worker task other than the chief: the chief runs the later stages
@@ -110,8 +110,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_init(args) -> int:
-    from .config import starter_config
     from .outputs import check_output
+    from .run.config import starter_config
 
     text = starter_config(args.example)
     path = os.path.abspath(args.config)
@@ -132,11 +132,11 @@ def _stem(path: str) -> str:
 
 
 def cmd_train(args) -> int:
-    from .stages import check_train_first
+    from .run.stages import check_train_first
 
     check_train_first(args.source, args.output, force=args.force, resume=args.resume)
     _with_tensorflow()
-    from .stages import train_stage
+    from .run.stages import train_stage
 
     model = os.path.join(args.source, "model.keras") if args.output is None else None
     before = _modified(model)
@@ -160,7 +160,7 @@ def _modified(path: str | None) -> int | None:
 def cmd_freeze(args) -> int:
     _check_run_first(args.run, "model.keras")
     _with_tensorflow()
-    from .stages import freeze_stage
+    from .run.stages import freeze_stage
 
     graph = freeze_stage(args.run)
     progress.log(
@@ -173,7 +173,7 @@ def cmd_freeze(args) -> int:
 def cmd_export(args) -> int:
     _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import export_stage
+    from .run.stages import export_stage
 
     project = export_stage(args.run)
     progress.log(f"exported {project.path}; next: `edgebnn csim {args.run}`", at=progress.QUIET)
@@ -183,7 +183,7 @@ def cmd_export(args) -> int:
 def cmd_csim(args) -> int:
     _check_run_first(args.run, "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import csim_stage
+    from .run.stages import csim_stage
 
     csim_stage(args.run)
     progress.log(f"next: `edgebnn verify {args.run}`", at=progress.NORMAL)
@@ -191,7 +191,7 @@ def cmd_csim(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    from .stages import synth_stage
+    from .run.stages import synth_stage
 
     synth_stage(args.run, timeout=args.timeout)
     progress.log(f"next: `edgebnn estimate {args.run}` (the cost model beside these counts) or `edgebnn report {args.run}`")
@@ -200,7 +200,7 @@ def cmd_synth(args) -> int:
 
 def cmd_verify(args) -> int:
     if args.require_csim:  # before the work: a gate that needs all three legs
-        from .runfolder import FILES, RunFolder, RunFolderError
+        from .run.runfolder import FILES, RunFolder, RunFolderError
 
         run = RunFolder.open(args.run)
         if not (run / FILES["csim"]).exists():
@@ -210,7 +210,7 @@ def cmd_verify(args) -> int:
             )
     _check_run_first(args.run, "model.keras", "graph.npz")
     _with_tensorflow(hls4ml=True)
-    from .stages import verified, verify_stage
+    from .run.stages import verified, verify_stage
 
     result = verify_stage(args.run)
     mm = result["mismatches"]
@@ -233,8 +233,8 @@ def cmd_verify(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .runfolder import RunFolder
-    from .stages import report_stage
+    from .run.runfolder import RunFolder
+    from .run.stages import report_stage
 
     html, _ = report_stage(args.run, log=lambda msg: None)
     progress.log(f"wrote {html}", at=progress.QUIET)
@@ -258,14 +258,14 @@ def cmd_summary(args) -> int:
 
     source = args.source
     if os.path.isdir(source):
-        from .runfolder import RunFolder
-        from .stages import load_trained, run_config
+        from .run.runfolder import RunFolder
+        from .run.stages import load_trained, run_config
 
         run = RunFolder.open(source)
         model = load_trained(run, run_config(run))
     else:
-        from .config import build_model, load_config
-        from .stages import load_data
+        from .run.config import build_model, load_config
+        from .run.stages import load_data
 
         config = load_config(source)
         data = load_data(config, source)
@@ -327,15 +327,15 @@ def cmd_estimate(args) -> int:
         raise EdgebnnError(f"--margin must be a fraction >= 0 (0.1 for 10%), got {args.margin:g}")
     run = _run_folder(path)
     if run is not None:  # a run folder: its own board and export options (its config), unless given here
-        from .config import hls_options
-        from .stages import estimate_stage, run_config
+        from .run.config import hls_options
+        from .run.stages import estimate_stage, run_config
 
         config = run_config(run, layers=False)  # checked in full when trained; no Keras here
         own = not given and args.types is None and not args.fit
         if own and board_name in (None, config["board"]) and args.limit == DEFAULT_LIMIT:
             est, results = estimate_stage(run, log=lambda msg: None, limit=args.limit)  # the run's estimate.*
             if isinstance(est, dict):  # an rtl run: its design's estimate (the hls4ml ones are in estimate.json)
-                from .stages import rtl_table
+                from .run.stages import rtl_table
 
                 print(rtl_table(est))
                 _write_estimates(results, args)
@@ -398,7 +398,7 @@ DEFAULT_LIMIT = 0.8
 def _run_folder(path: str):
     """The run folder at ``path`` (edgebnn's marker and config.yaml), else None."""
     from .outputs import MARKER
-    from .runfolder import RunFolder
+    from .run.runfolder import RunFolder
 
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.yaml")):
         return RunFolder.open(path)
@@ -422,7 +422,7 @@ def _write_estimates(results, args) -> None:
     import json
 
     if args.plot:
-        from .plots import utilization
+        from .run.plots import utilization
 
         _write_text(args.plot, utilization(results), "plot file")
         progress.log(f"wrote {args.plot}", at=progress.QUIET)
@@ -430,7 +430,7 @@ def _write_estimates(results, args) -> None:
         _write_text(args.json, json.dumps([e.to_dict() for e in results], indent=2) + "\n", "JSON file")
         progress.log(f"wrote {args.json}", at=progress.QUIET)
     if args.csv:
-        from .stages import estimates_csv
+        from .run.stages import estimates_csv
 
         _write_text(args.csv, estimates_csv(results), "CSV file")
         progress.log(f"wrote {args.csv}", at=progress.QUIET)
@@ -592,6 +592,17 @@ def _example(*lines: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: the options before a command, then each command with its own."""
+    p = _top_parser()
+    # before the command (edgebnn -q run ...) or after it
+    _verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_init, _add_train, _add_stages, _add_estimate, _add_report, _add_run, _add_summary, _add_boards):
+        add(sub)
+    return p
+
+
+def _top_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     p = _Parser(
@@ -605,32 +616,37 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"edgebnn {__version__}")
+    return p
 
-    def verbosity(parser, dest, verbose):
-        talk = parser.add_mutually_exclusive_group()
-        talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
-        talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    # before the command (edgebnn -q run ...) or after it
-    verbosity(p, "verbosity_top", "print more: every training epoch's line, a line per board estimated")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _verbosity(parser, dest, verbose) -> None:
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_const", const=progress.QUIET, dest=dest, help="print results only")
+    talk.add_argument("-v", "--verbose", action="store_const", const=progress.VERBOSE, dest=dest, help=verbose)
 
-    def command(name, func, help, example, description=None):
-        c = sub.add_parser(
-            name,
-            help=help,
-            description=description or help[0].upper() + help[1:] + ".",
-            epilog=example + "\n\n" + _exit_codes_text(name),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
-        c.set_defaults(func=func)
-        return c
 
-    def run_arg(c):
-        c.add_argument("run", metavar="RUN", help="a run folder made by `edgebnn train` (or `edgebnn run`)")
+def _command(sub, name, func, help, example, description=None):
+    """A command's parser: its help, description and example, its exit codes, -q and -v."""
+    c = sub.add_parser(
+        name,
+        help=help,
+        description=description or help[0].upper() + help[1:] + ".",
+        epilog=example + "\n\n" + _exit_codes_text(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _verbosity(c, "verbosity", VERBOSE_HELP.get(name, "print more detail (the default prints a line per step)"))
+    c.set_defaults(func=func)
+    return c
 
-    i = command(
+
+def _run_arg(c) -> None:
+    c.add_argument("run", metavar="RUN", help="a run folder made by `edgebnn train` (or `edgebnn run`)")
+
+
+def _add_init(sub) -> None:
+    """edgebnn init CONFIG.yaml"""
+    i = _command(
+        sub,
         "init",
         cmd_init,
         "write a commented starter configuration to edit",
@@ -640,7 +656,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--example", default=None, help="start from a configuration in examples/ (default: the digits BNN)")
     i.add_argument("--force", action="store_true", help="overwrite an existing file")
 
-    tr = command(
+
+def _add_train(sub) -> None:
+    """edgebnn train CONFIG.yaml -o RUN | RUN"""
+    tr = _command(
+        sub,
         "train",
         cmd_train,
         "train a configuration into a run folder (a checkpoint every epoch)",
@@ -662,51 +682,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--resume", action="store_true", help="continue a run folder's training from its last checkpoint")
 
-    f = command(
+
+def _add_stages(sub) -> None:
+    """The stages after training, each on a run folder: freeze, export, csim, verify, synth."""
+    f = _command(
+        sub,
         "freeze",
         cmd_freeze,
         "freeze the trained model into integer/binary weights and fixed-point types (graph.npz)",
         _example("edgebnn freeze runs/digits"),
     )
-    run_arg(f)
-    x = command(
+    _run_arg(f)
+    x = _command(
+        sub,
         "export",
         cmd_export,
         "export the frozen graph as an hls4ml project (hls_project/), or as Verilog with backend rtl (rtl/)",
         _example("edgebnn export runs/digits"),
     )
-    run_arg(x)
-    c = command(
+    _run_arg(x)
+    c = _command(
+        sub,
         "csim",
         cmd_csim,
         "compile the exported project's C-simulation (or, backend rtl, its Verilator simulation) and run it on the "
         "test set (csim.npz, rtlsim.npz)",
         _example("edgebnn csim runs/digits"),
     )
-    run_arg(c)
-    v = command(
+    _run_arg(c)
+    v = _command(
+        sub,
         "verify",
         cmd_verify,
         "check Keras = emulator = C-simulation bit for bit on the test set (verify.json; exit 1 on a mismatch)",
         _example("edgebnn verify runs/digits", "edgebnn verify runs/digits --require-csim   # a CI gate: all three legs"),
     )
-    run_arg(v)
+    _run_arg(v)
     v.add_argument(
         "--require-csim",
         action="store_true",
         help="refuse (exit 2) when the C-simulation has not run, instead of verifying Keras = emulator alone",
     )
-    sy = command(
+    sy = _command(
+        sub,
         "synth",
         cmd_synth,
         "synthesize an rtl run's design with Yosys, and place and route it with nextpnr on iCE40/ECP5 (synth.json)",
         _example("edgebnn synth runs/digits_rtl"),
     )
-    run_arg(sy)
+    _run_arg(sy)
     sy.add_argument(
         "--timeout", type=float, default=None, metavar="S", help="seconds each tool may run before it is stopped (default 3600)"
     )
-    e = command(
+
+
+def _add_estimate(sub) -> None:
+    """edgebnn estimate GRAPH|RUN and its what-if options"""
+    e = _command(
+        sub,
         "estimate",
         cmd_estimate,
         "estimate resources and latency of a frozen graph",
@@ -760,14 +793,24 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--plot", metavar="FILE.svg", help="also write the utilization bar chart as an SVG file")
     e.add_argument("--json", metavar="FILE.json", help="also write the estimates as JSON")
     e.add_argument("--csv", metavar="FILE.csv", help="also write the estimates as CSV (a row per node and board)")
-    rp = command(
+
+
+def _add_report(sub) -> None:
+    """edgebnn report RUN"""
+    rp = _command(
+        sub,
         "report",
         cmd_report,
         "write report.html (one self-contained page) and report.json",
         _example("edgebnn report runs/digits && chromium runs/digits/report.html"),
     )
-    run_arg(rp)
-    r = command(
+    _run_arg(rp)
+
+
+def _add_run(sub) -> None:
+    """edgebnn run CONFIG.yaml -o RUN: every stage"""
+    r = _command(
+        sub,
         "run",
         cmd_run,
         "train, freeze, export, C-simulate, verify, estimate and report one configuration",
@@ -789,7 +832,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the interrupted training of RUN from its last checkpoint, then run every later stage",
     )
 
-    sm = command(
+
+def _add_summary(sub) -> None:
+    """edgebnn summary RUN|CONFIG.yaml"""
+    sm = _command(
+        sub,
         "summary",
         cmd_summary,
         "per-layer precision, parameters per bit width and MACs of a run's model (or of a configuration's, untrained)",
@@ -798,10 +845,11 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("source", metavar="RUN|CONFIG.yaml", help="a run folder or a configuration file")
     sm.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    b = command("boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
-    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    return p
+def _add_boards(sub) -> None:
+    """edgebnn boards"""
+    b = _command(sub, "boards", cmd_boards, "list the board profiles", _example("edgebnn boards", "edgebnn boards --json"))
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 # the signal that is unwinding the command and, on the command line, the stderr it set aside

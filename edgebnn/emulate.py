@@ -19,13 +19,10 @@ import numpy as np
 
 from .graph import Graph
 from .graph.ops import REGISTRY
-from .graph.ops._oned import as_2d, row
 from .graph.ops._weighted import kernel
-from .graph.ops.depthwise_conv2d import full_kernel
 
 # working memory per chunk of samples (codes of every node, im2col windows), in bytes
 CHUNK_BYTES = 64 << 20
-_WINDOWED = ("conv2d", "depthwise_conv2d", "conv1d")
 
 
 def sample_bytes(graph: Graph) -> int:
@@ -36,11 +33,9 @@ def sample_bytes(graph: Graph) -> int:
     windows = 0
     for node in graph.compute_nodes():
         total += 8 * math.prod(node.shape)
-        if node.op in _WINDOWED:
-            src = graph[node.inputs[0]]
-            if node.op == "conv1d":  # it runs as its 2-D twin: the same kernel
-                node, src = as_2d(node), row(src)
-            w = full_kernel(node.params["weight"]) if node.op == "depthwise_conv2d" else node.params["weight"]
+        windowed = REGISTRY[node.op].windows
+        if windowed is not None:
+            node, src, w = windowed(node, graph[node.inputs[0]])
             k = kernel(node, src, w.reshape(-1, w.shape[-1]))
             taps = math.prod(w.shape[:-1])  # kh*kw*C (k*C) per output position
             windows = max(windows, (2 * k.dtype.itemsize + 2) * taps * math.prod(node.shape[:-1]))

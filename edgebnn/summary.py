@@ -20,7 +20,8 @@ import math
 import keras
 
 from . import forms
-from .layers import QuantActivation, quantizer_of
+from .training.layers import QuantActivation
+from .training.marks import quantizer_of
 
 FLOAT_BITS = 32
 _KIND_BITS = {"binary": 1, "unipolar": 1, "ternary": 2}

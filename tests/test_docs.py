@@ -23,7 +23,12 @@ API_OBJECTS = [
     ("api-backends.md", "edgebnn.estimate.estimate", "edgebnn/estimate/__init__.py", "estimate"),
     ("api-backends.md", "edgebnn.backends.hls4ml.exporter.export", "edgebnn/backends/hls4ml/exporter.py", "export"),
     ("api-backends.md", "edgebnn.backends.target.Target", "edgebnn/backends/target.py", "Target"),
-    ("api-quantizers.md", "edgebnn.quantizers.QuantizedBits", "edgebnn/quantizers.py", "QuantizedBits"),
+    (
+        "api-quantizers.md",
+        "edgebnn.training.quantizers.qkeras.QuantizedBits",
+        "edgebnn/training/quantizers/qkeras.py",
+        "QuantizedBits",
+    ),
 ]
 
 
@@ -99,7 +104,7 @@ def test_the_configuration_reference_shows_every_key_of_every_section(site):
         if not (isinstance(model, type) and hasattr(model, "model_fields")):
             continue
         for key, spec in model.model_fields.items():
-            assert f'id="edgebnn.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
+            assert f'id="edgebnn.run.config.{model.__name__}.{key}"' in rendered, f"{section}.{key}"
             assert spec.description and html.escape(spec.description, quote=False) in rendered, f"{section}.{key}"
 
 

@@ -162,6 +162,22 @@ def test_latency_strategy_dsp_is_hls4ml_multiplier_limit_for_single_slice_produc
         assert r.dsp == min(limit, math.ceil(real / r.ii))  # shared 16x16 multipliers are DSPs
 
 
+def test_latency_strategy_sharing_keeps_the_whole_adder_tree_and_holds_the_products():
+    # the Latency strategy's code is unrolled whatever the reuse factor: only the multipliers are
+    # shared, each output's tree is built whole and the products wait for the last one in
+    # registers; the Resource strategy's reuse loop sums into accumulators instead
+    g = dense_graph(n_in=32, n_out=10, input_type="fixed<16,6>", weight_type=FixedType(16, 2))
+    w = next(n for n in g.compute_nodes() if n.op == "dense").params["weight"]
+    tree = int(np.maximum((w != 0).sum(axis=0) - 1, 0).sum())  # two-input adders of the whole trees
+    r16 = row(estimate(g, "zcu104", reuse_factor=16))
+    # one adder behind each DSP sits in its post-adder
+    assert r16.ii > 1 and r16.detail["adders"] == tree - min(r16.dsp, tree)
+    real = r16.detail["products"]["dsp"] + r16.detail["products"]["lut"]
+    assert r16.ff >= (real - 10) * 16  # every product but each output's last waits, 16 bits wide
+    res = row(estimate(g, "zcu104", strategy="Resource", reuse_factor=16))
+    assert res.detail["adders"] < r16.detail["adders"] and res.ff < r16.ff
+
+
 def test_resource_strategy_stores_weights_in_bram():
     g = dense_graph(weight_type=W8)
     r1 = row(estimate(g, "pynq-z2", strategy="Resource", reuse_factor=1))
@@ -648,12 +664,16 @@ def test_dsp_cap_moves_multipliers_to_luts():
 def test_fit_returns_the_smallest_fitting_reuse_factor():
 
     g = dense_graph(n_in=64, n_out=64, input_type="fixed<16,6>", weight_type=FixedType(16, 2))
-    found = fit(g, "pynq-z2", limit=0.8)
+    # under the Latency strategy the code stays unrolled whatever the reuse factor: every
+    # adder of the 64 trees and a register per waiting product, too big for the board
+    latency = fit(g, "pynq-z2", limit=0.8)
+    assert not latency.fits and "try the Resource strategy" in latency.reason
+    found = fit(g, "pynq-z2", limit=0.8, strategy="Resource")
     assert found.fits and found.estimate.fits
     rf = found.reuse_factor
     assert rf in valid_reuse_factors(64, 64) and rf > 1
     smaller = [r for r in valid_reuse_factors(64, 64) if r < rf]
-    assert all(not estimate(g, "pynq-z2", reuse_factor=r).fits for r in smaller)
+    assert all(not estimate(g, "pynq-z2", reuse_factor=r, strategy="Resource").fits for r in smaller)
     assert [t[0] for t in found.tried] == smaller + [rf]
     assert str(rf) in str(found)
 
@@ -679,7 +699,8 @@ def test_cli_estimate_table_fit_bars_and_svg(tmp_path, capsys):
     assert "reuse factor 2" in out and "total" in out and "% of board" in out
     assert re.search(r"^  DSP\s+[#.|]+[ >]\s+\d+\.\d%$", out, re.M)
     svg = tmp_path / "u.svg"
-    assert main(["estimate", str(tmp_path / "graph.npz"), "--board", "all", "--fit", "--plot", str(svg)]) == 0
+    fit_all = ["estimate", str(tmp_path / "graph.npz"), "--board", "all", "--fit", "--strategy", "Resource"]
+    assert main([*fit_all, "--plot", str(svg)]) == 0
     out = capsys.readouterr().out
     assert "pynq-z2: smallest reuse factor that fits" in out and "alveo-u250: smallest reuse factor" in out
     assert "cora-z7-07s" in out
@@ -728,6 +749,10 @@ def test_conv2d_io_stream_line_buffers():
     lines = (3 - 1) * 3 * 8  # (kh - 1) * C shift registers of Wx bits, 5 deep
     assert r.detail["line_buffer_lut"] == lines * math.ceil(5 / CONSTANTS.srl_bits_per_lut)
     assert r.ii == 6 * 5 and r.bram18 == 0  # one input pixel per cycle
+    # the pixel and stride counters (pX, pY, sX, sY: C ints), an adder and a compare each per bit
+    assert r.detail["window_counter_lut"] == 4 * 32 * 2
+    par = row(estimate(g, "pynq-z2", io_type="io_parallel"), "conv")
+    assert "window_counter_lut" not in par.detail
     wide, _ = conv_graph(h=4, w=CONSTANTS.line_buffer_srl_max_depth + 1, sign=False)
     rw = row(estimate(wide, "pynq-z2", io_type="io_stream"), "conv")
     assert rw.bram18 > 0 and rw.detail["line_buffer_lut"] == 0

@@ -74,6 +74,14 @@ def test_parsing_helpers():
         v.parse_architecture("Input(32x32x3) -> Conv2D(in=30x30x3,k=3x3,f=3,s=1,out=28x28)")
     dw = v.parse_architecture("DWConv2D(in=8x8x3,k=3x3,f=3,s=1,out=6x6) -> PWConv2D(in=6x6x3,k=1x1,f=5,s=1,out=6x6)")
     assert [s[0] for s in dw] == ["dwconv2d", "conv2d"] and [v.n_weights_of(s) for s in dw] == [27, 15]
+    one_d = v.parse_architecture(
+        "Conv1D(in=128x9,k=3,f=16,s=1,pad=same,out=128) -> relu -> GlobalMaxPool1D(in=128x16) -> Dense(16->6)"
+    )
+    assert [s[0] for s in one_d] == ["conv1d", "relu", "gmaxpool1d", "dense"]
+    assert one_d[0][2] == (128, 16) and v.n_weights_of(one_d[0]) == 3 * 9 * 16 and v.family(one_d) == "conv"
+    assert v.parse_architecture("Conv1D(in=130x9,k=3,f=16,s=1,out=128)")[0][2] == (128, 16)  # valid padding
+    with pytest.raises(v.NotCovered, match="GlobalMaxPool1D"):
+        v.parse_architecture("Conv1D(in=128x9,k=3,f=16,s=1,pad=same,out=128) -> GlobalMaxPool1D(in=128x8)")
     with pytest.raises(v.NotCovered, match="recurrent"):
         v.parse_architecture("LSTM(16) -> Dense(16->2)")
     conv = {"steps": tut, "weight": (True, 8, 1), "zeros": 5}

@@ -143,7 +143,7 @@ __all__ = [
 
 def _output_quantizer(output_quantizer):
     """``output_quantizer`` as a quantizer; a bad one is a FreezeError."""
-    from .. import quantizers
+    from ..training import quantizers
 
     try:
         return quantizers.get(output_quantizer)
@@ -353,7 +353,7 @@ def trace(model, x, strip_softmax: bool = True, input_type=None) -> dict[str, np
     x = ops.convert_to_tensor(np.asarray(x, dtype=np.float32))
     for step in plan(model, strip_softmax=strip_softmax, input_type=input_type):
         xs = [tensors[name] for name in step.inputs] or [x]
-        h = step.keras_eval(xs if step.kind in MERGES else xs[0])
+        h = kinds.KINDS[step.kind].keras_eval(step, xs if step.kind in MERGES else xs[0])
         tensors[step.name] = h
         if kinds.KINDS[step.kind].traced:
             out[step.name] = np.asarray(ops.convert_to_numpy(h), dtype=np.float64)

@@ -20,9 +20,9 @@ import math
 import keras
 import numpy as np
 
-from .. import quantizers as q
 from ..fixed import FixedType, propose_input_type
-from ..layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
+from ..training import quantizers as q
+from ..training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 from .chain import inbound, model_jit
 from .items import FreezeError
 

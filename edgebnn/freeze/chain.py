@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import keras
 
-from ..layers import QuantDense
+from ..training.layers import QuantDense
 from .items import FreezeError
 
 

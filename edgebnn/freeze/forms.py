@@ -25,9 +25,9 @@ import numpy as np
 from keras import ops
 
 from .. import forms
-from .. import quantizers as qz
 from ..fixed import FixedType
-from ..layers import splits_input, sums_exactly
+from ..training import quantizers as qz
+from ..training.layers import splits_input, sums_exactly
 from .items import FloatOp, FreezeError, where
 
 # forms whose values are codes of their type: a weight tensor of one is integers on that grid
@@ -199,7 +199,7 @@ def _shifted_product(layer, which: str):
     ``code * 2**lsb`` exactly, on the finest grid of them all. The accumulator then sums integers,
     in any order, as Keras's float32 sum does while it stays below 2**24 (the float32 exactness
     check). Other scales make each weight an exact float32 value too, on a finer grid: a layer
-    that :func:`~edgebnn.layers.sums_exactly` sums them in float64 without rounding and rounds
+    that :func:`~edgebnn.training.layers.sums_exactly` sums them in float64 without rounding and rounds
     once to float32, which the next quantizer's thresholds replay; in a layer that does not (its
     scales are declared powers of two) they are refused."""
     quantizer = getattr(layer, which)

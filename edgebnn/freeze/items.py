@@ -22,6 +22,15 @@ from ..errors import EdgebnnError, brief
 MAX_ENUMERATION = 1 << 24
 
 
+class NotLowered(Exception):
+    """A handler's signal that it does not lower ``layer`` after all (the lowering pass then
+    refuses the layer as one no handler lowers)."""
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.layer = layer
+
+
 class FreezeError(EdgebnnError):
     """The model cannot be frozen into an exact deployment graph; long lists of numbers in the
     message (a layer's chosen channels, its scales) are shortened (:func:`edgebnn.errors.brief`)."""
@@ -109,12 +118,6 @@ class Step:
     # the names of the steps whose outputs it reads (passes/wire): the step before it in a chain,
     # each merged step for a merge, none for the input
     inputs: list[str] = dataclasses.field(default_factory=list)
-
-    def keras_eval(self, x):
-        """This step's output in Keras (eager, inference mode) given the previous output."""
-        from .kinds import KINDS
-
-        return KINDS[self.kind].keras_eval(self, x)
 
 
 @dataclasses.dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import keras
 
-from ..layers import QuantActivation, QuantDense
+from ..training.layers import QuantActivation, QuantDense
 from .chain import layer_chain, model_jit, trailing_softmax
 
 # the name of the QuantActivation that ``output_quantizer=`` appends to the model's logits

@@ -137,7 +137,7 @@ def export(
     model.config.config["OutputDir"] = str(final)
     for msg in messages:
         warnings.warn(msg, HLSExportWarning, stacklevel=2)
-    return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name))
+    return HLSProject(str(final), model, graph, messages, dict(target=target, project_name=project_name), export=export)
 
 
 def _hls_layers(graph: Graph, target: Target):
@@ -260,4 +260,4 @@ def open_project(path, graph: Graph, target: Target, project_name: str = "myproj
         model = ModelGraph.from_layer_list(config, layers, [names[chain.input.name]], [names[chain.output.name]])
     model.config.config["Stamp"] = stamp.group(1)
     model.config.config["OutputDir"] = str(final)
-    return HLSProject(str(final), model, graph, [], dict(target=target, project_name=project_name))
+    return HLSProject(str(final), model, graph, [], dict(target=target, project_name=project_name), export=export)

@@ -43,12 +43,13 @@ class HLSProject:
         target: the :class:`~edgebnn.backends.target.Target` it was built for.
     """
 
-    def __init__(self, path: str, model, graph: Graph, warnings_: list[str], export_kwargs=None):
+    def __init__(self, path: str, model, graph: Graph, warnings_: list[str], export_kwargs=None, export=None):
         self.path = path
         self.model = model
         self.graph = graph
         self.warnings = list(warnings_)
         self._export_kwargs = dict(export_kwargs or {})  # target and project_name, for trace's twin
+        self._export = export  # the exporter's export(), which trace calls for its twin
         self.target = self._export_kwargs.get("target")
         self._compiled = False
         self.built: bool | None = None  # whether the last compile() ran g++ (False: it loaded a cached build)
@@ -145,13 +146,14 @@ class HLSProject:
         code into it), so the exported project stays exactly as it is. Slow: meant for
         locating a mismatch on a few samples.
         """
-        from .exporter import export
         from .model import hls_chain, hls_names
 
+        if self._export is None:
+            raise EdgebnnError("this HLSProject was made without its exporter; open it with open_project() to trace it")
         x = self._inputs(x)
         with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore", HLSExportWarning)
-            twin = export(self.graph, pathlib.Path(tmp) / "trace", trace=True, **self._export_kwargs)
+            twin = self._export(self.graph, pathlib.Path(tmp) / "trace", trace=True, **self._export_kwargs)
             with contextlib.redirect_stdout(io.StringIO()):
                 _, traces = twin.model.trace(np.ascontiguousarray(x.reshape(len(x), -1)))
         names = hls_names(self.graph)

@@ -43,14 +43,13 @@ def allowed(op: str, n_in: int, n_out: int, strategy: str, io_type: str) -> list
 def matrices(graph) -> dict[str, tuple[str, int, int]]:
     """Each node of ``graph`` that hls4ml builds with a weight matrix -> (op, n_in, n_out) of
     that matrix (a convolution's im2col ``k*C x F``)."""
+    from .ops import LOWERINGS
+
     out = {}
     for node in graph.nodes:
-        if node.op in ("sumpool1d", "sumpool2d"):  # the identity convolution: window x C rows, C filters
-            c = int(node.shape[-1])
-            out[node.name] = (node.op, int(np.prod(node.attrs["pool"])) * c, c)
-        elif node.op == "depthwise_conv2d":  # the conv2d of the full (kh, kw, C, C*M) kernel
-            kh, kw, c, m = node.params["weight"].shape
-            out[node.name] = (node.op, int(kh * kw * c), int(c * m))
+        form = getattr(LOWERINGS.get(node.op), "weight_matrix", None)  # an op built on another's matrix
+        if form is not None:
+            out[node.name] = (node.op, *form(node))
         elif "weight" in node.params:
             out[node.name] = (node.op, *_matrix(node.params["weight"].shape))
     return out

@@ -23,8 +23,8 @@ from types import ModuleType
 
 import keras
 
-from ...layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
-from ..items import FreezeError, Layer, Read, Wrote, where
+from ...training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
+from ..items import FreezeError, Layer, NotLowered, Read, Wrote, where
 from . import (
     activation,
     add,
@@ -136,7 +136,10 @@ def run(items: Iterable, planning) -> Iterator:
             raise unsupported(item.layer)
         if item.inputs is not None and previous is not None and item.inputs != [previous]:
             yield Read(item.layer, item.inputs)
-        yield from handler.lower(item)
+        try:
+            yield from handler.lower(item)
+        except NotLowered as signal:
+            raise unsupported(signal.layer) from None
         if item.inputs is not None:
             yield Wrote(item.layer, item.readers)
         previous = item.layer

@@ -14,7 +14,7 @@ from keras import ops
 
 from ...graph import depthwise_conv2d_node
 from ...graph.ops._weighted import dilated
-from ...layers import QuantSeparableConv2D
+from ...training.layers import QuantSeparableConv2D
 from ..items import Layer, Step
 from . import conv, conv2d, weighted
 

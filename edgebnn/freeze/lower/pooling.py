@@ -17,7 +17,7 @@ import numpy as np
 from keras import ops
 
 from ...graph import maxpool2d_node, pad2d_node
-from ...layers import _same_padding
+from ...training.layers import _same_padding
 from ..items import FreezeError, Layer, Step, where
 
 LABEL = "MaxPooling2D"

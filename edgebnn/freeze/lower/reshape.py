@@ -14,7 +14,7 @@ import numpy as np
 from keras import ops
 
 from ...graph import flatten_node, reshape_node
-from ..items import FreezeError, Layer, Step, where
+from ..items import FreezeError, Layer, NotLowered, Step, where
 
 LABEL = "Flatten, Reshape"
 KIND = "flatten"
@@ -32,8 +32,6 @@ def _shapes(layer) -> tuple[tuple, tuple]:
 def lower(source: Layer) -> Iterator:
     """A flatten or reshape step (passes/move_after_quantizer moves it after a quantizer that
     follows); nothing for a view that keeps the shape."""
-    from . import unsupported
-
     layer = source.layer
     if getattr(layer, "data_format", "channels_last") != "channels_last":
         raise FreezeError(f"{where(layer)} flattens channels_first data; only channels_last is supported")
@@ -42,7 +40,7 @@ def lower(source: Layer) -> Iterator:
         if rank == 2:
             return
         if rank not in (3, 4):  # (L, C) or (H, W, C)
-            raise unsupported(layer)
+            raise NotLowered(layer)
         yield Step(layer.name, KIND, layer, sources=[layer.name])
         return
     inp, out = _shapes(layer)

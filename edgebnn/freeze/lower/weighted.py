@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import keras
 
-from ...layers import add_bias, sums_exactly
+from ...training.layers import add_bias, sums_exactly
 from .. import forms
 from ..items import FloatOp, FreezeError, Layer, Quantize, Step, where
 from . import activation

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import keras
 
 from ...graph import pad2d_node
-from ...layers import _pad_input
+from ...training.layers import _pad_input
 from ..items import FreezeError, Layer, Step, where
+from ._padding import explicit_padding
 
 LABEL = "ZeroPadding2D"
 KIND = "pad2d"
@@ -39,7 +40,5 @@ def node(step: Step, freezing):
     if isinstance(layer, keras.layers.ZeroPadding2D):
         padding = tuple(tuple(int(a) for a in pair) for pair in layer.padding)
         return pad2d_node(step.name, src, padding, 0, ",".join(step.sources))
-    from .conv import explicit_padding
-
     padding, pad_code = explicit_padding(layer, src)
     return pad2d_node(step.name, src, padding, pad_code, ",".join(step.sources))

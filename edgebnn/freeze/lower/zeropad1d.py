@@ -14,6 +14,7 @@ from keras import ops
 from ...graph import zeropad1d_node
 from ..items import FreezeError, Layer, Step, where
 from . import zero_padding
+from ._padding import explicit_padding
 
 LABEL = "ZeroPadding1D"
 KIND = "zeropad1d"
@@ -39,7 +40,5 @@ def node(step: Step, freezing):
     layer, src = step.layer, freezing.source(step)
     if isinstance(layer, keras.layers.ZeroPadding1D):
         return zeropad1d_node(step.name, src, tuple(layer.padding), source=",".join(step.sources))
-    from .conv import explicit_padding
-
     padding, pad_code = explicit_padding(layer, src)
     return zeropad1d_node(step.name, src, padding[0], pad_code, ",".join(step.sources))

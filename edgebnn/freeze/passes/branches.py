@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 import keras
 
 from ... import forms
-from ...quantizers import NoHardwareForm
+from ...training.quantizers import NoHardwareForm
 from ..items import FloatOp, FreezeError, Planning, Quantize, Read, Step, Wrote, where
 
 

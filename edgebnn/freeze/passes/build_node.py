@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...layers import sums_exactly
+from ...training.layers import sums_exactly
 from ..items import Step
 
 # the step kinds that sum a weighted layer's products

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 
 import keras
 
-from ...layers import QuantActivation
+from ...training.layers import QuantActivation
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 

@@ -35,7 +35,7 @@ def run(items: Iterable, planning: Planning) -> Iterator:
 def _given(items: Iterator, planning: Planning) -> Iterator:
     """The input step of the given type, then the items; the first layer must not quantize its
     input itself (two input types)."""
-    from ...quantizers import QuantizedBits
+    from ...training.quantizers import QuantizedBits
 
     t = planning.input_type
     quantizer = QuantizedBits(t.width, t.integer - t.signed, keep_negative=t.signed, rounding=t.rounding, overflow=t.overflow)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Iterator
 
-from ...layers import QuantDense
+from ...training.layers import QuantDense
 from ..chain import trailing_softmax
 from ..items import Layer, Planning
 

@@ -89,7 +89,7 @@ def bisectable(step: Step) -> bool:
     """The step's output is provably monotone in the accumulator, rounding included: every float
     op is (:attr:`FloatOp.monotone`) and the quantizer is piecewise linear (no transcendental
     curve or logarithm: those are polynomial approximations in float32)."""
-    from ... import quantizers as qz
+    from ...training import quantizers as qz
 
     linear = (qz.SteSign, qz.ApproxSign, qz.SwishSign, qz.SteHeaviside, qz.SteTern, qz.DoReFa, qz.QuantizedBits)
     linear += (qz.QuantizedRelu, qz.Binary, qz.Ternary, qz.BinaryTanh)

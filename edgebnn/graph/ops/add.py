@@ -8,8 +8,8 @@ import numpy as np
 
 from ...fixed import FixedType, _codes_to_float, _to_codes  # exact integer bounds, as dot_interval computes them
 from ..node import GraphError, Node
-from . import OpSpec
 from ._merge import finest_lsb, on_grid_codes, result_codes
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import Node
-from . import OpSpec, avgpool2d
+from . import avgpool2d
 from ._oned import as_2d, from_2d, row
 from ._pooling import check_1d
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -16,8 +16,9 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._lattice import reduced
 from ._pooling import pool_attrs, pooled_shape, windows
+from ._spec import OpSpec
 
 
 def window_bits(pool) -> int | None:
@@ -71,6 +72,20 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return avgpool2d_node(node.name, inputs[0], node.attrs["pool"], node.attrs["strides"])
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """The window sums of its input's lattice, on its finer grid (every code unless that grid is
+    finer by a multiple of the window's size)."""
+    src = source(node.inputs[0])
+    base, step = lattice_of(src)
+    n = int(np.prod(node.attrs["pool"]))
+    scale = 2.0 ** (src.type.lsb_exp - node.type.lsb_exp)  # input codes on the output's grid, per value
+    if scale < 1 or scale != int(scale) or int(scale) % n:
+        channels = int(node.shape[-1])
+        return np.zeros(channels, dtype=np.int64), np.ones(channels, dtype=np.int64)
+    r = int(scale) // n  # a window sum of n codes is its mean times n on the input grid
+    return reduced(base * n * r, step * r)
+
+
 SPEC = OpSpec(
     op="avgpool2d",
     n_inputs=1,
@@ -78,4 +93,5 @@ SPEC = OpSpec(
     rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[ph, pw] window size, ph * pw a power of two", "strides": "[sh, sw]"},
+    lattice=lattice,
 )

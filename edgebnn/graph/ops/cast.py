@@ -8,7 +8,7 @@ import numpy as np
 
 from ...fixed import FixedType, on_grid
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -9,8 +9,8 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
 from ._merge import finest_lsb, on_grid_codes, result_codes
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -16,8 +16,9 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec, conv2d
+from . import conv2d
 from ._oned import as_2d, from_2d, row
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
@@ -66,6 +67,12 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return conv1d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
 
 
+def windows(node: Node, src: Node) -> tuple[Node, Node, np.ndarray]:
+    """Its 2-D twin, the source as one row, and the twin's kernel: it runs as that twin."""
+    twin = as_2d(node)
+    return twin, row(src), twin.params["weight"]
+
+
 SPEC = OpSpec(
     op="conv1d",
     n_inputs=1,
@@ -81,4 +88,5 @@ SPEC = OpSpec(
     },
     optional_params={"bias": "int codes (F,) on attrs['bias_type'], added to the sum"},
     optional_attrs={"bias_type": "fixed-point type of the bias codes (required with params['bias'])"},
+    windows=windows,
 )

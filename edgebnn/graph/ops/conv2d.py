@@ -10,7 +10,8 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._lattice import weighted
+from ._spec import OpSpec
 from ._weighted import check_conv_weights, conv_shape, convolve
 from .dense import dense_node
 from .input import input_node
@@ -82,6 +83,17 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return conv2d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted sum of its input's lattice (and the pad code, where it pads), on the accumulator's codes."""
+    src = source(node.inputs[0])
+    return weighted(node, src, *lattice_of(src))
+
+
+def windows(node: Node, src: Node) -> tuple[Node, Node, np.ndarray]:
+    """The node, its source and its kernel (a 2-D convolution already)."""
+    return node, src, node.params["weight"]
+
+
 SPEC = OpSpec(
     op="conv2d",
     n_inputs=1,
@@ -97,4 +109,6 @@ SPEC = OpSpec(
     },
     optional_params={"bias": "int codes (F,) on attrs['bias_type'], added to the sum"},
     optional_attrs={"bias_type": "fixed-point type of the bias codes (required with params['bias'])"},
+    lattice=lattice,
+    windows=windows,
 )

@@ -10,7 +10,8 @@ import numpy as np
 
 from ...fixed import FixedType, dot_interval
 from ..node import Node
-from . import OpSpec
+from ._lattice import weighted
+from ._spec import OpSpec
 from ._weighted import check_weights, weighted_sum
 
 
@@ -59,6 +60,12 @@ def _bias(node: Node) -> tuple:
     return (node.params["bias"], node.fixed_attr("bias_type")) if "bias" in node.params else (None, None)
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted sum of its input's lattice, on the accumulator's codes."""
+    src = source(node.inputs[0])
+    return weighted(node, src, *lattice_of(src))
+
+
 SPEC = OpSpec(
     op="dense",
     n_inputs=1,
@@ -70,4 +77,5 @@ SPEC = OpSpec(
     attrs={"weight_type": "fixed-point type of the weight codes"},
     optional_params={"bias": "int codes (n_out,) on attrs['bias_type'], added to the sum"},
     optional_attrs={"bias_type": "fixed-point type of the bias codes (required with params['bias'])"},
+    lattice=lattice,
 )

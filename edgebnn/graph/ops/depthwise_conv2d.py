@@ -20,7 +20,7 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import convolve
 from .conv2d import check_window, conv2d_node
 
@@ -85,6 +85,11 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return depthwise_conv2d_node(node.name, inputs[0], w, wt, a["strides"], a["padding"], a["pad_code"], *bias)
 
 
+def windows(node: Node, src: Node) -> tuple[Node, Node, np.ndarray]:
+    """The node, its source and the conv2d kernel of the full ``(kh, kw, C, C*M)`` form."""
+    return node, src, full_kernel(node.params["weight"])
+
+
 SPEC = OpSpec(
     op="depthwise_conv2d",
     n_inputs=1,
@@ -101,4 +106,5 @@ SPEC = OpSpec(
     },
     optional_params={"bias": "int codes (C*M,) on attrs['bias_type'], added to the sum"},
     optional_attrs={"bias_type": "fixed-point type of the bias codes (required with params['bias'])"},
+    windows=windows,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
@@ -33,4 +33,11 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return flatten_node(node.name, inputs[0])
 
 
-SPEC = OpSpec(op="flatten", n_inputs=1, validate=validate, rebuild=rebuild, execute=execute)
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """Its input's, per flat feature."""
+    base, step = lattice_of(source(node.inputs[0]))
+    channels = int(node.shape[-1])
+    return np.resize(base, channels), np.resize(step, channels)
+
+
+SPEC = OpSpec(op="flatten", n_inputs=1, validate=validate, rebuild=rebuild, execute=execute, lattice=lattice)

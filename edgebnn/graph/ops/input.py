@@ -7,7 +7,7 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import Node
-from . import OpSpec
+from ._spec import OpSpec
 from ._weighted import compact_dtype
 
 

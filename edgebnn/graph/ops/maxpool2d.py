@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
 from ._pooling import pool_attrs, pooled_shape, windows
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:
@@ -49,6 +49,11 @@ def _within_padding(built: Node, src: Node, nodes) -> Node:
     return built
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """Its input's (a maximum is one of its inputs)."""
+    return lattice_of(source(node.inputs[0]))
+
+
 SPEC = OpSpec(
     op="maxpool2d",
     n_inputs=1,
@@ -56,4 +61,5 @@ SPEC = OpSpec(
     rebuild=rebuild,
     execute=execute,
     attrs={"pool": "[ph, pw] window size", "strides": "[sh, sw]"},
+    lattice=lattice,
 )

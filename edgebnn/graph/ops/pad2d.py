@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
+from ._lattice import gcd, reduced
+from ._spec import OpSpec
 
 
 def padded_shape(shape, padding) -> tuple[int, int, int]:
@@ -52,6 +53,13 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return pad2d_node(node.name, inputs[0], node.attrs["padding"], node.attrs["pad_code"])
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """Its input's, with the pad code too (the padded positions hold it)."""
+    base, step = lattice_of(source(node.inputs[0]))
+    pad = int(node.attrs["pad_code"])
+    return reduced(base, np.array([gcd([s, pad - b]) for b, s in zip(base, step)], dtype=np.int64))
+
+
 SPEC = OpSpec(
     op="pad2d",
     n_inputs=1,
@@ -62,4 +70,5 @@ SPEC = OpSpec(
         "padding": "[[top, bottom], [left, right]] rows and columns added",
         "pad_code": "the padding value as a code of the input's type",
     },
+    lattice=lattice,
 )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec
+from ._spec import OpSpec
 
 
 def _bounds(src: Node, shape) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,8 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
 from ._pooling import pool_attrs, pooled_shape, windows
+from ._spec import OpSpec
 
 
 def _bounds(src: Node, pool) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...fixed import FixedType
 from ..node import GraphError, Node
-from . import OpSpec
+from ._lattice import gcd, reduced
+from ._spec import OpSpec
 from ._weighted import compact_dtype
 
 
@@ -178,6 +179,13 @@ def rebuild(node: Node, inputs: list[Node], nodes) -> Node:
     return threshold_node(node.name, inputs[0], p["thresholds"], p["levels"], node.type, lattice=lattice)
 
 
+def lattice(node: Node, source, lattice_of) -> tuple[np.ndarray, np.ndarray]:
+    """Its levels per channel (step the gcd of their differences)."""
+    lv = np.asarray(node.params["levels"], dtype=np.int64)
+    step = np.array([gcd(np.diff(row)) for row in lv], dtype=np.int64)
+    return reduced(lv[:, 0], step)
+
+
 SPEC = OpSpec(
     op="threshold",
     n_inputs=1,
@@ -193,4 +201,5 @@ SPEC = OpSpec(
         "base": "int (C,): with step, every reachable input code of channel c is base[c] + k * step[c]",
         "step": "int (C,) >= 0: the lattice step of the reachable inputs (0: a constant channel); thresholds lie on it",
     },
+    lattice=lattice,
 )

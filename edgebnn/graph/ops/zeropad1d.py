@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..node import GraphError, Node
-from . import OpSpec, pad2d
+from . import pad2d
 from ._oned import as_2d, from_2d, row
+from ._spec import OpSpec
 
 
 def validate(node: Node, inputs: list[Node], where: str) -> None:

@@ -154,6 +154,14 @@ def _line_buffers(kernel_rows: int, channels: int, bits: int, depth: int, c: Mod
     return lines, lines * math.ceil(depth / c.srl_bits_per_lut), 0
 
 
+def _window_counters(c: ModelConstants) -> tuple[int, int]:
+    """(LUT, FF) of an io_stream 2-D window's pixel and stride counters: ``stream_window_counters``
+    registers of ``stream_counter_bits``, each with an adder and a compare-and-select (one LUT
+    per bit for each)."""
+    bits = c.stream_window_counters * c.stream_counter_bits
+    return math.ceil(bits * (c.lut_per_adder_bit + c.lut_per_compare_bit)), bits
+
+
 def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_bits: int) -> dict:
     """What hls4ml's pooling layers share around their window logic (``ph x pw`` windows over
     ``C`` channels, ``Wx`` the input width):
@@ -162,8 +170,9 @@ def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_b
       ``cycles`` plus the tool's layer boundary, whose output registers (``out_bits`` per
       element) exist only where the boundary is a cycle.
     * io_stream: line buffers as for conv2d (``(ph-1) * C`` shift registers of ``W * Wx`` bits,
-      :func:`_line_buffers`), the ``ph*pw*C*Wx`` window in FFs and ``C`` units used once per input
-      pixel: ``II = H*W``, latency ``H*W`` plus the unit's ``cycles``.
+      :func:`_line_buffers`), the ``ph*pw*C*Wx`` window in FFs, the window's counters
+      (:func:`_window_counters`, counted with the line buffers' LUTs) and ``C`` units used once
+      per input pixel: ``II = H*W``, latency ``H*W`` plus the unit's ``cycles``.
 
     Returns ``units``, ``ff``, ``bram``, ``line_lut``, ``latency`` and ``ii``."""
     ph, pw = node.attrs["pool"]
@@ -172,11 +181,12 @@ def _pool_frame(node: Node, src: Node, ctx: _Context, widths, cycles: int, out_b
     if ctx.io_type == "io_stream":
         pixels = src.shape[0] * src.shape[1]
         _, line_lut, bram = _line_buffers(ph, ch, wx, src.shape[1], ctx.c)
+        counter_lut, counter_ff = _window_counters(ctx.c)
         return {
             "units": ch,
-            "ff": ph * pw * ch * wx,
+            "ff": ph * pw * ch * wx + counter_ff,
             "bram": bram,
-            "line_lut": line_lut,
+            "line_lut": line_lut + counter_lut,
             "latency": pixels + cycles,
             "ii": pixels,
         }

@@ -103,6 +103,12 @@ class ModelConstants:
     # this depth, BRAM18 beyond (Vivado maps long shift registers to memory)
     srl_bits_per_lut: int = 32
     line_buffer_srl_max_depth: int = 128
+    # io_stream 2-D windows (conv2d and pooling, nnet_conv_stream.h / nnet_pooling_stream.h): the
+    # pixel and stride counters pX, pY, sX, sY are C ints, each an increment, a wrap select and
+    # its compares; HLS's expression tables of CSV rows 19/20 list four 32-bit adders, two
+    # 32-bit selects and about six 32-bit compares per such layer
+    stream_window_counters: int = 4
+    stream_counter_bits: int = 32
     # overall factors on LUT and FF of a dense layer (1.0 = the formulas as written)
     lut_scale: float = 1.0
     ff_scale: float = 1.0
@@ -113,7 +119,9 @@ class ModelConstants:
     # layer function, and "rom" = cycles of a table (BRAM ROM) read. Vivado HLS (2019-2020)
     # chains hls4ml's layers inside the top pipeline (boundary 0); Vitis HLS (2020.2+) keeps each
     # layer a pipelined function with registered I/O and a slower, more conservative operator
-    # library (the CSV's Vitis HLS 2021.1 designs take about 3x the cycles of Vivado HLS ones).
+    # library (the CSV's Vitis HLS 2021.1 designs, all on a DSP48E1 part, take about 3x the
+    # cycles of Vivado HLS ones). On DSP48E2 parts the Vitis operators are Vivado HLS's: the CSV's
+    # Vitis HLS 2022.2 UltraScale+ build (row 103) has 1-cycle dense layers at 5 ns, as Vivado HLS.
     timing_ns: Mapping = dataclasses.field(
         default_factory=lambda: {
             "vivado_hls": {
@@ -122,7 +130,7 @@ class ModelConstants:
             },
             "vitis_hls": {
                 "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
-                "DSP48E2": {"add": 1.4, "dsp_mult": 5.0, "lut_mult": 1.8, "compare": 1.0, "layer": 2.5, "rom": 2},
+                "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 2.5, "rom": 2},
             },
         }
     )

@@ -17,7 +17,8 @@ is ``II_u = max(II_dense, R)``. ``Wx`` is the input's width.
 * io_stream: ``conv_2d_buffer_cl`` (``nnet_conv2d_stream.h``) keeps ``kh - 1`` line buffers
   per channel, ``ap_shift_reg`` of ``W`` (the input width) elements: ``(kh-1) * C`` shift
   registers of ``W * Wx`` bits (``blocks._line_buffers``: SRL32 LUTs up to
-  ``line_buffer_srl_max_depth``, BRAM18 beyond), and the ``kh*kw*C`` window in FFs. The pixel
+  ``line_buffer_srl_max_depth``, BRAM18 beyond), the ``kh*kw*C`` window in FFs and its pixel
+  and stride counters (``blocks._window_counters``). The pixel
   loop reads one input pixel per ``II_u`` cycles: ``II = H*W * II_u``, latency
   ``= II + dense latency``. Here the pixel interval is not ``R``: under the Latency strategy it
   is the shared multipliers' interval plus ``stream_latency_pixel_cycles`` (1 when that
@@ -35,7 +36,7 @@ import numpy as np
 from edgebnn.graph import Node
 
 from . import dense
-from .blocks import _line_buffers
+from .blocks import _line_buffers, _window_counters
 from .context import _Context
 from .row import LayerEstimate
 
@@ -68,12 +69,13 @@ def cost(
         h, wdt = src.shape[0], src.shape[1]
         pixels = h * wdt
         lines, line_lut, line_bram = _line_buffers(kh, ch, wx, wdt, c)
+        counter_lut, counter_ff = _window_counters(c)
         bram += line_bram
-        lut += line_lut
-        ff += n_in * wx  # the window
+        lut += line_lut + counter_lut
+        ff += n_in * wx + counter_ff  # the window and its pixel/stride counters
         ii = pixels * ii_unit
         latency = ii + row.latency
-        detail.update(pixels_in=pixels, line_buffer_bits=lines * wdt, line_buffer_lut=line_lut)
+        detail.update(pixels_in=pixels, line_buffer_bits=lines * wdt, line_buffer_lut=line_lut, window_counter_lut=counter_lut)
     else:
         p = int(np.prod(node.shape[:-1]))
         mux = n_in * wx * math.ceil((p - 1) / (c.mux_inputs_per_lut - 1)) if p > 1 else 0

@@ -44,8 +44,12 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   LUTs (a LUT6 is a 4:1 mux, UG474: ``mux_inputs_per_lut``), and, for constant weights, a small
   ROM of ``Ww * ceil(II/64)`` LUTs (one LUT6 holds 64 one-bit entries).
 * Adder tree. Output ``o`` sums ``t_o`` terms (its non-zero products plus a non-zero bias; every
-  product plus any bias with weights in memory), per cycle ``ceil(t_o/II)`` of them, in a
-  balanced tree (``blocks._adder_tree``): level ``l`` is ``min(Wa, Wt + l)`` bits wide with
+  product plus any bias with weights in memory). With constant weights hls4ml's code is unrolled
+  whatever ``II`` is: only the multipliers are shared, each output's whole tree of ``t_o`` terms
+  is built (CSV rows 2, 5, 7, 10: the Latency-strategy R = 16 CNNs had about twice the LUTs and
+  FFs of a tree over one cycle's terms). With weights in memory the reuse loop sums
+  ``ceil(t_o/II)`` terms a cycle into an accumulator. Either tree is balanced
+  (``blocks._adder_tree``): level ``l`` is ``min(Wa, Wt + l)`` bits wide with
   ``Wt = min(Wa, Wx + Ww)`` the product width of the declared types (ap_fixed's product rule;
   a binary weight times a wide input still counts ``Wx + 2``-bit terms, its exact width being
   ``Wx + 1``). With ``II > 1`` one more ``Wa``-bit adder per output summed over cycles
@@ -56,14 +60,16 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   datapath + ``dense_extra_cycles`` (0), plus ``bram_read_cycles`` with weights in memory.
   The datapath is the slowest multiplier present (``dsp_mult`` when there are DSPs, else
   ``lut_mult`` when there are LUT multipliers or shift-adds, else none) followed by
-  ``L = ceil(log2(max ceil(t_o/II)))`` adder levels (one more to accumulate when ``II > 1``),
+  ``L = ceil(log2(max ceil(t_o/II)))`` adder levels (one more when ``II > 1``: the earlier
+  cycles' levels ran while later products were made, so one cycle's terms and one add remain),
   in cycles by ``_Context.datapath_cycles`` (a multiply that fits the period chains with the
   adders, a longer one ends on a register).
 * FF. At each internal cycle boundary of the datapath the partial sums alive there (as wide as
   that level's adders); every output not held in a DSP's output register (an output that is
   one DSP product, plus a bias in its post-adder, at ``II = 1`` with constant weights) in
   ``Wr`` fabric bits; with sharing the ``Wa``-bit accumulators and each instance's operands
-  (``Wx + Ww`` bits).
+  (``Wx + Ww`` bits), and with constant weights every shared product but each output's last,
+  which wait for the tree (``min(Wa, Wx + Ww)`` bits each).
 * BRAM18 (weights in memory): hls4ml maps the weights to ``ROM_nP_BRAM`` reshaped into
   ``ceil(n_in*n_out/R)`` weights per word, a memory ``R`` words deep and
   ``ceil(n_in*n_out/R) * Ww`` bits wide (``blocks._bram18``). A memory at most
@@ -285,8 +291,11 @@ def cost(
         lut_per_dsp = (s.lut_moved / dsp) if dsp else 0.0
     lut_mult = math.ceil(lut_mult + s.lut_shift)
 
-    # adder tree over the products (truncated to the accumulator, as hls4ml casts them to accum_t)
-    per_cycle = np.ceil(terms / ii).astype(np.int64)
+    # adder tree over the products (truncated to the accumulator, as hls4ml casts them to accum_t).
+    # Weights from memory: hls4ml's reuse loop sums ceil(t_o/II) terms a cycle into an
+    # accumulator. Constant weights: the code is unrolled whatever II is, so HLS builds each
+    # output's whole tree and only the multipliers are shared (the products wait in registers)
+    per_cycle = np.ceil(terms / ii).astype(np.int64) if weights_in_memory else terms
     term_bits = min(wa, wx + wt.width)
     adders, adder_bits = _adder_tree(per_cycle, term_bits, wa)
     accumulators = int((terms > per_cycle).sum()) if ii > 1 else 0  # outputs summed over cycles
@@ -306,7 +315,9 @@ def cost(
         mult_ns = ctx.ns("lut_mult")
     else:
         mult_ns = 0.0
-    widest = int(per_cycle.max(initial=0))
+    # the levels after a cycle's products: with II > 1 the earlier products' levels ran in the
+    # cycles before, so the path is a tree over one cycle's terms and one add into the rest
+    widest = int(np.ceil(terms / ii).max(initial=0))
     levels = math.ceil(math.log2(widest)) if widest > 1 else 0
     if ii > 1:
         levels += 1
@@ -329,6 +340,10 @@ def cost(
     ff += int((~in_dsp).sum()) * wr
     if shared or ii > 1:
         ff += accumulators * wa + instances * (wx + wt.width)
+        if not weights_in_memory:
+            # a shared multiplier's product waits in a register for the last product of its
+            # output's tree (that last one goes straight into the tree)
+            ff += max(0, n_real - int((terms - bias_terms > 0).sum())) * term_bits
     ff = math.ceil(c.ff_scale * ff)
 
     bram = 0

@@ -17,6 +17,10 @@ nodes it reads: :func:`source`; ``where`` names the node in error messages):
                                                  (name, class, node whose type the result has)
 ``verify(layer, node, src, backend, rf)``        check the hls4ml layer after the flows (raise
                                                  RuntimeError); returns messages for the user
+``weight_matrix(node)``                          (optional) the ``n_in x n_out`` matrix hls4ml
+                                                 builds for an op computed as another (a sum
+                                                 pool, a depthwise convolution); the reuse
+                                                 factors valid there follow from it
 
 Shared parts live in ``common``. Nothing here imports hls4ml.
 """

@@ -57,3 +57,10 @@ def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str
 def hls_layers(node: Node, src: Node, name: str, io_type: str, last: bool) -> list[tuple[str, str, Node]]:
     """The conv2d's hls4ml layers (a ``ZeroPadding2D`` before a padded one in io_stream)."""
     return conv2d.hls_layers(as_conv2d(node), src, name, io_type, last)
+
+
+def weight_matrix(node: Node) -> tuple[int, int]:
+    """The ``n_in x n_out`` weight matrix hls4ml builds for the node: the im2col of the conv2d
+    of its full ``(kh, kw, C, C*M)`` kernel."""
+    kh, kw, c, m = node.params["weight"].shape
+    return int(kh * kw * c), int(c * m)

@@ -8,6 +8,8 @@ post-flow check) is conv1d's, applied to :func:`as_conv`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....graph import Node
 from ....graph.ops._oned import as_2d, from_2d
 from . import conv1d, sumpool2d
@@ -24,6 +26,7 @@ __all__ = [
     "precisions",
     "reuse_factor",
     "verify",
+    "weight_matrix",
 ]
 
 ELEMENTWISE = False
@@ -69,3 +72,10 @@ def verify(layer, node: Node, src: Node, backend, reuse_factor: int) -> list[str
 def hls_layers(node: Node, src: Node, name: str, io_type: str, last: bool) -> list[tuple[str, str, Node]]:
     """The identity convolution's one hls4ml layer."""
     return conv1d.hls_layers(as_conv(node), src, name, io_type, last)
+
+
+def weight_matrix(node: Node) -> tuple[int, int]:
+    """The ``n_in x n_out`` weight matrix hls4ml builds for the node: its identity convolution's
+    im2col (window x C rows, C filters)."""
+    weight = as_conv(node).params["weight"]
+    return int(np.prod(weight.shape[:-1])), int(weight.shape[-1])

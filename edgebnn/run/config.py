@@ -25,8 +25,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from .data import DATASETS
-from .errors import EdgebnnError, did_you_mean
+from ..errors import EdgebnnError, did_you_mean
+from ..training.data import DATASETS
 
 OPTIMIZERS = ("adam", "sgd", "rmsprop", "bop")
 SCHEDULES = ("exponential", "cosine", "step", "constant")  # train.lr_schedule
@@ -465,7 +465,7 @@ def _check_combinations(config: dict[str, Any], where: str) -> None:
     if config["freeze"]["output_quantizer"] is not None:
         _quantizer(config["freeze"]["output_quantizer"], f"{where}: key 'freeze.output_quantizer'")
     if config["freeze"]["input_type"] is not None:
-        from .fixed import FixedType
+        from ..fixed import FixedType
 
         try:
             FixedType.from_string(config["freeze"]["input_type"])
@@ -494,7 +494,7 @@ _LAYER_BASE_KWARGS = {"name", "dtype", "trainable"}
 def _layer_classes() -> dict[str, type]:
     import keras
 
-    from . import layers as q
+    from ..training import layers as q
 
     return {
         "QuantDense": q.QuantDense,
@@ -607,7 +607,7 @@ def _check_layer(spec, where: str) -> None:
             shown = sorted(allowed - _KERAS_INTERNALS)
             hint = hint or did_you_mean(key, shown)
             raise ConfigError(f"{where}.{cls_name}: unknown key {key!r}{hint}; known keys: {', '.join(shown)}")
-    from . import quantizers
+    from ..training import quantizers
 
     for key in QUANTIZER_KEYS:
         if isinstance(kwargs.get(key), str):
@@ -739,7 +739,7 @@ def build_model(config: dict[str, Any], input_shape):
 
 def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
     """The Keras layer of one layer spec at ``path`` (quantizers and constraints from their strings)."""
-    from . import constraints
+    from ..training import constraints
 
     where = f"model[{path.replace('.', f'].{RESIDUAL}[')}].{cls_name}"
     kwargs = dict(kwargs)
@@ -765,7 +765,7 @@ def _layer(cls_name: str, kwargs: dict, path: str, names: dict):
 
 
 def _quantizer(value, where):
-    from . import quantizers
+    from ..training import quantizers
 
     try:
         return quantizers.get(value)
@@ -778,7 +778,7 @@ def check_export(export: dict[str, Any], where: str = "config", layers: dict[int
     accept, when the configuration is loaded (before any training), and spell the accepted ones
     as export and estimate do (letter case is free in a config). A per-layer ``reuse_factor``
     must name weighted layers of the model (``layers``, see :func:`layer_names`). Imports no hls4ml."""
-    from .backends.target import BACKENDS, IO_TYPES, STRATEGIES, Target, TargetError, choice, hls_tool_family
+    from ..backends.target import BACKENDS, IO_TYPES, STRATEGIES, Target, TargetError, choice, hls_tool_family
 
     for key, choices in (("backend", (*BACKENDS, RTL)), ("io_type", IO_TYPES), ("strategy", STRATEGIES)):
         if key in export:
@@ -846,7 +846,7 @@ def hls_options(export: dict[str, Any]) -> dict[str, Any]:
 def target_of(config: dict[str, Any], board):
     """The :class:`~edgebnn.backends.target.Target` a loaded configuration builds for ``board``
     (for an rtl run: the hls4ml design its estimate is set beside, see :func:`hls_options`)."""
-    from .backends.target import Target
+    from ..backends.target import Target
 
     return Target(board=board, **hls_options(config["export"]))
 
@@ -875,7 +875,7 @@ model:                    # {}
 
 
 def _examples_dir():
-    from .resources import examples_dir
+    from ..resources import examples_dir
 
     return examples_dir()
 

@@ -37,8 +37,8 @@ import pathlib
 import platform
 from typing import Any
 
-from .errors import EdgebnnError
-from .outputs import MARKER, write_file
+from ..errors import EdgebnnError
+from ..outputs import MARKER, write_file
 
 FILES = {
     "config": "config.yaml",
@@ -220,7 +220,7 @@ class RunFolder:
                 raise ValueError("a configuration section's digest needs the configuration")
             return section_digest(config, name.partition(":")[2])
         if name == FILES["project"]:
-            from .backends.hls4ml.csim_cache import content_key
+            from ..backends.hls4ml.csim_cache import content_key
 
             return content_key(self.path / name, PROJECT_NAME)
         if name == FILES["rtl"]:  # the design (a simulation build or a synthesis adds files, not content)
@@ -346,6 +346,6 @@ def _jsonable(value: Any) -> Any:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__

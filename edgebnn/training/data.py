@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import EdgebnnError
+from ..errors import EdgebnnError
 
 DATASETS = ("digits", "npz", "csv")
 EXTENSIONS = {"npz": ".npz", "csv": ".csv"}
@@ -199,7 +199,7 @@ def check_on_grid(x, input_type: str, *, scale: float = 1.0, offset: float = 0.0
     ``data.offset`` (absolute values, given the ``scale`` and ``offset`` the data were made with)
     or an input type that holds the data as they are.
     """
-    from .fixed import FixedType, propose_input_type
+    from ..fixed import FixedType, propose_input_type
 
     try:
         t = FixedType.from_string(input_type)
@@ -252,7 +252,7 @@ def _on_grid_mask(v: np.ndarray, t) -> np.ndarray:
 def _propose_scaling(v: np.ndarray, t):
     """``(s, o)`` with ``s`` a power of two such that ``v * s + o`` lies on ``t`` (the largest such
     ``s``, so the most of the type's range is used, no offset when one is not needed), or None."""
-    from .fixed import _grid_exp
+    from ..fixed import _grid_exp
 
     lo, hi = float(v.min()), float(v.max())
     k_min = t.lsb_exp - _grid_exp(v)  # coarser scales leave the data off the type's grid

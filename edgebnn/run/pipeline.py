@@ -30,9 +30,9 @@ def run(
     each layer's reuse factor as given. With ``resume``, ``output_dir`` is a run folder whose
     training was interrupted: it continues from the last checkpoint, then runs the rest.
     """
+    from ..errors import Terminated
+    from ..outputs import interrupt_note
     from . import stages
-    from .errors import Terminated
-    from .outputs import interrupt_note
     from .runfolder import resume_command
 
     resume_with = resume_command("run", output_dir, config_path)  # an interrupt's line names the whole run's command

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from . import progress
+from .. import progress
+from ..errors import EdgebnnError, Terminated
 from .config import ConfigError, build_model, is_rtl, load_config, target_of
-from .errors import EdgebnnError, Terminated
 from .runfolder import FILES, PROJECT_NAME, RunFolder, RunFolderError, resume_command
 
 # what each stage reads; the configuration sections by name
@@ -65,8 +65,8 @@ def run_config(run: RunFolder, layers: bool = True) -> dict[str, Any]:
 def load_data(config: dict[str, Any], where):
     """The configuration's data (:class:`edgebnn.data.Data`: train, validation, test), refused in
     one line naming the key."""
-    from .data import DataError
-    from .data import load_data as load
+    from ..training.data import DataError
+    from ..training.data import load_data as load
 
     try:
         return load(**config["data"])
@@ -76,7 +76,7 @@ def load_data(config: dict[str, Any], where):
 
 def _check_input_type(config: dict[str, Any], data, where) -> None:
     """The data lie on the grid of the configured input type (Keras reads them as they are)."""
-    from .data import DataError, check_on_grid
+    from ..training.data import DataError, check_on_grid
 
     input_type = config["freeze"]["input_type"]
     if input_type is None:
@@ -94,8 +94,8 @@ def _check_export_untrained(model, input_type, target, where) -> None:
     frozen (its weights as initialized) and the graph checked for the refusals its weights cannot
     change (``check_graph(structure_only=True)``). A freeze that fails on the untrained weights
     says nothing about the trained ones, so it refuses nothing."""
-    from .backends.hls4ml.exporter import check_graph
-    from .freeze import freeze
+    from ..backends.hls4ml.exporter import check_graph
+    from ..freeze import freeze
 
     if target.io_type != "io_stream":  # every structural refusal is one of io_stream's: nothing to find
         return
@@ -115,7 +115,7 @@ def _check_export_untrained(model, input_type, target, where) -> None:
 
 def _check_hls4ml_board(board, where) -> None:
     """An open-flow board (iCE40, ECP5) is refused for an hls4ml export, naming the configuration."""
-    from .boards import BoardError, require_hls4ml
+    from ..boards import BoardError, require_hls4ml
 
     try:
         require_hls4ml(board)
@@ -126,8 +126,8 @@ def _check_hls4ml_board(board, where) -> None:
 def _check_rtl_tools(board) -> None:
     """The RTL backend's tools, before any training: Verilator (simulation), Yosys and, on an
     iCE40 or ECP5 board, its nextpnr (synthesis, place and route)."""
-    from .backends.rtl.sim.build import verilator_root
-    from .backends.rtl.tools import find_tool
+    from ..backends.rtl.sim.build import verilator_root
+    from ..backends.rtl.tools import find_tool
 
     verilator_root()
     find_tool("yosys")
@@ -139,9 +139,9 @@ def _check_rtl_untrained(model, input_type, config, where) -> None:
     """Refuse, before training, a model the RTL backend cannot build, or a folding it cannot
     take: the untrained model frozen and the design's checks run (a freeze that fails on the
     untrained weights refuses nothing, as for hls4ml)."""
-    from .backends.rtl import check
-    from .boards import load_board
-    from .freeze import freeze
+    from ..backends.rtl import check
+    from ..boards import load_board
+    from ..freeze import freeze
 
     try:
         with warnings.catch_warnings():
@@ -163,7 +163,7 @@ def _check_rtl_untrained(model, input_type, config, where) -> None:
 def _check_labels(data, model, where) -> None:
     """The model's output is flat (one score per class, what the loss compares with a label) and
     every label is a class of the model (0 .. outputs - 1)."""
-    from .data import DataError, check_labels
+    from ..training.data import DataError, check_labels
 
     shape = tuple(model.output_shape[1:])
     if len(shape) != 1:
@@ -184,9 +184,9 @@ def _check_structure(model, input_type, x) -> None:
     """The model's structure freezes: as it is, or as the twin that the freeze stage calibrates
     on the data ``x`` (float layers at 16 bits, the data's input type) when that is what it is
     refused for."""
-    from .fixed import propose_input_type
-    from .freeze import FreezeError, plan
-    from .freeze.calibrate import _Specs, float_layers, twin
+    from ..fixed import propose_input_type
+    from ..freeze import FreezeError, plan
+    from ..freeze.calibrate import _Specs, float_layers, twin
 
     try:
         plan(model, input_type=input_type)
@@ -209,11 +209,11 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
     """Everything checked before training: the board, the export options, g++ (``check_compile``),
     the data and their grid, the model's structure (it freezes and exports) and the reuse factors.
     Returns (board, target, data, model) with the model built, seeded, untrained."""
-    from .backends.hls4ml import check_compiler, reuse
-    from .train import seed_everything
+    from ..backends.hls4ml import check_compiler, reuse
+    from ..training.loop import seed_everything
 
     if config["train"].get("distribute") == "multi_worker":
-        from .distribute import strategy
+        from ..training.distribute import strategy
 
         # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
         strategy("multi_worker", config["train"]["worker_timeout"])
@@ -245,7 +245,7 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
 def _train(model, data, config, checkpoint_dir, resume: bool, log):
     """edgebnn.train.train with the configuration's training keys, a progress bar per epoch on
     a terminal, and one log line per epoch at --verbose."""
-    from . import train as train_module
+    from ..training import loop as train_module
 
     params = inspect.signature(train_module.train).parameters
     kwargs = {k: v for k, v in config["train"].items() if k in params}
@@ -290,7 +290,7 @@ def _history(result, model) -> dict[str, Any]:
 def _interruptible(run_path: pathlib.Path, config: dict[str, Any], resumable: bool, resume_with: str) -> Iterator[None]:
     """Ctrl-C and SIGTERM during training end the command with a line saying whether the last
     checkpoint is kept (and the command that resumes it, ``resume_with``) or nothing was left."""
-    from . import outputs
+    from .. import outputs
 
     outputs._open_outputs += 1  # the signal handler raises here (the run folder is being written)
     try:
@@ -397,7 +397,7 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
     TensorFlow's start-up: a missing configuration or run folder, a configuration's keys (not its
     layers' arguments), a missing data file, an existing output folder, a checkpoint that would
     be discarded or that is missing for ``resume``. :func:`train_stage` checks all of it again."""
-    from .outputs import check_output
+    from ..outputs import check_output
 
     if os.path.isdir(os.fspath(source)) and output is None:
         run = RunFolder.open(source)
@@ -423,7 +423,7 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
 def check_data_files(config: dict[str, Any], where) -> None:
     """The data section's arguments and files (they exist, with the right extension), without
     reading them."""
-    from .data import DataError, check_arguments
+    from ..training.data import DataError, check_arguments
 
     try:
         check_arguments(**config["data"])
@@ -445,7 +445,7 @@ def train_stage(
     config.yaml, with ``force`` when it holds an unfinished training, or ``resume`` from its last
     checkpoint). ``resume_with`` is the command line that resumes this training if it stops
     (default ``edgebnn train RUN --resume``): the interrupt's line and later refusals name it."""
-    from .outputs import check_output, staged_dir
+    from ..outputs import check_output, staged_dir
 
     start = time.perf_counter()
     if os.path.isdir(os.fspath(source)) and output is None:
@@ -490,7 +490,7 @@ def train_stage(
     check_unfinished_output(output, force)
     final = check_output(output, force=force, what="run folder", marked_only=True)
     resume_with = resume_with or resume_command("train", final)
-    from .backends.hls4ml import check_output_path
+    from ..backends.hls4ml import check_output_path
 
     check_output_path(final / FILES["project"])  # characters hls4ml's C-simulation build cannot take
     board, target, data, model = prepare(config, source, check_compile)
@@ -553,7 +553,7 @@ def _writes_run(config) -> bool:
     the chief (docs/distributed.md)."""
     if config["train"].get("distribute") != "multi_worker":
         return True
-    from .distribute import is_chief
+    from ..training.distribute import is_chief
 
     return is_chief()
 
@@ -562,7 +562,7 @@ def _train_as_worker(model, data, config, run_path: pathlib.Path, checkpoints, l
     """A multi_worker task other than the chief: it trains in step with the others (resuming from
     the run folder's checkpoint when ``checkpoints`` is given) and writes nothing; the chief writes
     the run folder. Returns None (there is no run folder of its own)."""
-    from .distribute import tf_config
+    from ..training.distribute import tf_config
 
     cluster = tf_config()
     task = cluster["task"]
@@ -593,7 +593,7 @@ def _finish_train(run: RunFolder, result, model, config, start: float, log=progr
 
 
 def _save_model(model, path: pathlib.Path) -> None:
-    from .outputs import OutputError, _reason
+    from ..outputs import OutputError, _reason
 
     tmp = path.with_name(f".{path.stem}.partial-{os.getpid()}.keras")
     try:
@@ -607,7 +607,7 @@ def _save_model(model, path: pathlib.Path) -> None:
 
 
 def load_trained(run: RunFolder, config):
-    from . import load_model
+    from .. import load_model
 
     path = run.require(FILES["model"], config)
     try:
@@ -623,7 +623,7 @@ def load_trained(run: RunFolder, config):
 
 # ---------------------------------------------------------------------- freeze
 def freeze_stage(run_dir, log=progress.log):
-    from .freeze import FreezeError, FreezeWarning, freeze
+    from ..freeze import FreezeError, FreezeWarning, freeze
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -657,8 +657,8 @@ def freeze_stage(run_dir, log=progress.log):
 def _calibration_helps(model, input_type) -> bool:
     """freeze with data would choose what the model is refused for: it has float layers, or its
     first layer reads floats and no input type is configured."""
-    from .freeze import FreezeError, plan
-    from .freeze.calibrate import float_layers
+    from ..freeze import FreezeError, plan
+    from ..freeze.calibrate import float_layers
 
     if float_layers(model):
         return True
@@ -674,7 +674,7 @@ def _calibration_helps(model, input_type) -> bool:
 def _board_and_target(config, where=None):
     """The configuration's board profile and the target its export section builds for it; an
     unknown board is refused naming the configuration file ``where`` and its key."""
-    from .boards import BoardError, load_board
+    from ..boards import BoardError, load_board
 
     try:
         board = load_board(config["board"])
@@ -686,7 +686,7 @@ def _board_and_target(config, where=None):
 
 
 def load_graph(run: RunFolder, config):
-    from .graph import Graph
+    from ..graph import Graph
 
     return Graph.load(run.require(FILES["graph"], config))
 
@@ -695,7 +695,7 @@ def load_graph(run: RunFolder, config):
 def export_stage(run_dir, log=progress.log):
     """The run's graph as the hardware project its export section asks for: hls_project/ (hls4ml)
     or rtl/ (edgebnn's Verilog, backend rtl)."""
-    from .backends.hls4ml import HLSExportWarning, export
+    from ..backends.hls4ml import HLSExportWarning, export
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -720,10 +720,10 @@ def rtl_folding(graph, config, board, log=progress.log) -> dict[str, tuple[int, 
     ``folding: auto`` the fastest one whose estimated resources fit the board (``rtl.fit``)."""
     folding = config["export"]["folding"]
     if folding != "auto":
-        from .backends.rtl import resolve_folding
+        from ..backends.rtl import resolve_folding
 
         return resolve_folding(graph, folding)
-    from .backends.rtl.fit import fit
+    from ..backends.rtl.fit import fit
 
     with progress.working(f"choosing the folding that fits {board.name}"):
         result = fit(graph, board)
@@ -734,7 +734,7 @@ def rtl_folding(graph, config, board, log=progress.log) -> dict[str, tuple[int, 
 
 
 def _export_rtl(run: RunFolder, config, graph, board, start: float, log):
-    from .backends.rtl import export
+    from ..backends.rtl import export
 
     folding = rtl_folding(graph, config, board, log)
     shown = ", ".join(f"{name} {pe}x{simd}" for name, (pe, simd) in folding.items()) or "none"
@@ -753,7 +753,7 @@ def _export_rtl(run: RunFolder, config, graph, board, start: float, log):
 def open_project(run: RunFolder, config, graph=None):
     """The run's exported project, ready to compile (checked current: exported from this graph
     with this export section, and unchanged since)."""
-    from .backends.hls4ml import open_project as open_hls
+    from ..backends.hls4ml import open_project as open_hls
 
     run.require(FILES["project"], config)
     graph = graph if graph is not None else load_graph(run, config)
@@ -764,7 +764,7 @@ def open_project(run: RunFolder, config, graph=None):
 def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     """Compile the run's C-simulation (g++, once per project content) and run it on the test
     set; the outputs go to csim.npz."""
-    from .backends.hls4ml import check_compiler
+    from ..backends.hls4ml import check_compiler
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -790,7 +790,7 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
     log(f"running the C-simulation on {len(data.x_test)} test samples")
     with progress.working(f"C-simulation of {len(data.x_test)} samples"):
         out = project.predict(data.x_test.astype(np.float64), processes=processes)
-    from .outputs import write_file
+    from ..outputs import write_file
 
     leftovers = np.array(project.stream_warnings, dtype=str)
     write_file(
@@ -810,8 +810,8 @@ def csim_stage(run_dir, log=progress.log, processes: int | None = None):
 def _simulate_rtl(run: RunFolder, config, start: float, log):
     """The rtl run's design simulated by Verilator (built once per content) on the test set;
     the outputs and the measured cycles go to rtlsim.npz."""
-    from .backends.rtl import RTLProject
-    from .outputs import write_file
+    from ..backends.rtl import RTLProject
+    from ..outputs import write_file
 
     project = RTLProject(run.require(FILES["rtl"], config))
     data = load_data(config, run / FILES["config"])
@@ -892,7 +892,7 @@ class _SavedCsim:
 # ---------------------------------------------------------------------- verify
 def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
     """Keras = emulator (= C-simulation when csim ran) on the test set; verify.json."""
-    from .verify import verify
+    from ..verify import verify
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -951,7 +951,7 @@ def verify_stage(run_dir, log=progress.log) -> dict[str, Any]:
 
 
 def _rtl_project(run: RunFolder, config):
-    from .backends.rtl import RTLProject
+    from ..backends.rtl import RTLProject
 
     return RTLProject(run.require(FILES["rtl"], config))
 
@@ -992,8 +992,8 @@ def verified(result: dict[str, Any]) -> bool:
 def estimate_stage(run_dir, log=progress.log, limit: float = 0.8):
     """The run's graph on its board (as its export section builds it) and on every board profile:
     estimate.json, estimate.txt (the run's board) and estimate.csv (a row per node and board)."""
-    from .boards import list_boards
-    from .estimate import estimate
+    from ..boards import list_boards
+    from ..estimate import estimate
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)
@@ -1027,11 +1027,11 @@ def _estimate_rtl(run: RunFolder, config, graph, board, target, limit: float, st
     """An rtl run's estimate: its design's cost model on the run's board (estimate.txt), beside
     hls4ml's estimate of the same graph on every board hls4ml builds for, with the export
     section's hls4ml options (estimate.json, estimate.csv)."""
-    from .backends.rtl.cost import Cost, node_cost
-    from .backends.rtl.cost.mvau import features
-    from .backends.rtl.fit import on_board
-    from .boards import list_boards
-    from .estimate import estimate
+    from ..backends.rtl.cost import Cost, node_cost
+    from ..backends.rtl.cost.mvau import features
+    from ..backends.rtl.fit import on_board
+    from ..boards import list_boards
+    from ..estimate import estimate
 
     project = _rtl_project(run, config)
     per = {}
@@ -1103,7 +1103,7 @@ def rtl_table(rtl: dict[str, Any]) -> str:
 def synth_stage(run_dir, log=progress.log, timeout: float | None = None) -> dict[str, Any]:
     """Synthesize the rtl run's design with Yosys (and place and route it with nextpnr on an
     iCE40 or ECP5 board) for its board: rtl/synth/<flow>/ (scripts, logs, reports) and synth.json."""
-    from .backends.rtl.synth import DEFAULT_TIMEOUT_S, synthesize
+    from ..backends.rtl.synth import DEFAULT_TIMEOUT_S, synthesize
 
     start = time.perf_counter()
     run = RunFolder.open(run_dir)

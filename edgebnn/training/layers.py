@@ -35,8 +35,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from . import forms
+from .. import forms
 from . import quantizers as q
+from .marks import quantizer_of, role_of  # noqa: F401 - also edgebnn.layers' names, as before
 
 
 def _quantizer_arg(value):
@@ -63,16 +64,6 @@ def _tag(variable, quantizer, role="kernel") -> None:
     up there, so no variable-name convention is needed."""
     variable._edgebnn_quantizer = quantizer
     variable._edgebnn_role = role
-
-
-def quantizer_of(variable):
-    """The quantizer an edgebnn layer applies to ``variable`` (None when it stays float)."""
-    return getattr(variable, "_edgebnn_quantizer", None)
-
-
-def role_of(variable):
-    """``"kernel"`` or ``"bias"`` for weights of edgebnn layers, else None."""
-    return getattr(variable, "_edgebnn_role", None)
 
 
 def _apply(quantizer, x, training=None):

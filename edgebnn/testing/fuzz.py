@@ -354,7 +354,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     """A random model of edgebnn layers (weights and statistics set, not trained) and inputs."""
     import keras
 
-    from .layers import QuantActivation, QuantConv2D, QuantDense
+    from ..training.layers import QuantActivation, QuantConv2D, QuantDense
 
     _side_stream(seed)
     if seed % 3 == 2:  # a third of the models are 1-D
@@ -548,7 +548,7 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
     ``QBatchNormalization``. Edits ``layers`` and ``text``."""
     import keras
 
-    from .layers import QActivation, QDense, QuantActivation, QuantDense
+    from ..training.layers import QActivation, QDense, QuantActivation, QuantDense
 
     rng = np.random.default_rng([seed, 7])
     i = 0
@@ -582,7 +582,7 @@ def _qkeras_names(seed: int, layers: list, text: list) -> None:
 
 def _qbatchnorm(bn):
     """A ``QBatchNormalization`` (QKeras's default parameter quantizers) of ``bn``'s arguments."""
-    from .layers import QBatchNormalization
+    from ..training.layers import QBatchNormalization
 
     return QBatchNormalization(axis=bn.axis, momentum=bn.momentum, epsilon=bn.epsilon, center=bn.center, scale=bn.scale)
 
@@ -592,7 +592,7 @@ def _foldable(layer, after) -> bool:
     of QKeras's defaults (last axis, scale and center): QKeras's fused layer can stand for both."""
     import keras
 
-    from .layers import QuantConv2D, QuantDense
+    from ..training.layers import QuantConv2D, QuantDense
 
     return (
         type(layer) in (QuantDense, QuantConv2D)
@@ -606,7 +606,7 @@ def _foldable(layer, after) -> bool:
 
 def _fused(layer, bn):
     """QKeras's ``QDenseBatchnorm`` / ``QConv2DBatchnorm`` of a weighted layer and the BatchNorm after it."""
-    from .layers import QConv2DBatchnorm, QDenseBatchnorm, QuantDense
+    from ..training.layers import QConv2DBatchnorm, QDenseBatchnorm, QuantDense
 
     common = dict(
         input_quantizer=layer.input_quantizer,
@@ -640,9 +640,10 @@ def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
     function making the model's inputs from inputs of ``shape``)."""
     import keras
 
-    from . import forms, quantizers
-    from .fixed import FixedType
-    from .layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
+    from .. import forms
+    from ..fixed import FixedType
+    from ..training import quantizers
+    from ..training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 
     rng = np.random.default_rng([seed, 5])
     first, input_type = layers[0], None
@@ -721,7 +722,7 @@ def _depthwise_conv(rng, cur, common, kernel, strides, padding, pad_values):
     block's kernel, strides, padding, ``pad_values``, quantizers and options (a dilation with
     strides too, which Keras allows for these layers): a function that adds the layer and returns
     the output shape."""
-    from .layers import QuantDepthwiseConv2D, QuantSeparableConv2D
+    from ..training.layers import QuantDepthwiseConv2D, QuantSeparableConv2D
 
     if rng.random() > 0.35:
         return None
@@ -849,7 +850,7 @@ def _weighted_kernel(spatial: bool, kernel, c_in: int, units: int):
 
 def _weighted(spatial: bool, units: int, iq, kq, kernel=(1, 1), bias_q=None, use_bias=False):
     """A QuantConv2D ("same" padding, stride 1) or QuantDense layer."""
-    from .layers import QuantConv2D, QuantDense
+    from ..training.layers import QuantConv2D, QuantDense
 
     common = dict(input_quantizer=iq, kernel_quantizer=kq, use_bias=use_bias, bias_quantizer=bias_q)
     if spatial:
@@ -862,7 +863,7 @@ def _requantize(rng, h, text: list[str], bn: bool = True, pool: bool = False):
     with ``pool`` a MaxPooling2D before the quantizer (freeze moves it after)."""
     import keras
 
-    from .layers import QuantActivation
+    from ..training.layers import QuantActivation
 
     if bn:
         h = _apply(keras.layers.BatchNormalization(), h, text, "BatchNormalization()")
@@ -1000,7 +1001,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
     sometimes a ``Flatten`` and a ``QuantDense`` at the end."""
     import keras
 
-    from .layers import QuantActivation, QuantConv1D, QuantDense
+    from ..training.layers import QuantActivation, QuantConv1D, QuantDense
 
     rng = np.random.default_rng(seed)
     shape = (int(rng.integers(2, 17)), int(rng.integers(1, 4)))
@@ -1158,7 +1159,7 @@ def _power_of_two_window(line: str) -> bool:
 
 def _quantize_after(rng, cur, add) -> None:
     """End a real-valued tensor (a division by a window size) with a random QuantActivation."""
-    from .layers import QuantActivation
+    from ..training.layers import QuantActivation
 
     q = _activation_quantizer(rng, cur[-1])
     add(QuantActivation(q), f"QuantActivation({q!r})")
@@ -1243,7 +1244,7 @@ def _args(kwargs) -> str:
 def _inputs(rng, in_q: str, shape, n: int) -> np.ndarray:
     """Inputs on the input grid, between grid points, exactly on ties, one float32 ulp around
     ties, and out of range."""
-    from . import quantizers
+    from ..training import quantizers
 
     t = quantizers.get(in_q).hardware().type
     size = n * int(np.prod(shape))
@@ -1337,7 +1338,7 @@ def check(
     try:
         _check(case, io_type, workdir, out)
     except Exception as err:  # noqa: BLE001 - the fuzzer reports every failure as data
-        from .errors import EdgebnnError
+        from ..errors import EdgebnnError
 
         if isinstance(err, EdgebnnError):
             out.status, out.message = "refused", str(err)
@@ -1364,12 +1365,12 @@ def _runtime_error_text(err: BaseException) -> str:
 
 
 def _check(case: Case, io_type, workdir, out: Outcome) -> None:
-    from .emulate import emulate
-    from .freeze import freeze, keras_logits, keras_reference
-    from .freeze.calibrate import float_layers
-    from .freeze.passes import thresholds
-    from .graph import Graph
-    from .verify import verify
+    from ..emulate import emulate
+    from ..freeze import freeze, keras_logits, keras_reference
+    from ..freeze.calibrate import float_layers
+    from ..freeze.passes import thresholds
+    from ..graph import Graph
+    from ..verify import verify
 
     bisected = np.random.default_rng([case.seed, 10]).random() < BISECTED  # thresholds by bisection where monotone
     with warnings.catch_warnings(), thresholds.bisecting() if bisected else contextlib.nullcontext():
@@ -1417,7 +1418,7 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
         if io_type == RTL:
             _check_rtl(graph, case, pathlib.Path(tmp) / "rtl", out)
             return
-        from .backends.hls4ml import export
+        from ..backends.hls4ml import export
 
         if out.target is None:
             out.target = random_target(np.random.default_rng([case.seed, 1]), graph, io_type)
@@ -1440,8 +1441,8 @@ def _check(case: Case, io_type, workdir, out: Outcome) -> None:
 def random_folding(rng, graph) -> dict:
     """A random PE x SIMD for every folded node of ``graph`` (divisors of its sizes, at most
     4096 products per cycle, so the simulation stays small)."""
-    from .backends.rtl import folding
-    from .backends.rtl.ops import LOWERINGS
+    from ..backends.rtl import folding
+    from ..backends.rtl.ops import LOWERINGS
 
     out = {}
     for node in graph.nodes:
@@ -1458,8 +1459,8 @@ def random_folding(rng, graph) -> dict:
 def _check_rtl(graph, case: Case, path: pathlib.Path, out: Outcome) -> None:
     """Export ``graph`` as RTL with a random folding (the case's seed), simulate it with
     Verilator and compare with the emulator node by node; ``out.target`` records the folding."""
-    from .backends.rtl import export
-    from .verify import verify
+    from ..backends.rtl import export
+    from ..verify import verify
 
     if out.target is None:
         out.target = {"folding": random_folding(np.random.default_rng([case.seed, 2]), graph)}
@@ -1480,8 +1481,8 @@ QUANTIZER_ATTRS = ("input_quantizer", "kernel_quantizer", "depthwise_quantizer",
 def quantizer_forms(model) -> list[str]:
     """The hardware forms of the model's quantizers, as ``"<attribute>: <form>"`` (a scaled or
     partial form with its base: ``"kernel_quantizer: scaled ternary"``), and the layers that sum
-    exactly in float64 (:func:`~edgebnn.layers.sums_exactly`)."""
-    from .layers import sums_exactly
+    exactly in float64 (:func:`~edgebnn.training.layers.sums_exactly`)."""
+    from ..training.layers import sums_exactly
 
     found = set()
     for layer in model.layers:
@@ -1514,8 +1515,8 @@ def front_forms(case: Case) -> list[str]:
     C-simulations cover like quantizer forms."""
     import keras
 
-    from .freeze.calibrate import float_layers
-    from .layers import QuantActivation
+    from ..freeze.calibrate import float_layers
+    from ..training.layers import QuantActivation
 
     found = ["input: input_type"] if case.input_type else []
     found += ["output: output_quantizer"] if case.output_quantizer else []
@@ -1555,7 +1556,7 @@ def random_target(rng, graph, io_type: str) -> dict:
     """Random export options for ``graph`` that hls4ml builds exactly as given: backend, strategy
     and a reuse factor, model-wide or per weighted node, among those it keeps there
     (``backends.hls4ml.reuse``; any of 1..8 under Latency)."""
-    from .backends.hls4ml import reuse
+    from ..backends.hls4ml import reuse
 
     backend = str(rng.choice(["Vitis", "Vivado"]))
     strategy = str(rng.choice(["Latency", "Resource"]))
@@ -1714,7 +1715,7 @@ def check_in_child(
     the whole run; here it ends the child only, and is a ``crash`` outcome naming the signal and
     the last line the child wrote to stderr (hls4ml's assertion text)."""
     spec = {"seed": seed, "io_type": io_type, "target": target, "replay": None if replay is None else str(replay)}
-    argv = command or [sys.executable, "-m", "edgebnn.fuzz", json.dumps(spec)]
+    argv = command or [sys.executable, "-m", "edgebnn.testing.fuzz", json.dumps(spec)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     root = str(pathlib.Path(__file__).resolve().parents[1])  # this edgebnn, wherever it is imported from
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -1775,7 +1776,7 @@ def save_failure(case: Case, outcome: Outcome, save_dir) -> pathlib.Path:
 
 def load_failure(folder) -> Case:
     """The case saved by :func:`save_failure` (loaded with Keras ``safe_mode``)."""
-    from .layers import load_model
+    from ..training.layers import load_model
 
     folder = pathlib.Path(folder)
     info = json.loads((folder / "outcome.json").read_text())

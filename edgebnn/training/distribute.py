@@ -18,7 +18,7 @@ import json
 import os
 from typing import Any
 
-from .errors import EdgebnnError
+from ..errors import EdgebnnError
 
 NAMES = ("mirrored", "multi_worker")
 WORKER_TIMEOUT = 600.0  # seconds a task waits for the others to start (train.worker_timeout)
@@ -122,7 +122,7 @@ def _limit_registration(config: dict[str, Any], timeout: float) -> None:
     to wait forever inside a call that holds the interpreter, so neither Ctrl-C nor SIGTERM
     would end a task whose peers never start. MultiWorkerMirroredStrategy keeps a coordination
     service configured before it; this one is its own but for the registration timeout."""
-    from . import progress
+    from .. import progress
 
     progress.log(f"distribute: {_task(config)} waits up to {timeout:.0f} s for {_others(config)}")
     try:

@@ -25,8 +25,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from .config import MONITORS, SCHEDULES, check_train
-from .errors import EdgebnnError
+from ..errors import EdgebnnError
+from ..run.config import MONITORS, SCHEDULES, check_train
 
 STATE_VERSION = 1
 
@@ -70,7 +70,7 @@ class _Progress:
         self.log = log
 
     def __call__(self, epoch: int, logs: dict) -> None:  # epoch: 0-based
-        from . import progress
+        from .. import progress
 
         every = 1 if progress.level() >= progress.VERBOSE else max(1, self.epochs // 10)
         if (epoch + 1) % every == 0 or epoch == 0 or epoch + 1 == self.epochs:
@@ -177,7 +177,7 @@ def learning_rate_schedule(
 
 # ---------------------------------------------------------------------- checks
 def _check_arguments(args: dict[str, Any]) -> None:
-    from .config import OPTIMIZERS, ConfigError, check_train
+    from ..run.config import OPTIMIZERS, ConfigError, check_train
 
     check_train(args, where="train()")
     if args["optimizer"] not in OPTIMIZERS:
@@ -200,7 +200,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
 
 
 def _early_stopping(value, validation) -> dict[str, Any] | None:
-    from .config import ConfigError
+    from ..run.config import ConfigError
 
     if value is None:
         return None
@@ -315,7 +315,7 @@ def _write_atomic(path: pathlib.Path, write: Callable[[pathlib.Path], None]) -> 
 
 
 def _write_checkpoint(folder: pathlib.Path, model, state: dict[str, Any], best: bool) -> None:
-    from .outputs import _signals_held
+    from ..outputs import _signals_held
 
     folder.mkdir(parents=True, exist_ok=True)
     with _signals_held():  # Ctrl-C between the files would pair a model with another epoch's state
@@ -531,143 +531,203 @@ def train(
         "restore_best": restore_best,
         "distribute": distribute,
     }
-    _check_arguments(args)
-    check_train({"worker_timeout": worker_timeout}, where="train()")  # not in args: it does not change the result
-    stopping = _early_stopping(early_stopping, validation)
-    args["early_stopping"] = stopping
-    if resume and checkpoint_dir is None:
-        raise TrainError("train(): resume needs the checkpoint_dir to resume from")
+    stopping = _checked(args, worker_timeout, early_stopping, validation, resume, checkpoint_dir)
     folder = None if checkpoint_dir is None else pathlib.Path(checkpoint_dir)
-    if resume:
-        state = _read_state(folder)  # before any work: no checkpoint, no training
+    saved = _read_state(folder) if resume else None  # before any work: no checkpoint, no training
     from . import distribute as dist
 
     strategy = dist.strategy(distribute, worker_timeout) if distribute else None
     chief = dist.is_chief() if distribute else True
     seed_everything(seed)
-    x = np.asarray(x)
-    y = np.asarray(y)
-    if validation is not None:
-        validation = (np.asarray(validation[0]), np.asarray(validation[1]))
+    x, y, validation = _arrays(x, y, validation)
     steps = int(np.ceil(len(x) / batch_size))
     lr = learning_rate_schedule(
         learning_rate, steps, epochs, lr_schedule, learning_rate_decay, lr_step_epochs, lr_step_factor, warmup_epochs
     )
-    with strategy.scope() if strategy is not None else contextlib.nullcontext():
-        if callable(model) and not isinstance(model, keras.Model):
-            model = model()
-        elif strategy is not None:
-            dist.check_built_under(model, distribute)
-        model.compile(
-            optimizer=_optimizer(optimizer, lr, bop_gamma, bop_threshold),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            metrics=["accuracy"],
-        )
-        model.optimizer.build(model.trainable_variables)
+    model = _compiled(model, strategy, distribute, lambda: _optimizer(optimizer, lr, bop_gamma, bop_threshold))
     monitor = (stopping or {}).get("monitor", "val_accuracy")
-    mode = MONITORS[monitor]
-    fingerprint = _fingerprint(model, args, x, y, validation)
-    history: dict[str, list] = {"epoch": [], "loss": [], "accuracy": []}
-    if validation is not None:
-        history.update({"val_loss": [], "val_accuracy": []})
-    history["learning_rate"] = []
-    best_epoch, best_value, best_weights, stopped, start = None, None, None, False, 0
-    if resume:
-        where = str(folder / "state.json")
-        if state.get("fingerprint") != fingerprint:
-            raise TrainError(
-                f"{where}: the checkpoint was made by another model, data or training arguments; "
-                "train again without resume (or resume with the configuration it was made from)"
-            )
-        _copy_state(_load_checkpoint_model(folder / "last.keras"), model, where)
-        _set_rng_state(model, state["rng"], where)
-        history = {k: list(v) for k, v in state["history"].items()}
-        best_epoch, best_value, stopped, start = state["best_epoch"], state["best_value"], state["stopped_early"], state["epoch"]
-        if best_epoch is not None and restore_best and validation is not None:
-            best_weights = _load_checkpoint_model(folder / "best.keras").get_weights()
-    report = _Progress(epochs, log)
-    own_folder = folder
-    if folder is not None and not chief:
-        import tempfile
-
-        own_folder = pathlib.Path(tempfile.mkdtemp(prefix="edgebnn-worker-checkpoints-"))
-    done = start
+    run = _Run(epochs, _fingerprint(model, args, x, y, validation), monitor, validation is not None)
+    if saved is not None:
+        run.resume_from(folder, saved, model, keep_best=restore_best)
+    own_folder = folder if folder is None or chief else _worker_folder()
     loop = hooks = None
     if strategy is not None:  # edgebnn's loop: Keras's fit is not used under a strategy (see _ReplicatedLoop)
         loop = _ReplicatedLoop(model, strategy, batch_size)
         hooks = keras.callbacks.CallbackList(list(callbacks or []), model=model, add_history=False, add_progbar=False)
         hooks.on_train_begin()
+    report = _Progress(epochs, log)
     try:
-        for epoch in range(start, epochs):
-            if stopped:
+        for epoch in range(run.done, epochs):
+            if run.stopped:
                 break
             rate = float(keras.ops.convert_to_numpy(lr(epoch * steps)))
             order = np.random.default_rng([seed, epoch]).permutation(len(x))
             if loop is not None:
-                with _synchronized_batch_statistics(model):
-                    hooks.on_epoch_begin(epoch)
-                    logs = loop.epoch(x, y, order, hooks)
-                if validation is not None:
-                    logs.update(loop.evaluate(*validation))
-                hooks.on_epoch_end(epoch, logs)
+                logs = _replicated_epoch(model, loop, hooks, epoch, x, y, order, validation)
             else:
-                fit = model.fit(
-                    x[order],
-                    y[order],
-                    batch_size=batch_size,
-                    epochs=epoch + 1,
-                    initial_epoch=epoch,
-                    shuffle=False,
-                    verbose=0,
-                    validation_data=validation,
-                    callbacks=list(callbacks or []),
-                )
-                logs = {k: float(v[-1]) for k, v in fit.history.items()}
-            history["epoch"].append(epoch + 1)
-            for key in history:
-                if key not in ("epoch", "learning_rate"):
-                    history[key].append(logs[key])
-            history["learning_rate"].append(rate)
-            new_best = False
-            if validation is not None:
-                if _improved(logs[monitor], best_value, mode, (stopping or {}).get("min_delta", 0.0)):
-                    best_epoch, best_value, new_best = epoch + 1, logs[monitor], True
-                    if restore_best:
-                        best_weights = model.get_weights()
-                if stopping is not None and epoch + 1 - best_epoch >= stopping["patience"] and epoch + 1 < epochs:
-                    stopped = True
+                logs = _fitted_epoch(model, epoch, x, y, order, batch_size, validation, callbacks)
+            new_best = run.record(epoch, logs, rate, model, stopping, keep_best=restore_best)
             if own_folder is not None:
-                state = {
-                    "version": STATE_VERSION,
-                    "epoch": epoch + 1,
-                    "epochs": epochs,
-                    "fingerprint": fingerprint,
-                    "history": history,
-                    "best_epoch": best_epoch,
-                    "best_value": best_value,
-                    "monitor": monitor if validation is not None else None,
-                    "stopped_early": stopped,
-                    "rng": _rng_state(model),
-                }
-                _write_checkpoint(own_folder, model, state, new_best)
-            done = epoch + 1
+                _write_checkpoint(own_folder, model, run.state(model, epoch + 1), new_best)
+            run.done = epoch + 1  # its checkpoint is complete
             report(epoch, logs)
             if progress is not None:
                 progress(epoch + 1, epochs, logs)
     except KeyboardInterrupt as exc:
         if isinstance(exc, TrainingInterrupted):
             raise
-        raise TrainingInterrupted(done, epochs, None if folder is None else os.fspath(folder)) from None
+        raise TrainingInterrupted(run.done, epochs, None if folder is None else os.fspath(folder)) from None
     finally:
-        if own_folder is not folder and own_folder is not None:
+        if own_folder is not folder:
             import shutil
 
             shutil.rmtree(own_folder, ignore_errors=True)
-    if stopped:
-        log(f"  stopped early after epoch {done}: no {monitor} improvement since epoch {best_epoch}")
-    if best_weights is not None and restore_best and validation is not None:
-        model.set_weights(best_weights)
-    out = dict(history)
-    out["best_epoch"] = best_epoch
-    out["stopped_early"] = stopped
-    return TrainResult(model=model, history=out, best_epoch=best_epoch, stopped_early=stopped, epochs_run=done)
+    return run.result(model, log, keep_best=restore_best)
+
+
+def _checked(args, worker_timeout, early_stopping, validation, resume, checkpoint_dir) -> dict[str, Any] | None:
+    """Refuse arguments that do not go together before any work; the early-stopping settings
+    completed with their defaults (recorded in ``args``, so a checkpoint knows them)."""
+    _check_arguments(args)
+    check_train({"worker_timeout": worker_timeout}, where="train()")  # not in args: it does not change the result
+    stopping = _early_stopping(early_stopping, validation)
+    args["early_stopping"] = stopping
+    if resume and checkpoint_dir is None:
+        raise TrainError("train(): resume needs the checkpoint_dir to resume from")
+    return stopping
+
+
+def _arrays(x, y, validation):
+    """The training data and the validation pair as NumPy arrays."""
+    if validation is not None:
+        validation = (np.asarray(validation[0]), np.asarray(validation[1]))
+    return np.asarray(x), np.asarray(y), validation
+
+
+def _compiled(model, strategy, distribute, make_optimizer):
+    """The model (built here when ``model`` is a function) compiled under the strategy's scope
+    for integer labels and logits, with the optimizer ``make_optimizer()`` makes in that scope
+    (a strategy's variables must be created under it), its variables built."""
+    from . import distribute as dist
+
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        if callable(model) and not isinstance(model, keras.Model):
+            model = model()
+        elif strategy is not None:
+            dist.check_built_under(model, distribute)
+        model.compile(
+            optimizer=make_optimizer(),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+        model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def _worker_folder() -> pathlib.Path:
+    """Where a worker other than the chief writes its checkpoints (removed after training)."""
+    import tempfile
+
+    return pathlib.Path(tempfile.mkdtemp(prefix="edgebnn-worker-checkpoints-"))
+
+
+def _replicated_epoch(model, loop, hooks, epoch, x, y, order, validation) -> dict[str, float]:
+    """One epoch of edgebnn's loop under a strategy, with the validation set's metrics."""
+    with _synchronized_batch_statistics(model):
+        hooks.on_epoch_begin(epoch)
+        logs = loop.epoch(x, y, order, hooks)
+    if validation is not None:
+        logs.update(loop.evaluate(*validation))
+    hooks.on_epoch_end(epoch, logs)
+    return logs
+
+
+def _fitted_epoch(model, epoch, x, y, order, batch_size, validation, callbacks) -> dict[str, float]:
+    """One epoch of Keras's ``fit`` over the epoch's order, its last metrics."""
+    fit = model.fit(
+        x[order],
+        y[order],
+        batch_size=batch_size,
+        epochs=epoch + 1,
+        initial_epoch=epoch,
+        shuffle=False,
+        verbose=0,
+        validation_data=validation,
+        callbacks=list(callbacks or []),
+    )
+    return {k: float(v[-1]) for k, v in fit.history.items()}
+
+
+class _Run:
+    """What a training run keeps between epochs: the history, the best epoch and its weights,
+    whether it stopped early, how many epochs are done; a checkpoint's state.json is this."""
+
+    def __init__(self, epochs: int, fingerprint: str, monitor: str, validated: bool):
+        self.epochs, self.fingerprint, self.monitor, self.validated = epochs, fingerprint, monitor, validated
+        self.history: dict[str, list] = {"epoch": [], "loss": [], "accuracy": []}
+        if validated:
+            self.history.update({"val_loss": [], "val_accuracy": []})
+        self.history["learning_rate"] = []
+        self.best_epoch, self.best_value, self.best_weights, self.stopped, self.done = None, None, None, False, 0
+
+    def resume_from(self, folder: pathlib.Path, state: dict[str, Any], model, keep_best: bool) -> None:
+        """Continue from the checkpoint in ``folder`` (refused when another model, data or
+        arguments made it): the model's weights, optimizer and random states, the history."""
+        where = str(folder / "state.json")
+        if state.get("fingerprint") != self.fingerprint:
+            raise TrainError(
+                f"{where}: the checkpoint was made by another model, data or training arguments; "
+                "train again without resume (or resume with the configuration it was made from)"
+            )
+        _copy_state(_load_checkpoint_model(folder / "last.keras"), model, where)
+        _set_rng_state(model, state["rng"], where)
+        self.history = {k: list(v) for k, v in state["history"].items()}
+        self.best_epoch, self.best_value = state["best_epoch"], state["best_value"]
+        self.stopped, self.done = state["stopped_early"], state["epoch"]
+        if self.best_epoch is not None and keep_best and self.validated:
+            self.best_weights = _load_checkpoint_model(folder / "best.keras").get_weights()
+
+    def record(self, epoch: int, logs: dict, rate: float, model, stopping, keep_best: bool) -> bool:
+        """Add the epoch's metrics; track the best epoch and early stopping. True when this
+        epoch is the new best."""
+        self.history["epoch"].append(epoch + 1)
+        for key in self.history:
+            if key not in ("epoch", "learning_rate"):
+                self.history[key].append(logs[key])
+        self.history["learning_rate"].append(rate)
+        new_best = False
+        if self.validated:
+            mode = MONITORS[self.monitor]
+            if _improved(logs[self.monitor], self.best_value, mode, (stopping or {}).get("min_delta", 0.0)):
+                self.best_epoch, self.best_value, new_best = epoch + 1, logs[self.monitor], True
+                if keep_best:
+                    self.best_weights = model.get_weights()
+            if stopping is not None and epoch + 1 - self.best_epoch >= stopping["patience"] and epoch + 1 < self.epochs:
+                self.stopped = True
+        return new_best
+
+    def state(self, model, epoch: int) -> dict[str, Any]:
+        """The checkpoint's state.json after ``epoch`` (1-based)."""
+        return {
+            "version": STATE_VERSION,
+            "epoch": epoch,
+            "epochs": self.epochs,
+            "fingerprint": self.fingerprint,
+            "history": self.history,
+            "best_epoch": self.best_epoch,
+            "best_value": self.best_value,
+            "monitor": self.monitor if self.validated else None,
+            "stopped_early": self.stopped,
+            "rng": _rng_state(model),
+        }
+
+    def result(self, model, log, keep_best: bool) -> TrainResult:
+        """The model with the best epoch's weights (``keep_best`` and a validation set), the history."""
+        if self.stopped:
+            log(f"  stopped early after epoch {self.done}: no {self.monitor} improvement since epoch {self.best_epoch}")
+        if self.best_weights is not None and keep_best and self.validated:
+            model.set_weights(self.best_weights)
+        out = dict(self.history)
+        out["best_epoch"] = self.best_epoch
+        out["stopped_early"] = self.stopped
+        return TrainResult(model=model, history=out, best_epoch=self.best_epoch, stopped_early=self.stopped, epochs_run=self.done)

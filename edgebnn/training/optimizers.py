@@ -16,7 +16,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from .layers import quantizer_of, role_of
+from .marks import quantizer_of, role_of
 
 
 def _hardware_kind(quantizer):

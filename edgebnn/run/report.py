@@ -73,8 +73,8 @@ import pathlib
 import re
 from typing import Any
 
-from .errors import EdgebnnError
-from .outputs import MARKER, write_file
+from ..errors import EdgebnnError
+from ..outputs import MARKER, write_file
 
 FORMAT = "edgebnn-report"
 FORMAT_VERSION = 1
@@ -351,7 +351,7 @@ def _value_bits(values: str, width: int) -> int:
 
 
 def _layers(run: pathlib.Path) -> dict[str, Any]:
-    from .graph import Graph
+    from ..graph import Graph
 
     graph = Graph.load(run / "graph.npz")
     rows = layer_rows(graph)
