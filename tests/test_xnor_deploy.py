@@ -234,3 +234,69 @@ def test_ties_simulate_bit_for_bit_in_rtl(tmp_path):
     report = verify(model, graph, TIE_INPUTS.astype(np.float32), rtl=project)
     assert (report.keras_vs_emulator, report.emulator_vs_rtl) == (0, 0), report.describe()
     assert np.array_equal(report.outputs["keras"][:, 0], exact_rounded_signs(TIE_INPUTS))
+
+
+def seed_002(axis: int) -> str:
+    """XNOR with a float32 mean|W| on the chosen slice 1 of ``axis``, 4-bit fixed point elsewhere."""
+    return f"partial(xnor_sign(axis={axis}, clip_value=None), [1], {axis}, other=quantized_bits(4))"
+
+
+def every_kernel_model():
+    """The chosen-slice XNOR form with float32 scales in each kind of kernel, one model: a conv2d and
+    a separable pointwise kernel on their input channels (axis 2), a depthwise kernel on its channels
+    (axis 2, an output axis), a conv1d kernel on its input channels (axis 1), a dense one (axis 0)."""
+    keras.utils.set_random_seed(2)
+    a = "quantized_bits(3, 1)"
+
+    def then():
+        return [keras.layers.BatchNormalization(), QuantActivation(a)]
+
+    separable = dict(depthwise_quantizer="ste_sign", use_bias=False)
+
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 3)),
+            QuantConv2D(4, 3, padding="same", input_quantizer=a, kernel_quantizer=seed_002(2), use_bias=False, name="conv2d"),
+            *then(),
+            QuantDepthwiseConv2D(3, depthwise_quantizer=seed_002(2), use_bias=False, name="depthwise"),
+            *then(),
+            QuantSeparableConv2D(4, 3, padding="same", pointwise_quantizer=seed_002(2), name="separable", **separable),
+            *then(),
+            keras.layers.Reshape((16, 4)),
+            QuantConv1D(4, 3, kernel_quantizer=seed_002(1), use_bias=False, name="conv1d"),
+            *then(),
+            keras.layers.Flatten(),
+            QuantDense(5, kernel_quantizer=seed_002(0), use_bias=False, name="dense"),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(5, 3)"),
+        ]
+    )
+    randomize_bn(model, np.random.default_rng(2), mean_scale=0.5)
+    x = np.random.default_rng(3).uniform(-2.5, 2.5, (200, 6, 6, 3)).astype(np.float32)
+    return model, x
+
+
+def test_the_chosen_slice_form_with_float32_scales_is_exact_in_every_kernel():
+    model, x = every_kernel_model()
+    assert [layer.name for layer in model.layers if getattr(layer, "_tagged_kernels", None) and sums_exactly(layer)] == [
+        "conv2d",
+        "depthwise",
+        "separable",
+        "conv1d",
+        "dense",
+    ]  # a partial kernel keeps the plain product, on a depthwise kernel's channels (axis 2) too
+    graph = freeze(model)
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_the_chosen_slice_form_with_float32_scales_c_simulates_bit_for_bit_in_every_kernel(tmp_path, io_type):
+    from graphs import csim_verified
+
+    model, x = every_kernel_model()
+    report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
