@@ -100,7 +100,8 @@ def scale_op(layer) -> FloatOp:
     s_in, kernel_scales = layer.output_scales()
     text = [f"its {_KERNEL_NAMES[which]} scale {_values_text(_numpy(s))}" for which, s in kernel_scales]
     if s_in is not None:
-        text.append(f"the scale {_values_text(_numpy(s_in))} of its input_quantizer {layer.input_quantizer!r}")
+        which = "input_quantizer" if layer.input_quantizer is not None else "input's quantizer"
+        text.append(f"the scale {_values_text(_numpy(s_in))} of its {which} {layer._input_scaler()!r}")
     return FloatOp(
         f"{layer.name}.scale",
         lambda x, l=layer: l.rescale(x),

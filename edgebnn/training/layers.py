@@ -149,6 +149,46 @@ def splits_input(layer) -> bool:
     return getattr(layer, "pad_values", 0.0) == 0.0 or getattr(layer, "padding", "valid") != "same"
 
 
+# layers whose outputs are some of their input's values, moved: a DoReFa activation's values pass them
+_VALUE_MOVERS = (keras.layers.Flatten, keras.layers.Reshape)
+
+
+def _dorefa_source(tensor):
+    """The DoReFa quantizer (activations, k > 1) of the ``QuantActivation`` whose outputs the
+    symbolic ``tensor`` holds (directly or through Flatten and Reshape), from its Keras history;
+    None for any other tensor."""
+    while True:
+        history = getattr(tensor, "_keras_history", None)
+        if history is None:
+            return None
+        layer = history.operation
+        if isinstance(layer, QuantActivation):
+            quantizer = layer.quantizer
+            dorefa = isinstance(quantizer, q.DoReFa) and quantizer.mode == "activations" and quantizer.k_bit > 1
+            return quantizer if dorefa else None
+        if not isinstance(layer, _VALUE_MOVERS):
+            return None
+        tensor = layer._inbound_nodes[history.node_index].input_tensors[0]
+
+
+def reads_codes(layer):
+    """The DoReFa quantizer whose codes the layer sums at inference, or None. A layer without an
+    input quantizer that reads the outputs of a DoReFa ``QuantActivation`` (k > 1; seen when the
+    layer is called on that activation's symbolic output, as a model is built or loaded) gets
+    values ``c / n`` rounded to float32, whose float32 sum would depend on the order of the
+    additions. At inference it takes their codes back (``round(n v)``, exact: ``n v`` is within
+    ``n * 2**-24`` of ``c``), sums the codes and divides the sum by ``n`` once in float64,
+    rounded to float32: the result is the exact quotient rounded once, whatever the order of the
+    additions. In training the plain float32 sum of the values (the same gradient).
+    Not with ``pad_values`` other than 0 and "same" padding (the pads would not be codes)."""
+    source = getattr(layer, "_dorefa_codes", None)
+    if source is None or layer.input_quantizer is not None:
+        return None
+    if getattr(layer, "pad_values", 0.0) != 0.0 and getattr(layer, "padding", "valid") == "same":
+        return None
+    return source
+
+
 def _split(quantizer, x, training, splits: bool):
     """(values, scale or None): the quantizer's unscaled values when it ``splits``, else q(x)."""
     if not splits:
@@ -327,9 +367,21 @@ class _Quantized:
     def quantized_bias(self, training=None):
         return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
+    def __call__(self, *args, **kwargs):
+        if args and self.input_quantizer is None and getattr(args[0], "_keras_history", None) is not None:
+            self._dorefa_codes = _dorefa_source(args[0])  # symbolic: the model's graph says what feeds the layer
+        return super().__call__(*args, **kwargs)
+
     def _input(self, inputs, training):
         """(quantized input or its unscaled codes, the input scale or None)."""
+        source = None if training else reads_codes(self)
+        if source is not None:
+            return source.split(inputs, training=False)
         return _split(self.input_quantizer, inputs, training, splits_input(self))
+
+    def _input_scaler(self):
+        """The quantizer whose scale the layer applies after the sum."""
+        return self.input_quantizer if self.input_quantizer is not None else reads_codes(self)
 
     def _weight(self, which: str, latent: bool = False):
         """The latent kernel variable that the quantizer attribute ``which`` reads (a layer with a
@@ -366,7 +418,11 @@ class _Quantized:
         for which, s in kernel_scales:
             if s is not None:
                 x = getattr(self, which).rescale(x, self._channels(which, s))
-        if s_in is not None:
+        if s_in is not None and self.input_quantizer is None:  # a DoReFa activation's codes (``reads_codes``)
+            # S / n in float64 rounded to float32 is the real quotient rounded once (S < 2**24 and n odd:
+            # never within float64's error of a float32 tie); float32's own division may go by 1/n
+            x = ops.cast(ops.divide(ops.cast(x, "float64"), ops.cast(s_in, "float64")), x.dtype)
+        elif s_in is not None:
             x = self.input_quantizer.rescale(x, s_in)
         return x
 
@@ -382,6 +438,8 @@ class _Quantized:
         s_in = None
         if splits_input(self):
             s_in = self.input_quantizer.split(ops.zeros((1,)))[1]  # a constant: it does not depend on x
+        elif reads_codes(self) is not None:
+            s_in = reads_codes(self).split(ops.zeros((1,)))[1]
         scales = ((which, self.split_weight(which)[1]) for which in self._after_sum())
         return s_in, tuple((which, s) for which, s in scales if s is not None)
 
