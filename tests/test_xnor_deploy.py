@@ -300,3 +300,23 @@ def test_the_chosen_slice_form_with_float32_scales_c_simulates_bit_for_bit_in_ev
     report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
     assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "separable"])
+def test_unequal_strides_sum_exactly(kind):
+    """TensorFlow's float64 depthwise convolution takes equal strides only; the exact sum with
+    strides (1, 2) comes from the full kernel, the same numbers (the fuzzer's seed 33229)."""
+    keras.utils.set_random_seed(4)
+    if kind == "depthwise":
+        mid = QuantDepthwiseConv2D(3, strides=(1, 2), depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False)
+    else:
+        mid = QuantSeparableConv2D(3, 3, strides=(1, 2), pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign")
+    model = keras.Sequential(
+        [keras.Input((7, 7, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
+    )
+    randomize_bn(model, np.random.default_rng(4), mean_scale=0.5)
+    assert sums_exactly(mid)
+    x = np.random.default_rng(5).uniform(-2.5, 2.5, (200, 7, 7, 3)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100

@@ -324,6 +324,21 @@ def _conv_input(layer, x):
     return x, padding, tuple(strides)
 
 
+def _depthwise(x, kernel, options: dict):
+    """Keras's depthwise convolution of ``x`` with ``kernel`` (kh, kw, C, M) in ``x``'s float type.
+    TensorFlow's float64 depthwise convolution takes equal strides only; with others (a layer that
+    :func:`sums_exactly`) the same sums come from the convolution with the full kernel, zero off
+    each channel's block (its output ``c * M + m`` reads channel ``c`` only), exact in float64 too."""
+    kernel = ops.cast(kernel, x.dtype)
+    strides = options["strides"]
+    if x.dtype != "float64" or not isinstance(strides, tuple | list) or strides[0] == strides[1]:
+        return ops.depthwise_conv(x, kernel, **options)
+    kh, kw, c, m = kernel.shape
+    eye = ops.reshape(ops.eye(c, dtype=x.dtype), (1, 1, c, c, 1))
+    full = ops.reshape(ops.expand_dims(kernel, 3) * eye, (kh, kw, c, c * m))
+    return ops.conv(x, full, **options)
+
+
 def _static_shape(layer, inputs, out):
     """``out`` with the static shape the layer gives ``inputs`` where the convolution lost it:
     Keras's depthwise and separable convolutions with both strides and dilation run at stride 1
@@ -592,7 +607,7 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
         return self.quantized_weight("depthwise_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
-        return ops.depthwise_conv(x, ops.cast(kernel, x.dtype), **self._options(strides, padding))
+        return _depthwise(x, kernel, self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -632,6 +647,10 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         return self.quantized_weight("pointwise_quantizer", training)
 
     def _convolve(self, x, strides, padding, training):
+        if x.dtype == "float64" and strides[0] != strides[1]:  # as _depthwise: one sum after the other, exact
+            x = _depthwise(x, self.quantized_depthwise_kernel(training), self._options(strides, padding))
+            pointwise = ops.cast(self.quantized_pointwise_kernel(training), x.dtype)
+            return ops.conv(x, pointwise, strides=1, padding="valid", data_format=self.data_format)
         return ops.separable_conv(
             x,
             ops.cast(self.quantized_depthwise_kernel(training), x.dtype),
@@ -649,7 +668,7 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         pv, ps = self.split_weight("pointwise_quantizer", training)
         if ds is None and ps is None:
             return self._convolve(x, strides, padding, training), ()
-        x = ops.depthwise_conv(x, ops.cast(dv, x.dtype), **self._options(strides, padding))
+        x = _depthwise(x, dv, self._options(strides, padding))
         if ds is not None and not _one_value(ds):
             x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
         x = ops.conv(x, ops.cast(pv, x.dtype), strides=1, padding="valid", data_format=self.data_format)
