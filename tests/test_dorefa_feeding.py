@@ -11,6 +11,7 @@ import pytest
 
 import edgebnn  # noqa: F401
 from edgebnn.emulate import emulate
+from edgebnn.fixed import FixedType
 from edgebnn.freeze import freeze
 from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, reads_codes
 
@@ -159,6 +160,34 @@ def test_dorefa_activations_feeding_a_layer_c_simulate_bit_for_bit(tmp_path, io_
         report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
     ties = tie_model(float(np.float32(-(np.float64(7) / 3))))
-    t = (TIE_CODES / 3).astype(np.float32)
+    t = FixedType.from_string(IN_TYPE).quantize(TIE_CODES / 3).astype(np.float32)  # on the input's grid: the same codes
     report = csim_verified(ties, freeze(ties, input_type=IN_TYPE), t, tmp_path / "ties", io_type)
     assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+    assert np.array_equal(report.outputs["keras"][:, 0], np.where(TIE_CODES @ np.array([1, 2, 4]) >= 7, 1.0, -1.0))
+
+
+def test_through_a_max_pool_and_dropout_the_layer_reads_the_codes():
+    from edgebnn.verify import verify
+
+    keras.utils.set_random_seed(7)
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            QuantConv2D(3, 3, padding="same", input_quantizer="quantized_bits(4, 1)", kernel_quantizer="ste_sign"),
+            keras.layers.BatchNormalization(),
+            QuantActivation("dorefa(3)", name="a"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Dropout(0.5),
+            QuantConv2D(4, 2, kernel_quantizer="quantized_bits(3, 1)", name="c"),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(5, 3)"),
+        ]
+    )
+    from bn import randomize_bn
+
+    randomize_bn(model, np.random.default_rng(7), mean_scale=0.5)
+    assert reads_codes(model.get_layer("c")) is model.get_layer("a").quantizer
+    x = np.random.default_rng(8).uniform(-2.5, 2.5, (300, 6, 6, 2)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 20

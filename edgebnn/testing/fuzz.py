@@ -1481,8 +1481,9 @@ QUANTIZER_ATTRS = ("input_quantizer", "kernel_quantizer", "depthwise_quantizer",
 def quantizer_forms(model) -> list[str]:
     """The hardware forms of the model's quantizers, as ``"<attribute>: <form>"`` (a scaled or
     partial form with its base: ``"kernel_quantizer: scaled ternary"``), and the layers that sum
-    exactly in float64 (:func:`~edgebnn.training.layers.sums_exactly`)."""
-    from ..training.layers import sums_exactly
+    exactly in float64 (:func:`~edgebnn.training.layers.sums_exactly`) or sum a DoReFa activation's
+    codes (:func:`~edgebnn.training.layers.reads_codes`)."""
+    from ..training.layers import reads_codes, sums_exactly
 
     found = set()
     for layer in model.layers:
@@ -1505,6 +1506,8 @@ def quantizer_forms(model) -> list[str]:
             found.add(f"{attr}: {kind}")
         if hasattr(layer, "_tagged_kernels") and sums_exactly(layer):
             found.add("layer: float32 scales along the sum (exact float64 sum rounded once)")
+        if hasattr(layer, "_tagged_kernels") and reads_codes(layer) is not None:
+            found.add("layer: sums a DoReFa activation's codes (divided once)")
     return sorted(found)
 
 

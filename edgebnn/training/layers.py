@@ -149,13 +149,20 @@ def splits_input(layer) -> bool:
     return getattr(layer, "pad_values", 0.0) == 0.0 or getattr(layer, "padding", "valid") != "same"
 
 
-# layers whose outputs are some of their input's values, moved: a DoReFa activation's values pass them
-_VALUE_MOVERS = (keras.layers.Flatten, keras.layers.Reshape)
+# layers whose outputs are some of their input's values, moved or picked: a DoReFa activation's values pass them
+_VALUE_MOVERS = (
+    keras.layers.Flatten,
+    keras.layers.Reshape,
+    keras.layers.MaxPooling1D,
+    keras.layers.MaxPooling2D,
+    keras.layers.Dropout,
+)
 
 
 def _dorefa_source(tensor):
     """The DoReFa quantizer (activations, k > 1) of the ``QuantActivation`` whose outputs the
-    symbolic ``tensor`` holds (directly or through Flatten and Reshape), from its Keras history;
+    symbolic ``tensor`` holds (directly or through Flatten, Reshape, a max pool or Dropout), from
+    its Keras history;
     None for any other tensor."""
     while True:
         history = getattr(tensor, "_keras_history", None)
