@@ -1,9 +1,9 @@
 """XNOR-Net binarization of chosen input channels: a digits CNN whose middle convolution
-binarizes some of its input channels (one power-of-two scale per channel), the rest 4-bit.
+binarizes some of its input channels (one scale per channel), the rest 4-bit.
 
     python examples/digits_xnor_channels.py [--epochs 40] [--seed 0] [--filters 16 32] [--out FOLDER]
 
-Three versions of the same CNN (8x8 digits -> conv 16 -> pool -> conv 32 -> pool -> dense 10)
+Four versions of the same CNN (8x8 digits -> conv 16 -> pool -> conv 32 -> pool -> dense 10)
 differ only in the middle convolution's kernel quantizer:
 
 - ``binary``:  ``ste_sign`` on every weight;
@@ -11,15 +11,21 @@ differ only in the middle convolution's kernel quantizer:
 - ``chosen``:  every second input channel XNOR-binarized, each slice ``W[:, :, i, :]`` as
   ``sign(W_i) * E_i`` with ``E_i = 2**round(log2(mean|W_i|))`` (held constant in the backward
   pass, identity straight-through gradient), and the other channels ``quantized_bits(4, 0)``:
-  ``partial(xnor_sign(axis=2, clip_value=None, po2=True), [0, 2, ..., 14], axis=2, other=quantized_bits(4, 0))``.
+  ``partial(xnor_sign(axis=2, clip_value=None, po2=True), [0, 2, ..., 14], axis=2, other=quantized_bits(4, 0))``;
+- ``chosen mean|W|``: the same with ``E_i = mean|W_i|`` itself, a float32 (``po2=False``), the
+  operation as XNOR-Net's authors wrote it.
 
-Each is trained on scikit-learn's embedded digits with the same seed. The chosen-channel version
-is then frozen and exported as an hls4ml project in io_parallel and io_stream, C-simulated, and
-verified on the test set: Keras = emulator = C-simulation, sample by sample, bit for bit. The
-scales are powers of two, so freeze shifts them into the kernel's integer codes (one exact sum;
-other scales along the sum would round in float32 and are refused). The projects are written into
-``--out`` (a temporary folder, removed at the end, when not given). Prints test accuracy and the
-estimated LUTs of each version on a PYNQ-Z2, then the verification of each io type.
+Each is trained on scikit-learn's embedded digits with the same seed. The two chosen-channel
+versions are then frozen and exported as hls4ml projects in io_parallel and io_stream,
+C-simulated, and verified on the test set: Keras = emulator = C-simulation, sample by sample, bit
+for bit. Power-of-two scales are shifts: freeze moves them into the kernel's integer codes (one
+exact sum of narrow codes). Float32 scales are exact fixed-point constants too, of up to 24
+significant bits: the layer sums exactly in float64 and rounds once to float32
+(``edgebnn.layers.sums_exactly``), and freeze deploys that exact sum with wide kernel codes (about
+30 bits) and replays the rounding in the next thresholds; the wider multipliers and accumulator
+are what the LUT column shows. The projects are written into ``--out`` / version / io type (a
+temporary folder, removed at the end, when not given). Prints test accuracy and the estimated
+LUTs of each version on a PYNQ-Z2, then the verification of each exported version and io type.
 """
 
 from __future__ import annotations
@@ -35,14 +41,24 @@ import numpy as np
 FILTERS = (16, 32)  # of the first and the middle convolution
 
 
-def xnor_chosen(filters=FILTERS) -> str:
-    """The middle kernel's quantizer: every second input channel XNOR-binarized, the rest 4-bit."""
+def xnor_chosen(filters=FILTERS, po2: bool = True) -> str:
+    """The middle kernel's quantizer: every second input channel XNOR-binarized (power-of-two
+    scales, or ``mean|W_i|`` itself), the rest 4-bit."""
     chosen = list(range(0, filters[0], 2))
-    return f"partial(xnor_sign(axis=2, clip_value=None, po2=True), {chosen}, axis=2, other=quantized_bits(4, 0))"
+    return f"partial(xnor_sign(axis=2, clip_value=None, po2={po2}), {chosen}, axis=2, other=quantized_bits(4, 0))"
+
+
+# the versions exported and C-simulated
+EXPORTED = ("chosen", "chosen mean|W|")
 
 
 def middle_quantizers(filters=FILTERS) -> dict:
-    return {"binary": "ste_sign", "4-bit": "quantized_bits(4, 0)", "chosen": xnor_chosen(filters)}
+    return {
+        "binary": "ste_sign",
+        "4-bit": "quantized_bits(4, 0)",
+        "chosen": xnor_chosen(filters),
+        "chosen mean|W|": xnor_chosen(filters, po2=False),
+    }
 
 
 def build(middle_quantizer: str, filters=FILTERS):
@@ -177,9 +193,10 @@ def main(argv=None):
     exact = True
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.out if args.out is not None else pathlib.Path(tmp)
-        for io_type, report in verify_exports(models["chosen"], x_te, folder).items():
-            print(f"{io_type:<12} {report.describe()}")
-            exact = exact and (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0)
+        for name in EXPORTED:
+            for io_type, report in verify_exports(models[name], x_te, folder / name.replace(" mean|W|", "-mean")).items():
+                print(f"{name:<15} {io_type:<12} {report.describe()}")
+                exact = exact and (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0)
     return 0 if exact else 1
 
 

@@ -1,5 +1,6 @@
-"""examples/digits_xnor_channels.py at a few epochs: the three versions train, and the
-chosen-channel XNOR CNN is bit for bit in io_parallel and io_stream (the example exits 0 only then)."""
+"""examples/digits_xnor_channels.py at a few epochs: the four versions train, and both chosen-channel
+XNOR CNNs (power-of-two and float32 scales) are bit for bit in io_parallel and io_stream (the
+example exits 0 only then)."""
 
 import os
 import sys
@@ -21,8 +22,10 @@ def test_the_chosen_channel_cnn_is_bit_for_bit(tmp_path, capsys):
     out = capsys.readouterr().out
     for name in example.middle_quantizers():
         assert any(line.startswith(name) and "%" in line for line in out.splitlines()), out
-    for io_type in ("io_parallel", "io_stream"):
-        assert f"{io_type:<12} 360 samples, keras vs emulator: 0 mismatching, emulator vs csim: 0 mismatching" in out, out
-        assert (tmp_path / io_type).is_dir()
+    for name, folder in (("chosen", "chosen"), ("chosen mean|W|", "chosen-mean")):
+        for io_type in ("io_parallel", "io_stream"):
+            line = f"{name:<15} {io_type:<12} 360 samples, keras vs emulator: 0 mismatching, emulator vs csim: 0 mismatching"
+            assert line in out, out
+            assert (tmp_path / folder / io_type).is_dir()
     graph = example.freeze_middle(example.build(example.xnor_chosen((8, 8)), (8, 8)))
     assert graph.op == "conv2d" and graph.fixed_attr("weight_type").width > 2  # the chosen slices' shifts widen the codes

@@ -101,12 +101,17 @@ def test_serialization_is_unchanged():
 
 def test_scale_along_the_reduction_axis_keeps_the_plain_product():
     """A QKeras scale along the input axis cannot follow the sum: the layer multiplies the scaled
-    kernel as it stands (and freeze refuses it)."""
+    kernel as it stands; its float32 scales are not powers of two, so at inference the products
+    are summed exactly in float64 and rounded once to float32, in training summed in float32."""
     layer = QuantDense(3, kernel_quantizer="quantized_bits(4, 1, alpha='auto', scale_axis=0)")
-    x = np.random.default_rng(1).normal(size=(2, 5)).astype(np.float32)
+    x = (np.round(np.random.default_rng(1).normal(size=(2, 5)) * 8) / 8).astype(np.float32)  # sums exact in float64
     y = layer(x)
     assert layer.split_kernel()[1] is None
-    assert np.array_equal(np.asarray(y), np.asarray(ops.matmul(x, layer.quantized_kernel()) + layer.bias))
+    kernel = np.asarray(layer.quantized_kernel())
+    exact = (x.astype(np.float64) @ kernel.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(np.asarray(y), exact + np.asarray(layer.bias))
+    trained = layer(x, training=True)
+    assert np.array_equal(np.asarray(trained), np.asarray(ops.matmul(x, kernel) + layer.bias))
     assert keras.ops.shape(y) == (2, 3)
 
 

@@ -1,7 +1,8 @@
 """Kernels scaled along an axis the layer sums over (XNOR per input channel, chosen input channels
-binarized XNOR-style, QKeras alphas along the input axis): with power-of-two scales they freeze
-into integer codes on one grid and Keras = emulator (= C-simulation) exactly; other scales are
-refused in one sentence that names the power-of-two spelling."""
+binarized XNOR-style, QKeras alphas along the input axis) freeze into integer codes on one grid
+and Keras = emulator (= C-simulation) exactly: power-of-two scales as a float32 sum of integers,
+other float32 scales as the exact float64 sum rounded once to float32 (``layers.sums_exactly``),
+whose rounding the thresholds replay, ties included."""
 
 import warnings
 
@@ -12,8 +13,17 @@ from bn import randomize_bn
 from graphs import PYNQ
 
 import edgebnn  # noqa: F401
+from edgebnn.emulate import emulate
 from edgebnn.freeze import FreezeError, freeze
-from edgebnn.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense, QuantDepthwiseConv2D, QuantSeparableConv2D
+from edgebnn.layers import (
+    QuantActivation,
+    QuantConv1D,
+    QuantConv2D,
+    QuantDense,
+    QuantDepthwiseConv2D,
+    QuantSeparableConv2D,
+    sums_exactly,
+)
 from edgebnn.verify import verify
 
 IN_Q = "quantized_bits(3, 1)"
@@ -77,14 +87,52 @@ def test_power_of_two_scales_along_the_sum_are_exact(kind, axis, n):
 
 
 @pytest.mark.parametrize("kind,axis,n", SUMMED)
-def test_other_scales_along_the_sum_are_refused_with_the_po2_spelling(kind, axis, n):
+def test_other_scales_along_the_sum_are_exact(kind, axis, n):
+    """Float32 scales (mean|W| per slice): the layer sums exactly in float64 and rounds once, the
+    graph holds the exact sum (weights on one fine grid) and the thresholds replay the rounding."""
     for kq in forms_along(axis, n, po2=False):
-        model, _ = model_of(kind, kq)
-        with pytest.raises(FreezeError) as err:
-            freeze(model)
-        msg = str(err.value)
-        assert "which the layer sums over" in msg and "not powers of two" in msg, msg
-        assert "po2=True" in msg and msg.count(".") <= 8 and "\n" not in msg, msg
+        model, x = model_of(kind, kq)
+        assert sums_exactly(model.layers[0]), kq
+        graph = freeze(model)
+        assert graph.meta["keras_float32_exact"], kq
+        report = verify(model, graph, x)
+        assert report.keras_vs_emulator == 0, (kq, report.describe())
+        assert len(np.unique(report.outputs["keras"], axis=0)) > 20, kq
+
+
+def tie_model(order=(0, 1, 2)):
+    """QuantDense(1) on integer inputs whose kernel is (1, 2**-24, 2**-30) (XNOR with one scale per
+    input: each weight is its own scale), float bias -(1 + 2**-23), then a sign: the output is +1
+    exactly when the sum rounds to float32 upwards, from 1 + 2**-24 on (a tie, which rounds to 1)."""
+    w = np.array([1.0, 2.0**-24, 2.0**-30], dtype=np.float32)[list(order)]
+    dense = QuantDense(1, input_quantizer="quantized_bits(4, 3)", kernel_quantizer="xnor_sign(axis=0, clip_value=None)")
+    model = keras.Sequential([keras.Input((3,)), dense, QuantActivation("ste_sign")])
+    dense.set_weights([w[:, None], np.array([-(1.0 + 2.0**-23)], dtype=np.float32)])
+    return model
+
+
+# inputs (x0, x1, x2) around the ties 1 + 2**-24 (to 1) and 1 + 3 * 2**-24 (to even: 1 + 2**-22)
+TIE_INPUTS = np.array([[1, 1, 0], [1, 1, 1], [1, 1, -1], [1, 3, 0], [1, 3, -1], [1, 0, 7], [1, 2, 0], [2, -7, 0]])
+
+
+def exact_rounded_signs(inputs):
+    """sign(float32(exact sum) - (1 + 2**-23)): the sum is exact in float64 (31 bits), one rounding."""
+    s = (inputs[:, 0] * 1.0 + inputs[:, 1] * 2.0**-24 + inputs[:, 2] * 2.0**-30).astype(np.float64)
+    v = s.astype(np.float32) + np.float32(-(1.0 + 2.0**-23))
+    return np.where(v >= 0, 1.0, -1.0)
+
+
+def test_ties_of_the_float32_sum_round_once_to_even_in_keras_and_the_graph():
+    x = TIE_INPUTS.astype(np.float32)
+    want = exact_rounded_signs(TIE_INPUTS)
+    assert list(want) == [-1, 1, -1, 1, 1, -1, 1, 1]
+    for order in [(0, 1, 2), (2, 1, 0), (1, 0, 2)]:  # the same weights, summed in another order
+        model = tie_model(order)
+        xo = x[:, list(order)]
+        assert np.array_equal(np.asarray(model.predict(xo, verbose=0))[:, 0], want), order
+        assert np.array_equal(np.asarray(model(xo))[:, 0], want), order
+        graph = freeze(model)
+        assert np.array_equal(emulate(graph, xo)[:, 0], want), order
 
 
 def test_a_depthwise_scale_per_channel_is_an_output_scale_and_needs_no_power_of_two():
@@ -120,11 +168,24 @@ def test_the_codes_are_the_signs_shifted_by_the_scales():
 
 @pytest.mark.csim
 @pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
-def test_chosen_input_channels_c_simulate_bit_for_bit(tmp_path, io_type):
+def test_ties_c_simulate_bit_for_bit(tmp_path, io_type):
+    from graphs import csim_verified
+
+    x = TIE_INPUTS.astype(np.float32)
+    model = tie_model()
+    report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+    assert np.array_equal(report.outputs["keras"][:, 0], exact_rounded_signs(TIE_INPUTS))
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+@pytest.mark.parametrize("po2", [True, False])
+def test_chosen_input_channels_c_simulate_bit_for_bit(tmp_path, io_type, po2):
     from edgebnn.backends.hls4ml import export
 
     keras.utils.set_random_seed(3)
-    xnor = "partial(xnor_sign(axis=2, clip_value=None, po2=True), [0, 2], axis=2, other=quantized_bits(4, 0))"
+    xnor = f"partial(xnor_sign(axis=2, clip_value=None, po2={po2}), [0, 2], axis=2, other=quantized_bits(4, 0))"
     model = keras.Sequential(
         [
             keras.Input((6, 6, 1)),
@@ -135,12 +196,12 @@ def test_chosen_input_channels_c_simulate_bit_for_bit(tmp_path, io_type):
             QuantConv2D(4, 3, input_quantizer="ste_sign", kernel_quantizer=xnor, use_bias=False),
             keras.layers.BatchNormalization(),
             keras.layers.Flatten(),
-            QuantDense(5, input_quantizer="ste_sign", kernel_quantizer="xnor_sign(axis=0, po2=True)", use_bias=False),
+            QuantDense(5, input_quantizer="ste_sign", kernel_quantizer=f"xnor_sign(axis=0, po2={po2})", use_bias=False),
             keras.layers.BatchNormalization(),
             QuantActivation("quantized_bits(5, 3)"),
         ]
     )
-    randomize_bn(model, np.random.default_rng(3), mean_scale=2.0)
+    randomize_bn(model, np.random.default_rng(3), mean_scale=0.5)  # outputs vary with either scale
     graph = freeze(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -159,3 +220,103 @@ def test_a_slice_of_nearly_zero_weights_beyond_32_bits_of_codes_is_refused_by_na
     conv.kernel.assign(k)
     with pytest.raises(FreezeError, match=r"^layer '\w+' \(QuantConv2D\): its kernel_quantizer .* need more than 32 bits"):
         freeze(model)
+
+
+@pytest.mark.rtl
+def test_ties_simulate_bit_for_bit_in_rtl(tmp_path):
+    """The RTL backend sums the wide kernel codes and compares with the replayed thresholds too."""
+    from edgebnn.backends.rtl import export
+
+    model = tie_model()
+    graph = freeze(model)
+    project = export(graph, tmp_path / "rtl")
+    project.compile()
+    report = verify(model, graph, TIE_INPUTS.astype(np.float32), rtl=project)
+    assert (report.keras_vs_emulator, report.emulator_vs_rtl) == (0, 0), report.describe()
+    assert np.array_equal(report.outputs["keras"][:, 0], exact_rounded_signs(TIE_INPUTS))
+
+
+def seed_002(axis: int) -> str:
+    """XNOR with a float32 mean|W| on the chosen slice 1 of ``axis``, 4-bit fixed point elsewhere."""
+    return f"partial(xnor_sign(axis={axis}, clip_value=None), [1], {axis}, other=quantized_bits(4))"
+
+
+def every_kernel_model():
+    """The chosen-slice XNOR form with float32 scales in each kind of kernel, one model: a conv2d and
+    a separable pointwise kernel on their input channels (axis 2), a depthwise kernel on its channels
+    (axis 2, an output axis), a conv1d kernel on its input channels (axis 1), a dense one (axis 0)."""
+    keras.utils.set_random_seed(2)
+    a = "quantized_bits(3, 1)"
+
+    def then():
+        return [keras.layers.BatchNormalization(), QuantActivation(a)]
+
+    separable = dict(depthwise_quantizer="ste_sign", use_bias=False)
+
+    model = keras.Sequential(
+        [
+            keras.Input((6, 6, 3)),
+            QuantConv2D(4, 3, padding="same", input_quantizer=a, kernel_quantizer=seed_002(2), use_bias=False, name="conv2d"),
+            *then(),
+            QuantDepthwiseConv2D(3, depthwise_quantizer=seed_002(2), use_bias=False, name="depthwise"),
+            *then(),
+            QuantSeparableConv2D(4, 3, padding="same", pointwise_quantizer=seed_002(2), name="separable", **separable),
+            *then(),
+            keras.layers.Reshape((16, 4)),
+            QuantConv1D(4, 3, kernel_quantizer=seed_002(1), use_bias=False, name="conv1d"),
+            *then(),
+            keras.layers.Flatten(),
+            QuantDense(5, kernel_quantizer=seed_002(0), use_bias=False, name="dense"),
+            keras.layers.BatchNormalization(),
+            QuantActivation("quantized_bits(5, 3)"),
+        ]
+    )
+    randomize_bn(model, np.random.default_rng(2), mean_scale=0.5)
+    x = np.random.default_rng(3).uniform(-2.5, 2.5, (200, 6, 6, 3)).astype(np.float32)
+    return model, x
+
+
+def test_the_chosen_slice_form_with_float32_scales_is_exact_in_every_kernel():
+    model, x = every_kernel_model()
+    assert [layer.name for layer in model.layers if getattr(layer, "_tagged_kernels", None) and sums_exactly(layer)] == [
+        "conv2d",
+        "depthwise",
+        "separable",
+        "conv1d",
+        "dense",
+    ]  # a partial kernel keeps the plain product, on a depthwise kernel's channels (axis 2) too
+    graph = freeze(model)
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.csim
+@pytest.mark.parametrize("io_type", ["io_parallel", "io_stream"])
+def test_the_chosen_slice_form_with_float32_scales_c_simulates_bit_for_bit_in_every_kernel(tmp_path, io_type):
+    from graphs import csim_verified
+
+    model, x = every_kernel_model()
+    report = csim_verified(model, freeze(model), x, tmp_path / "prj", io_type)
+    assert (report.keras_vs_emulator, report.emulator_vs_csim) == (0, 0), report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "separable"])
+def test_unequal_strides_sum_exactly(kind):
+    """TensorFlow's float64 depthwise convolution takes equal strides only; the exact sum with
+    strides (1, 2) comes from the full kernel, the same numbers (the fuzzer's seed 33229)."""
+    keras.utils.set_random_seed(4)
+    if kind == "depthwise":
+        mid = QuantDepthwiseConv2D(3, strides=(1, 2), depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False)
+    else:
+        mid = QuantSeparableConv2D(3, 3, strides=(1, 2), pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign")
+    model = keras.Sequential(
+        [keras.Input((7, 7, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
+    )
+    randomize_bn(model, np.random.default_rng(4), mean_scale=0.5)
+    assert sums_exactly(mid)
+    x = np.random.default_rng(5).uniform(-2.5, 2.5, (200, 7, 7, 3)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100

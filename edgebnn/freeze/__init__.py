@@ -123,6 +123,7 @@ from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer,
 from .logits import OUTPUT_QUANTIZER, keras_logits, keras_reference, with_output_quantizer
 from .passes import NODE_PASSES, PASSES
 from .passes.float32_exactness import inexact as _inexact
+from .passes.float32_exactness import unreplayed_roundings
 
 MERGES = ("add", "concatenate")  # the step kinds whose Keras evaluation reads a list of tensors
 
@@ -242,7 +243,14 @@ def freeze(
         for run in NODE_PASSES:
             run(step, freezing)
     nodes, caveats = freezing.nodes, freezing.caveats
-    inexact = _inexact(nodes)
+    for node in unreplayed_roundings(nodes, freezing.float64_sums):
+        raise FreezeError(
+            f"layer {node.source or node.name!r} sums weights whose float32 scales are not powers of two exactly, and Keras "
+            "rounds that sum once to float32, which only thresholds reproduce; put a quantizer right after it (a "
+            "QuantActivation, or the next layer's input_quantizer after a BatchNormalization) or use power-of-two "
+            "scales (po2=True, alpha='auto_po2')"
+        )
+    inexact = _inexact(nodes, freezing.float64_sums)
     meta = {"keras_model": model.name, "input_dtype": "float32", "keras_float32_exact": not inexact, "keras_caveats": caveats}
     for caveat in caveats:
         warnings.warn(f"node {caveat['node']!r}: {caveat['reason']}", FreezeWarning, stacklevel=2)

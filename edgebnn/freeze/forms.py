@@ -27,7 +27,7 @@ from keras import ops
 from .. import forms
 from ..fixed import FixedType
 from ..training import quantizers as qz
-from ..training.layers import splits_input
+from ..training.layers import splits_input, sums_exactly
 from .items import FloatOp, FreezeError, where
 
 # forms whose values are codes of their type: a weight tensor of one is integers on that grid
@@ -100,7 +100,8 @@ def scale_op(layer) -> FloatOp:
     s_in, kernel_scales = layer.output_scales()
     text = [f"its {_KERNEL_NAMES[which]} scale {_values_text(_numpy(s))}" for which, s in kernel_scales]
     if s_in is not None:
-        text.append(f"the scale {_values_text(_numpy(s_in))} of its input_quantizer {layer.input_quantizer!r}")
+        which = "input_quantizer" if layer.input_quantizer is not None else "input's quantizer"
+        text.append(f"the scale {_values_text(_numpy(s_in))} of its {which} {layer._input_scaler()!r}")
     return FloatOp(
         f"{layer.name}.scale",
         lambda x, l=layer: l.rescale(x),
@@ -159,6 +160,9 @@ def kernel(layer, which: str = "kernel_quantizer"):
 
 # the widest kernel codes a shifted product may need: a power-of-two scale span of about 30 octaves
 MAX_SHIFTED_BITS = 32
+# ... and a layer that sums exactly (``layers.sums_exactly``): float32 scales of 24 significant
+# bits a few octaves apart; the sum's own bound (below 2**53, ``passes/float32_exactness``) decides
+MAX_EXACT_SUM_BITS = 52
 
 
 def _scales(hw) -> list:
@@ -195,13 +199,16 @@ def _shifted_product(layer, which: str):
     quantized kernel as it is, and every scale a power of two (or 0) makes each weight
     ``code * 2**lsb`` exactly, on the finest grid of them all. The accumulator then sums integers,
     in any order, as Keras's float32 sum does while it stays below 2**24 (the float32 exactness
-    check). A scale that is not a power of two is refused: its products round in float32, so no
-    integer sum reproduces them."""
+    check). Other scales make each weight an exact float32 value too, on a finer grid: a layer
+    that :func:`~edgebnn.training.layers.sums_exactly` sums them in float64 without rounding and rounds
+    once to float32, which the next quantizer's thresholds replay; in a layer that does not (its
+    scales are declared powers of two) they are refused."""
     quantizer = getattr(layer, which)
     hw = quantizer.hardware(layer._weight(which))
     scales = np.concatenate(_scales(hw) or [np.zeros(0)])
     off = scales[(scales != 0) & ~((scales > 0) & (np.frexp(scales)[0] == 0.5))]
-    if off.size:
+    exact = sums_exactly(layer)
+    if off.size and not exact:
         axis = (
             f"along axis {hw.axis}" if isinstance(hw, forms.Scaled) else f"on the channels {list(hw.channels)} of axis {hw.axis}"
         )
@@ -220,10 +227,11 @@ def _shifted_product(layer, which: str):
     ints = np.ldexp(np.abs(mantissa), 53).astype(np.int64)  # exact: a float has at most 53 significant bits
     lsb = int(np.min(exponent - 53 + np.log2(ints & -ints).astype(np.int64)))  # the lowest set bit of them all
     span = float(np.max(np.abs(nonzero))) * 2.0**-lsb
-    if span >= 2.0 ** (MAX_SHIFTED_BITS - 1):
+    bits = MAX_EXACT_SUM_BITS if exact else MAX_SHIFTED_BITS
+    if span >= 2.0 ** (bits - 1):
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} gives weights from {np.min(np.abs(nonzero)):g} to "
-            f"{np.max(np.abs(nonzero)):g}, whose codes on one grid need more than {MAX_SHIFTED_BITS} bits (a slice of "
+            f"{np.max(np.abs(nonzero)):g}, whose codes on one grid need more than {bits} bits (a slice of "
             "nearly-zero weights gives a tiny scale); leave such a slice out of the scaled channels or retrain so that "
             "its weights are not all near zero"
         )

@@ -142,6 +142,9 @@ class Freezing:
     caveats: list[dict] = dataclasses.field(default_factory=list)  # where Keras's own result depends on the layout
     # requant step name -> (accumulator values, Keras's quantized output codes) its thresholds came from
     replayed: dict[str, tuple] = dataclasses.field(default_factory=dict)
+    # the accumulator nodes Keras sums in float64 (``layers.sums_exactly``: exact below 2**53),
+    # the layer's last one rounded once to float32 (thresholds replay that rounding)
+    float64_sums: set[str] = dataclasses.field(default_factory=set)
 
     def node(self, name: str):
         """The node called ``name`` built so far."""

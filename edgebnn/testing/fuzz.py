@@ -316,12 +316,13 @@ def _side_stream(seed: int) -> None:
 def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
     """Sometimes (else ``kq``) a kernel form of the kernel ``shape`` whose scales vary along one
     of the ``summed`` axes: XNOR along any axis, chosen slices of an axis XNOR-binarized with one
-    scale each (the rest another form), QKeras alphas along an axis; mostly powers of two (they
-    deploy), otherwise not (freeze refuses them)."""
+    scale each (the rest another form), QKeras alphas along an axis; half of them powers of two
+    (a float32 sum of integers), half float32 scales such as mean|W| (the layer sums exactly in
+    float64 and rounds once, ``layers.sums_exactly``)."""
     rng = _SIDE[0]
     if rng.random() >= SUMMED_SCALE:
         return kq
-    po2 = rng.random() < 0.75
+    po2 = rng.random() < 0.5
     axis = int(rng.choice(summed))
     kind = int(rng.integers(4))
     if kind == 0:
@@ -332,7 +333,7 @@ def _summed_scale(kq: str, shape: tuple, summed: tuple) -> str:
     n = shape[axis]
     chosen = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
     other = str(
-        rng.choice(["quantized_bits(4, 0)", "quantized_bits(3, 1)", "ste_sign", "ternary", "xnor_sign(axis=None, po2=True)"])
+        rng.choice(["quantized_bits(4, 0)", "quantized_bits(3, 1)", "ste_sign", "ternary", f"xnor_sign(axis=None, po2={po2})"])
     )
     inner = f"xnor_sign(axis={axis}, clip_value={rng.choice([None, 1.0])}, po2={po2})"
     if kind == 2:  # the XNOR form on the rest, another one on the chosen slices
@@ -1479,7 +1480,11 @@ QUANTIZER_ATTRS = ("input_quantizer", "kernel_quantizer", "depthwise_quantizer",
 
 def quantizer_forms(model) -> list[str]:
     """The hardware forms of the model's quantizers, as ``"<attribute>: <form>"`` (a scaled or
-    partial form with its base: ``"kernel_quantizer: scaled ternary"``)."""
+    partial form with its base: ``"kernel_quantizer: scaled ternary"``), and the layers that sum
+    exactly in float64 (:func:`~edgebnn.training.layers.sums_exactly`) or sum a DoReFa activation's
+    codes (:func:`~edgebnn.training.layers.reads_codes`)."""
+    from ..training.layers import reads_codes, sums_exactly
+
     found = set()
     for layer in model.layers:
         for attr in QUANTIZER_ATTRS:
@@ -1499,6 +1504,10 @@ def quantizer_forms(model) -> list[str]:
             if type(q).__name__ in ("BinaryTanh", "QuantizedSigmoid"):  # forms of their own rounding (issue 12)
                 kind += f" ({type(q).__name__})"
             found.add(f"{attr}: {kind}")
+        if hasattr(layer, "_tagged_kernels") and sums_exactly(layer):
+            found.add("layer: float32 scales along the sum (exact float64 sum rounded once)")
+        if hasattr(layer, "_tagged_kernels") and reads_codes(layer) is not None:
+            found.add("layer: sums a DoReFa activation's codes (divided once)")
     return sorted(found)
 
 

@@ -96,6 +96,50 @@ def _splits_kernel(quantizer, ndim: int, depthwise: bool = False) -> bool:
     return hw is not None and (hw.axis is None or hw.axis % ndim == ndim - 1 or (depthwise and hw.axis % ndim == 2))
 
 
+def _po2_scales(quantizer) -> bool:
+    """Every scale the quantizer (or a part of a partial one) gives is a power of two, or it has none."""
+    if isinstance(quantizer, q.PartialQuantizer):
+        return _po2_scales(quantizer.quantizer) and _po2_scales(quantizer.other)
+    hw = _scaled_form(quantizer)
+    if hw is None:
+        return True
+    if isinstance(quantizer, q.XnorSign):
+        return quantizer.po2
+    alpha = getattr(quantizer, "alpha", None)
+    if isinstance(alpha, str) or hw.scale is None:
+        return alpha == "auto_po2"
+    s = np.atleast_1d(np.asarray(hw.scale, dtype=np.float64))
+    return bool(np.all(s > 0) and np.all(np.frexp(s)[0] == 0.5))
+
+
+def sums_exactly(layer) -> bool:
+    """A kernel of the layer keeps the plain product ``q_in(x) @ q_k(W)`` with scales that need
+    not be powers of two (an XNOR scale per input channel, a partial kernel with a scaled part):
+    at inference the layer then multiplies and sums in float64 and rounds the sum once to
+    float32. The products of two float32 values are exact in float64 and so is their sum while
+    it spans fewer than 53 bits (freeze checks that bound), so the output is the exact sum
+    rounded once, whatever the order of the additions; freeze deploys that sum exactly and
+    folds the rounding into the next quantizer's thresholds. In training the plain float32
+    product (same forward up to that rounding, same gradient)."""
+    for weight, which in layer._tagged_kernels:
+        quantizer = getattr(layer, which)
+        ndim = len(getattr(layer, weight).shape)
+        if not _splits_kernel(quantizer, ndim, which == "depthwise_quantizer") and not _po2_scales(quantizer):
+            return True
+    return False
+
+
+def _summed(layer, training, product, x):
+    """``product(x)``; at inference, for a layer that :func:`sums_exactly`, on ``x`` in float64
+    (``product`` casts its kernels to ``x``'s dtype), rounded once to ``x``'s float type."""
+    if training or not sums_exactly(layer):
+        return product(x)
+    out = product(ops.cast(x, "float64"))
+    if isinstance(out, tuple):
+        return (ops.cast(out[0], x.dtype), *out[1:])
+    return ops.cast(out, x.dtype)
+
+
 def splits_input(layer) -> bool:
     """The input quantizer has one constant scale (per tensor, not from the tensor's values) and
     the layer pads with zeros, so the codes can be summed and the scale applied after."""
@@ -103,6 +147,53 @@ def splits_input(layer) -> bool:
     if hw is None or hw.axis is not None or hw.scale is None or isinstance(hw.scale, tuple):
         return False
     return getattr(layer, "pad_values", 0.0) == 0.0 or getattr(layer, "padding", "valid") != "same"
+
+
+# layers whose outputs are some of their input's values, moved or picked: a DoReFa activation's values pass them
+_VALUE_MOVERS = (
+    keras.layers.Flatten,
+    keras.layers.Reshape,
+    keras.layers.MaxPooling1D,
+    keras.layers.MaxPooling2D,
+    keras.layers.Dropout,
+)
+
+
+def _dorefa_source(tensor):
+    """The DoReFa quantizer (activations, k > 1) of the ``QuantActivation`` whose outputs the
+    symbolic ``tensor`` holds (directly or through Flatten, Reshape, a max pool or Dropout), from
+    its Keras history;
+    None for any other tensor."""
+    while True:
+        history = getattr(tensor, "_keras_history", None)
+        if history is None:
+            return None
+        layer = history.operation
+        if isinstance(layer, QuantActivation):
+            quantizer = layer.quantizer
+            dorefa = isinstance(quantizer, q.DoReFa) and quantizer.mode == "activations" and quantizer.k_bit > 1
+            return quantizer if dorefa else None
+        if not isinstance(layer, _VALUE_MOVERS):
+            return None
+        tensor = layer._inbound_nodes[history.node_index].input_tensors[0]
+
+
+def reads_codes(layer):
+    """The DoReFa quantizer whose codes the layer sums at inference, or None. A layer without an
+    input quantizer that reads the outputs of a DoReFa ``QuantActivation`` (k > 1; seen when the
+    layer is called on that activation's symbolic output, as a model is built or loaded) gets
+    values ``c / n`` rounded to float32, whose float32 sum would depend on the order of the
+    additions. At inference it takes their codes back (``round(n v)``, exact: ``n v`` is within
+    ``n * 2**-24`` of ``c``), sums the codes and divides the sum by ``n`` once in float64,
+    rounded to float32: the result is the exact quotient rounded once, whatever the order of the
+    additions. In training the plain float32 sum of the values (the same gradient).
+    Not with ``pad_values`` other than 0 and "same" padding (the pads would not be codes)."""
+    source = getattr(layer, "_dorefa_codes", None)
+    if source is None or layer.input_quantizer is not None:
+        return None
+    if getattr(layer, "pad_values", 0.0) != 0.0 and getattr(layer, "padding", "valid") == "same":
+        return None
+    return source
 
 
 def _split(quantizer, x, training, splits: bool):
@@ -240,6 +331,21 @@ def _conv_input(layer, x):
     return x, padding, tuple(strides)
 
 
+def _depthwise(x, kernel, options: dict):
+    """Keras's depthwise convolution of ``x`` with ``kernel`` (kh, kw, C, M) in ``x``'s float type.
+    TensorFlow's float64 depthwise convolution takes equal strides only; with others (a layer that
+    :func:`sums_exactly`) the same sums come from the convolution with the full kernel, zero off
+    each channel's block (its output ``c * M + m`` reads channel ``c`` only), exact in float64 too."""
+    kernel = ops.cast(kernel, x.dtype)
+    strides = options["strides"]
+    if x.dtype != "float64" or not isinstance(strides, tuple | list) or strides[0] == strides[1]:
+        return ops.depthwise_conv(x, kernel, **options)
+    kh, kw, c, m = kernel.shape
+    eye = ops.reshape(ops.eye(c, dtype=x.dtype), (1, 1, c, c, 1))
+    full = ops.reshape(ops.expand_dims(kernel, 3) * eye, (kh, kw, c, c * m))
+    return ops.conv(x, full, **options)
+
+
 def _static_shape(layer, inputs, out):
     """``out`` with the static shape the layer gives ``inputs`` where the convolution lost it:
     Keras's depthwise and separable convolutions with both strides and dilation run at stride 1
@@ -283,9 +389,21 @@ class _Quantized:
     def quantized_bias(self, training=None):
         return None if self.bias is None else _apply(self.bias_quantizer, self.bias, training)
 
+    def __call__(self, *args, **kwargs):
+        if args and self.input_quantizer is None and getattr(args[0], "_keras_history", None) is not None:
+            self._dorefa_codes = _dorefa_source(args[0])  # symbolic: the model's graph says what feeds the layer
+        return super().__call__(*args, **kwargs)
+
     def _input(self, inputs, training):
         """(quantized input or its unscaled codes, the input scale or None)."""
+        source = None if training else reads_codes(self)
+        if source is not None:
+            return source.split(inputs, training=False)
         return _split(self.input_quantizer, inputs, training, splits_input(self))
+
+    def _input_scaler(self):
+        """The quantizer whose scale the layer applies after the sum."""
+        return self.input_quantizer if self.input_quantizer is not None else reads_codes(self)
 
     def _weight(self, which: str, latent: bool = False):
         """The latent kernel variable that the quantizer attribute ``which`` reads (a layer with a
@@ -322,7 +440,11 @@ class _Quantized:
         for which, s in kernel_scales:
             if s is not None:
                 x = getattr(self, which).rescale(x, self._channels(which, s))
-        if s_in is not None:
+        if s_in is not None and self.input_quantizer is None:  # a DoReFa activation's codes (``reads_codes``)
+            # S / n in float64 rounded to float32 is the real quotient rounded once (S < 2**24 and n odd:
+            # never within float64's error of a float32 tie); float32's own division may go by 1/n
+            x = ops.cast(ops.divide(ops.cast(x, "float64"), ops.cast(s_in, "float64")), x.dtype)
+        elif s_in is not None:
             x = self.input_quantizer.rescale(x, s_in)
         return x
 
@@ -338,6 +460,8 @@ class _Quantized:
         s_in = None
         if splits_input(self):
             s_in = self.input_quantizer.split(ops.zeros((1,)))[1]  # a constant: it does not depend on x
+        elif reads_codes(self) is not None:
+            s_in = reads_codes(self).split(ops.zeros((1,)))[1]
         scales = ((which, self.split_weight(which)[1]) for which in self._after_sum())
         return s_in, tuple((which, s) for which, s in scales if s is not None)
 
@@ -386,7 +510,8 @@ class QuantDense(_Quantized, keras.layers.Dense):
         """The product of the quantized input and kernel, scales applied (before the bias)."""
         x, s_in = self._input(inputs, training)
         kernel, s_k = self.split_weight("kernel_quantizer", training)
-        return self._rescaled(ops.matmul(x, kernel), s_in, (("kernel_quantizer", s_k),))
+        product = _summed(self, training, lambda v: ops.matmul(v, ops.cast(kernel, v.dtype)), x)
+        return self._rescaled(product, s_in, (("kernel_quantizer", s_k),))
 
     def _latent_product(self, x):
         """The quantized input times the latent (float) kernel: what a folded BatchNorm sees."""
@@ -407,7 +532,7 @@ class _QuantConv(_Quantized):
         """The convolution of the quantized input with the quantized kernel, scales applied."""
         x, s_in = self._input(inputs, training)
         x, padding, strides = _conv_input(self, x)
-        x, scales = self._convolve_split(x, strides, padding, training)
+        x, scales = _summed(self, training, lambda v: self._convolve_split(v, strides, padding, training), x)
         return _static_shape(self, inputs, self._rescaled(x, s_in, scales))
 
     def _latent_product(self, x):
@@ -454,7 +579,7 @@ class _QuantFilters(_QuantConv):
         return self.quantized_weight("kernel_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
-        return ops.conv(x, kernel, **self._options(strides, padding))
+        return ops.conv(x, ops.cast(kernel, x.dtype), **self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -489,7 +614,7 @@ class QuantDepthwiseConv2D(_QuantConv, keras.layers.DepthwiseConv2D):
         return self.quantized_weight("depthwise_quantizer", training)
 
     def _convolve_with(self, x, kernel, strides, padding):
-        return ops.depthwise_conv(x, kernel, **self._options(strides, padding))
+        return _depthwise(x, kernel, self._options(strides, padding))
 
 
 @keras.saving.register_keras_serializable(package="edgebnn")
@@ -529,10 +654,14 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         return self.quantized_weight("pointwise_quantizer", training)
 
     def _convolve(self, x, strides, padding, training):
+        if x.dtype == "float64" and strides[0] != strides[1]:  # as _depthwise: one sum after the other, exact
+            x = _depthwise(x, self.quantized_depthwise_kernel(training), self._options(strides, padding))
+            pointwise = ops.cast(self.quantized_pointwise_kernel(training), x.dtype)
+            return ops.conv(x, pointwise, strides=1, padding="valid", data_format=self.data_format)
         return ops.separable_conv(
             x,
-            self.quantized_depthwise_kernel(training),
-            self.quantized_pointwise_kernel(training),
+            ops.cast(self.quantized_depthwise_kernel(training), x.dtype),
+            ops.cast(self.quantized_pointwise_kernel(training), x.dtype),
             **self._options(strides, padding),
         )
 
@@ -546,10 +675,10 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         pv, ps = self.split_weight("pointwise_quantizer", training)
         if ds is None and ps is None:
             return self._convolve(x, strides, padding, training), ()
-        x = ops.depthwise_conv(x, dv, **self._options(strides, padding))
+        x = _depthwise(x, dv, self._options(strides, padding))
         if ds is not None and not _one_value(ds):
             x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
-        x = ops.conv(x, pv, strides=1, padding="valid", data_format=self.data_format)
+        x = ops.conv(x, ops.cast(pv, x.dtype), strides=1, padding="valid", data_format=self.data_format)
         return x, (("pointwise_quantizer", ps), ("depthwise_quantizer", ds if ds is not None and _one_value(ds) else None))
 
     def _after_sum(self):

@@ -13,7 +13,7 @@ from graphs import PYNQ, edge_inputs
 
 from edgebnn.emulate import emulate
 from edgebnn.freeze import FreezeError, freeze
-from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense
+from edgebnn.layers import QuantActivation, QuantConv2D, QuantDense, reads_codes, sums_exactly
 
 IN_Q = "quantized_bits(4, 1)"
 
@@ -215,33 +215,52 @@ def test_dorefa_activation_ending_the_model_is_refused_with_the_fix():
     )
 
 
-def test_dorefa_activation_into_a_layer_without_input_quantizer_is_refused_with_the_fix():
-    model = keras.Sequential(
-        [
-            keras.Input((6,)),
-            QuantDense(3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d"),
-            QuantActivation("dorefa(3)", name="a"),
-            QuantDense(2, kernel_quantizer="ste_sign", name="d2"),
-            QuantActivation("ste_sign"),
-        ]
-    )
-    assert _refusal(model) == (
-        "layer 'd2' (QuantDense) sums the scaled outputs of layer 'a' (QuantActivation), whose float32 sum depends on the "
-        'order of the additions; give the layer input_quantizer="dorefa(3)" instead (it reads the codes and applies '
-        "the scale once after its sum)"
-    )
-    fixed = keras.Sequential(  # the advice followed (d2 built again with it): freezes bit for bit
+def test_dorefa_activation_into_a_layer_without_input_quantizer_deploys_its_codes():
+    """The layer reads the codes back, sums them and divides once (``layers.reads_codes``), as with
+    input_quantizer="dorefa(3)": Keras = emulator, the same outputs either way."""
+    layers = [
+        keras.Input((6,)),
+        QuantDense(3, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="d"),
+        QuantActivation("dorefa(3)", name="a"),
+        QuantDense(2, kernel_quantizer="ste_sign", name="d2"),
+        QuantActivation("ste_sign"),
+    ]
+    model = keras.Sequential(layers)
+    assert reads_codes(model.get_layer("d2")) is model.get_layer("a").quantizer
+    fixed = keras.Sequential(
         [keras.Input((6,))]
         + [
             QuantDense.from_config({**layer.get_config(), "input_quantizer": "dorefa(3)"}) if layer.name == "d2" else layer
             for layer in model.layers
         ]
     )
+    fixed.get_layer("d2").set_weights(model.get_layer("d2").get_weights())
+    x = np.random.default_rng(0).normal(0, 2, size=(400, 6)).astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        graph = freeze(fixed)
-    x = np.random.default_rng(0).normal(0, 2, size=(400, 6)).astype(np.float32)
-    assert np.array_equal(emulate(graph, x), np.asarray(fixed.predict(x, verbose=0), np.float64))
+        graph, graph_fixed = freeze(model), freeze(fixed)
+    assert np.array_equal(emulate(graph, x), np.asarray(model.predict(x, verbose=0), np.float64))
+    assert np.array_equal(emulate(graph_fixed, x), emulate(graph, x))
+    # d2 sums the activation's codes as they are (its own input quantizer would requantize them first)
+    assert [n.op for n in graph.nodes] == ["input", "dense", "threshold", "dense", "threshold"]
+
+
+def test_dorefa_activation_into_a_layer_padding_with_ones_is_refused_with_the_fix():
+    model = keras.Sequential(
+        [
+            keras.Input((4, 4, 2)),
+            QuantConv2D(3, 1, input_quantizer=IN_Q, kernel_quantizer="ste_sign", name="c"),
+            QuantActivation("dorefa(3)", name="a"),
+            QuantConv2D(2, 3, padding="same", pad_values=1.0, kernel_quantizer="ste_sign", name="c2"),
+            QuantActivation("ste_sign"),
+        ]
+    )
+    assert reads_codes(model.get_layer("c2")) is None
+    assert _refusal(model) == (
+        "layer 'c2' (QuantConv2D) sums the scaled outputs of layer 'a' (QuantActivation), whose float32 sum depends on the "
+        "order of the additions, and pads them with pad_values=1.0, which is not a code; pad with 0.0 (the layer then "
+        "sums the codes and applies the scale once after its sum)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -264,31 +283,19 @@ def test_activations_with_a_scale_from_the_batch_are_refused(quantizer, message)
     assert re.match(rf"layer 'a' \(QuantActivation\): its quantizer .*{re.escape(message)}", _refusal(model))
 
 
-def test_a_scale_along_the_input_axis_deploys_as_powers_of_two_and_is_refused_otherwise():
+def test_a_scale_along_the_input_axis_deploys_as_powers_of_two_and_as_float32_scales():
     def model(alpha):
         kq = f"quantized_bits(4, 0, alpha={alpha!r}, scale_axis=0)"
         return keras.Sequential(
             [keras.Input((6,)), QuantDense(3, input_quantizer=IN_Q, kernel_quantizer=kq, name="d"), QuantActivation("ste_sign")]
         )
 
-    auto = model("auto")
-    assert _refusal(auto) == (
-        "layer 'd' (QuantDense): its kernel_quantizer quantized_bits(4, alpha='auto', scale_axis=0) scales the weights "
-        f"along axis 0, which the layer sums over, by {_scales_text(auto)}: not powers of two, so the products "
-        "round in float32 and no fixed-point sum equals Keras's; use quantized_bits(4, alpha='auto_po2', scale_axis=0), "
-        "or scale per output channel (the last axis) or per tensor"
-    )
-    po2 = model("auto_po2")
-    graph = freeze(po2)
     x = np.random.default_rng(0).uniform(-2, 2, (200, 6)).astype(np.float32)
-    assert np.array_equal(emulate(graph, x), po2.predict(x, verbose=0))
-
-
-def _scales_text(model):
-    from edgebnn.freeze.forms import _values_text
-
-    layer = model.get_layer("d")
-    return _values_text(np.ravel(layer.kernel_quantizer.hardware(layer.kernel).scale))
+    for alpha in ("auto_po2", "auto"):  # "auto": the exact float64 sum rounded once (layers.sums_exactly)
+        m = model(alpha)
+        assert sums_exactly(m.get_layer("d")) == (alpha == "auto")
+        graph = freeze(m)
+        assert np.array_equal(emulate(graph, x), m.predict(x, verbose=0)), alpha
 
 
 def csim_model():

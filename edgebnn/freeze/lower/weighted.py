@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import keras
 
-from ...training.layers import add_bias
+from ...training.layers import add_bias, sums_exactly
 from .. import forms
 from ..items import FloatOp, FreezeError, Layer, Quantize, Step, where
 from . import activation
@@ -25,11 +25,12 @@ def lower(source: Layer, kind: str, kernels=("kernel_quantizer",), steps=None) -
         if getattr(layer, which) is None:
             raise FreezeError(f"{where(layer)} has a float kernel; give it a {which} such as 'ste_sign'")
     yield from steps or [Step(layer.name, kind, layer, sources=[layer.name])]
-    if forms.folds_scale(layer):  # the accumulator holds codes: its scales (then a quantized bias) are float ops
+    if forms.folds_scale(layer):  # the accumulator holds codes: its scales are float ops
         yield forms.scale_op(layer)
-        if layer.use_bias and layer.bias_quantizer is not None:
-            add = lambda x, l=layer: add_bias(x, l.quantized_bias())
-            yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
+    # a quantized bias is added after the scales, or after the rounding of an exact sum
+    if layer.use_bias and layer.bias_quantizer is not None and not _bias_in_accumulator(layer):
+        add = lambda x, l=layer: add_bias(x, l.quantized_bias())
+        yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
     if layer.use_bias and layer.bias_quantizer is None:  # a float bias: folded downstream
         add = lambda x, l=layer: add_bias(x, float_bias(l))
         yield FloatOp(f"{layer.name}.bias", add, bias=True, layer=layer, per_channel=True)
@@ -49,7 +50,7 @@ def float_bias(layer):
 def _bias_in_accumulator(layer) -> bool:
     """A quantized bias adds to the accumulator (a float one, or one after a scale op, is folded
     into the requant)."""
-    return layer.use_bias and layer.bias_quantizer is not None and not forms.folds_scale(layer)
+    return layer.use_bias and layer.bias_quantizer is not None and not (forms.folds_scale(layer) or sums_exactly(layer))
 
 
 def add_quantized_bias(layer, x):

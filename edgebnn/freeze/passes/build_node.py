@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from ...training.layers import sums_exactly
 from ..items import Step
+
+# the step kinds that sum a weighted layer's products
+ACCUMULATORS = ("dense", "conv1d", "conv2d", "depthwise_conv2d", "pointwise")
 
 
 def run(step: Step, freezing) -> None:
@@ -10,3 +14,5 @@ def run(step: Step, freezing) -> None:
     from ..kinds import KINDS
 
     freezing.nodes.append(KINDS[step.kind].node(step, freezing))
+    if step.kind in ACCUMULATORS and sums_exactly(step.layer):
+        freezing.float64_sums.add(step.name)

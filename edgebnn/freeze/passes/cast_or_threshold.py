@@ -32,7 +32,8 @@ def node(step: Step, freezing):
     """The cast node of a cast step, reading its source."""
     relu = any(op.relu for op in step.float_ops)
     src, out_type = freezing.source(step), forms.output_type(step.quantizer)
-    if cast_asserts(src.type, out_type):
+    # a sum Keras rounds to float32 before converting it would be rounded twice: thresholds replay that
+    if cast_asserts(src.type, out_type) or src.name in freezing.float64_sums:
         step.kind = "requant"  # as Keras computes it: the thresholds of the same conversion
         return thresholds.node(step, freezing)
     return cast_node(step.name, src, out_type, relu, ",".join(step.sources))

@@ -6,7 +6,7 @@ combine with the dot product or the float ops after it (``xla_scale``), a BatchN
 XLA computes as a fused multiply-add (``xla_fma``), and one that TensorFlow computes fused or
 rounded by the element's position in the tensor without XLA (``layout`` too). A float bias of
 edgebnn's layers has none: they add it to the exact sum in every path
-(:func:`edgebnn.layers.add_bias`)."""
+(:func:`edgebnn.training.layers.add_bias`)."""
 
 from __future__ import annotations
 

@@ -24,10 +24,10 @@ def run(step: Step, freezing) -> None:
     if step.kind not in MAXPOOLS or step.moved_from is None:
         return
     req = freezing.node(step.moved_from.name)
-    check(step, req, freezing.node(req.inputs[0]), freezing.jit, freezing.node)
+    check(step, req, freezing.node(req.inputs[0]), freezing.jit, freezing.node, freezing)
 
 
-def check(pool: Step, req, acc, jit: bool, source=None) -> None:
+def check(pool: Step, req, acc, jit: bool, source=None, freezing=None) -> None:
     """Refuse moving ``pool`` after the requantization ``req`` of ``acc`` unless it is exact, on
     every reachable accumulator value (``source``: node name -> node, for the lattice; every
     code without it)."""
@@ -49,9 +49,9 @@ def check(pool: Step, req, acc, jit: bool, source=None) -> None:
             )
         return
     if bisects(step, acc) or not enumerable(acc):
-        check_exact_codes(step, acc)
+        check_exact_codes(step, acc, freezing)
         if not bisectable(step):
-            check_enumerable(step, acc)
+            check_enumerable(step, acc, freezing)
         _check_monotone_move(pool, req, acc, jit, advice)
         return
     codes, values = grid(acc, source)

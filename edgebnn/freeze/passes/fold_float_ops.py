@@ -1,6 +1,7 @@
 """The float ops after an accumulator (a float bias, ``BatchNormalization``, an elementwise
 activation) and the quantizer that ends them become one requant step; real-valued values
-entering a weighted layer without an input quantizer are refused. Float biases and
+entering a weighted layer without an input quantizer are refused, except a DoReFa
+``QuantActivation``'s codes, which a layer that ``reads_codes`` sums before its own scale op. Float biases and
 ``BatchNormalization`` that end the model become an "affine" step (an exact affine node when
 Keras computes them as one, ``passes/affine.py``); any other real-valued end is refused."""
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 import keras
 
-from ...training.layers import QuantActivation
+from ...training.layers import QuantActivation, reads_codes
 from .. import forms
 from ..items import FloatOp, FreezeError, Planning, Quantize, Step, where
 
@@ -28,6 +29,16 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             if item.quantizer is None:  # a weighted layer without an input quantizer
                 if len(pending) == 1 and isinstance(pending[0].layer, QuantActivation) and pending[0].scale:
                     source = pending[0].layer
+                    if reads_codes(item.layer) is source.quantizer:  # it sums the codes, its scale op divides once
+                        pending.clear()
+                        continue
+                    pad = getattr(item.layer, "pad_values", 0.0)
+                    if pad != 0.0 and getattr(item.layer, "padding", "valid") == "same":
+                        raise FreezeError(
+                            f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends "
+                            f"on the order of the additions, and pads them with pad_values={pad}, which is not a code; "
+                            "pad with 0.0 (the layer then sums the codes and applies the scale once after its sum)"
+                        )
                     raise FreezeError(
                         f"{where(item.layer)} sums the scaled outputs of {where(source)}, whose float32 sum depends on "
                         f'the order of the additions; give the layer input_quantizer="{source.quantizer!r}" instead (it '

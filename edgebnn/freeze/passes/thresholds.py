@@ -67,16 +67,20 @@ def enumerable(src) -> bool:
     return _span(src) * src.shape[-1] <= MAX_ENUMERATION
 
 
-def check_exact_codes(step: Step, src) -> None:
-    """Refuse an accumulator beyond float32's exact integers (Keras's own values would round)."""
+def check_exact_codes(step: Step, src, freezing=None) -> None:
+    """Refuse an accumulator beyond float32's exact integers (Keras's own values would round),
+    unless Keras sums it exactly in float64 and rounds it once to float32 (``float64_sums`` of
+    ``freezing``): the replay then rounds each exact value as Keras does, up to float64's exact
+    integers (beyond them the float32 exactness check warns)."""
     lo, hi = src.type.codes(src.lo), src.type.codes(src.hi)
-    if int(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)])).max()) >= 1 << 24:
+    rounded = freezing is not None and src.name in freezing.float64_sums
+    if int(np.abs(np.concatenate([np.ravel(lo), np.ravel(hi)])).max()) >= 1 << (53 if rounded else 24):
         raise _too_wide(step, src, _span(src), " (beyond float32's exact integers)")
 
 
-def check_enumerable(step: Step, src) -> None:
+def check_enumerable(step: Step, src, freezing=None) -> None:
     """Refuse an accumulator too wide to enumerate (or beyond float32's exact integers)."""
-    check_exact_codes(step, src)
+    check_exact_codes(step, src, freezing)
     if not enumerable(src):
         raise _too_wide(step, src, _span(src), "")
 
@@ -133,13 +137,13 @@ def node(step: Step, freezing):
     by bisection (:func:`_bisect`), exactly the same."""
     src = freezing.source(step)
     out_type = forms.output_type(step.quantizer)
-    check_exact_codes(step, src)
+    check_exact_codes(step, src, freezing)
     if bisects(step, src):
         return _bisect(step, src, freezing, out_type)
     if not enumerable(src):
         raise _too_wide(step, src, _span(src), " (and its float ops or quantizer are not provably monotone for bisection)")
     codes, base, lattice_step = reachable(src, freezing.node)
-    values = src.type.from_codes(codes).astype(np.float32)  # exact: |codes| < 2**24
+    values = src.type.from_codes(codes).astype(np.float32)  # exact below 2**24, else rounded as Keras does
     out_codes = _output_codes(step, values, freezing, out_type)
     freezing.replayed[step.name] = (values, out_codes)
     changes = np.diff(out_codes, axis=0) != 0  # (span-1, C): the level changes entering row r+1
