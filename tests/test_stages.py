@@ -99,7 +99,7 @@ def test_csim_alone_then_verify_then_estimate_report_and_summary(staged, capsys)
 
     assert est["board"] == "pynq-z2" and set(est["estimates"]) == {b.name for b in list_boards() if b.hls4ml}
     ours = est["estimates"]["pynq-z2"]
-    assert ours["strategy"] == "Resource" and ours["reuse_factor"] == 8  # the run's own export section
+    assert ours["strategy"] == "Resource" and ours["reuse_factor"] == 16  # the run's own export section
     rows = list(csv.DictReader(io.StringIO((run / "estimate.csv").read_text())))
     pynq = [r for r in rows if r["board"] == "pynq-z2"]
     assert [r["node"] for r in pynq[:-1]] == [r["name"] for r in ours["rows"]]
