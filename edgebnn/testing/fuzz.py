@@ -506,19 +506,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
         strip = True
     strip = _softmax_after_head(head_rng, text, add) or strip
     output_quantizer = _output_quantizer(seed, text)
-    _qkeras_names(seed, layers, text)
-    model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
-    if rng.random() < 0.2:  # the same chain as a functional model
-        inputs = h = keras.Input(model_shape)
-        for layer in layers:
-            h = layer(h)
-        model = keras.Model(inputs, h, name=f"fuzz_{seed}")
-        text.insert(0, "functional")
-    else:
-        model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
-    x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
-    _set_weights(model, rng, x)
-    model.compile(jit_compile=bool(rng.random() < 0.3))
+    model, x, input_type = _assemble(seed, rng, shape, layers, text, in_q, n_inputs)
     if output_quantizer is not None:
         text[-1] += f"  # freeze(output_quantizer={output_quantizer!r})"
     # Keras may have declined XLA
@@ -626,6 +614,28 @@ def _fused(layer, bn):
 # QActivation("quantized_relu_po2(4, 4)") on the input): with freeze(input_type=) they
 # requantize the converted input
 LEADING_REQUANTIZERS = ("quantized_relu_po2(4, 4)", "quantized_po2(4, 2)", "ste_sign", "ste_heaviside", "dorefa(2)")
+
+
+def _assemble(seed, rng, shape, layers, text, in_q, n_inputs):
+    """(model, inputs, input type): the drawn ``layers`` named as QKeras would name them, behind
+    their front door, as a Sequential or (a fifth of the seeds) the same chain as a functional
+    model, its weights set from ``rng`` and compiled (a third of the seeds under XLA)."""
+    import keras
+
+    _qkeras_names(seed, layers, text)
+    model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
+    if rng.random() < 0.2:  # the same chain as a functional model
+        inputs = h = keras.Input(model_shape)
+        for layer in layers:
+            h = layer(h)
+        model = keras.Model(inputs, h, name=f"fuzz_{seed}")
+        text.insert(0, "functional")
+    else:
+        model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
+    x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
+    _set_weights(model, rng, x)
+    model.compile(jit_compile=bool(rng.random() < 0.3))
+    return model, x, input_type
 
 
 def _front_door(seed: int, shape: tuple, layers: list, text: list, in_q: str):
@@ -1071,19 +1081,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                 pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
                 add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
                 cur = (cur[0] + pad[0] + pad[1], cur[1])
-    _qkeras_names(seed, layers, text)
-    model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
-    if rng.random() < 0.2:  # the same chain as a functional model
-        inputs = h = keras.Input(model_shape)
-        for layer in layers:
-            h = layer(h)
-        model = keras.Model(inputs, h, name=f"fuzz_{seed}")
-        text.insert(0, "functional")
-    else:
-        model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
-    x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
-    _set_weights(model, rng, x)
-    model.compile(jit_compile=bool(rng.random() < 0.3))
+    model, x, input_type = _assemble(seed, rng, shape, layers, text, in_q, n_inputs)
     return Case(seed, model, x, text, bool(model.jit_compile), input_type=input_type)
 
 
