@@ -216,9 +216,23 @@ def test_the_weights_build_apart_from_the_network(mlp):
     for header in headers:
         guard, name = re.search(r"#ifndef (\w+)\n#define \1\n\s*\w+ (\w+)\[", (root / "firmware" / header).read_text()).groups()
         assert f'#include "{header}"' in units and f"#define {guard}\n" in extern and f" {name}[" in extern
+    # every array of this network is read as a plain int or double table and filled at load
+    assert units.count("namespace { namespace values {") == len(headers)
     script = (root / "build_lib.sh").read_text()
     assert "-Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp" in script
     assert "-include firmware/${PROJECT}_weights_extern.h" in script
+
+
+@pytest.mark.quick  # no compile
+def test_a_weight_table_keeps_the_type_of_its_literals():
+    """The plain table an array is read as has the C++ type of every literal of its initializer
+    (so each value goes through the constructor it calls in the header); mixed literals, or ints
+    wider than 32 bits, keep the header's own initializer."""
+    assert csim_cache._literal_type("1, -1, 0, 2147483647") == "int"
+    assert csim_cache._literal_type("-8.0, -7.5, 0.00390625, 1e-05, 2.5E+3") == "double"
+    assert csim_cache._literal_type("1, 0.5") is None
+    assert csim_cache._literal_type("2147483648") is None
+    assert csim_cache._literal_type(".5") is None
 
 
 def test_weights_in_another_form_keep_one_unit(mlp):
@@ -231,7 +245,7 @@ def test_weights_in_another_form_keep_one_unit(mlp):
     for name in ("myproject_weights.cpp", "myproject_weights_extern.h"):
         (root / "firmware" / name).unlink()
     split = script.read_text()
-    start, end = split.index("# The weights' static"), split.index("rm -f *.o")
+    start, end = split.index("# The weights are compiled"), split.index("rm -f *.o")
     script.write_text(split[:start] + csim_cache._COMPILE_LINES + split[end:])  # as hls4ml wrote it
     hls4ml_script = script.read_text()
     header = root / "firmware" / "weights" / "w2.h"

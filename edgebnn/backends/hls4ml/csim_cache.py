@@ -220,10 +220,10 @@ _COMPILE_LINES = (
 )
 # the same library built from three units at once: the weights on their own, cheaply
 _SPLIT_LINES = """\
-# The weights' static initialization (one ap_int/ap_fixed constructor per weight, all in one
-# function) takes most of g++'s time when it is optimized with the network: it is compiled on its
-# own, without inlining and at -Og (it runs once, at load), the network sees the weights as
-# extern, and the three units build in parallel. The same arrays, values and arithmetic.
+# The weights are compiled on their own, without inlining and at -Og (their initialization runs
+# once, at load; firmware/${PROJECT}_weights.cpp fills each array from a table of its header's
+# values), the network sees them as extern, and the three units build in parallel. The same
+# arrays, values and arithmetic.
 ${CC} ${CFLAGS} ${INCFLAGS} -include firmware/${PROJECT}_weights_extern.h -D WEIGHTS_DIR="${WEIGHTS_DIR}" \\
   -c firmware/${PROJECT}.cpp -o ${PROJECT}.o &
 NETWORK=$!
@@ -235,16 +235,34 @@ wait ${WEIGHTS}
 ${CC} ${CFLAGS} ${INCFLAGS} -shared ${PROJECT}.o ${PROJECT}_weights.o ${PROJECT}_bridge.o -o firmware/${PROJECT}-${LIB_STAMP}.so
 """
 # a weight header as hls4ml's writer prints it (the C-simulation reads the initializer compiled in)
-_WEIGHT_HEADER = re.compile(r"#ifndef (\w+)\n#define \1\n\s*(\w+) (\w+)\[(\d+)\] = \{[^{}]*\};\s*#endif\s*$")
+_WEIGHT_HEADER = re.compile(r"#ifndef (\w+)\n#define \1\n\s*(\w+) (\w+)\[(\d+)\] = \{([^{}]*)\};\s*#endif\s*$")
+# the C++ type of a literal of the initializer: int (every literal an int of 32 bits or fewer) or double
+_INT_LITERAL = re.compile(r"-?\d+")
+_DOUBLE_LITERAL = re.compile(r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)")
+
+
+def _literal_type(values: str) -> str | None:
+    """``int`` or ``double`` when every literal of an initializer has that C++ type, else None."""
+    items = [item.strip() for item in values.split(",")]
+    if all(_INT_LITERAL.fullmatch(item) and abs(int(item)) < 2**31 for item in items):
+        return "int"
+    if all(_DOUBLE_LITERAL.fullmatch(item) for item in items):
+        return "double"
+    return None
 
 
 def split_weights(folder, project_name: str) -> bool:
     """Make the project's ``build_lib.sh`` compile the weights apart from the network (see
-    ``_SPLIT_LINES``): write ``firmware/<project>_weights.cpp`` (every weight header of
+    ``_SPLIT_LINES``): write ``firmware/<project>_weights.cpp`` (every weight array of
     ``parameters.h``, defined once) and ``firmware/<project>_weights_extern.h`` (their extern
     declarations, and their include guards defined so that ``parameters.h`` skips the
-    definitions). False, and nothing changed, unless every weight header and the script are in
-    the form hls4ml 1.3.0 writes."""
+    definitions). An array whose literals are all ints or all doubles is defined without an
+    initializer and filled at load from its header read as a plain ``int``/``double`` table,
+    each value through the constructor its literal calls in the header: the same values, and
+    g++ compiles one loop instead of one constructor call per weight. The headers stay the one
+    source (an edited weight is built again); an array in another form includes its header.
+    False, and nothing changed, unless every weight header and the script are in the form
+    hls4ml 1.3.0 writes."""
     folder = pathlib.Path(folder)
     firmware = folder / "firmware"
     script = (folder / "build_lib.sh").read_text()
@@ -253,15 +271,35 @@ def split_weights(folder, project_name: str) -> bool:
     defines = (firmware / "defines.h").read_text()
     headers = re.findall(r'^#include "(weights/\w+\.h)"$', (firmware / "parameters.h").read_text(), flags=re.M)
     extern = [f"// the weights of {project_name}, defined in {project_name}_weights.cpp", '#include "defines.h"']
+    units = [
+        f"// the weights of {project_name} for the C-simulation (edgebnn): each array of weights/*.h read",
+        "// there as a plain int or double table, then filled at load by the constructor its literals call",
+        '#include "defines.h"',
+    ]
+    loads = []
     for header in headers:
         found = _WEIGHT_HEADER.search((firmware / header).read_text())
         if found is None or not re.search(rf"^typedef .+ {re.escape(found[2])};$", defines, flags=re.M):
             return False
-        guard, type_name, name, size = found.groups()
+        guard, type_name, name, size, values = found.groups()
         extern += [f"#define {guard}", f"extern {type_name} {name}[{size}];"]
+        literal = _literal_type(values)
+        if literal is None:
+            units.append(f'#include "{header}"')
+            continue
+        units += [
+            f"namespace {{ namespace values {{  // {type_name} read as {literal} here",
+            f"#define {type_name} {literal}",
+            f'#include "{header}"',
+            f"#undef {type_name}",
+            "} }  // namespace values",
+            f"{type_name} {name}[{size}];",
+        ]
+        loads.append(f"        for (unsigned i = 0; i < {size}; i++) {name}[i] = {type_name}(values::{name}[i]);")
     if not headers:
         return False
-    units = ['#include "defines.h"'] + [f'#include "{h}"' for h in headers]
+    if loads:
+        units += ["namespace {", "struct load_weights {", "    load_weights() {", *loads, "    }", "} loaded;", "}  // namespace"]
     (firmware / f"{project_name}_weights_extern.h").write_text("\n".join(extern) + "\n")
     (firmware / f"{project_name}_weights.cpp").write_text("\n".join(units) + "\n")
     (folder / "build_lib.sh").write_text(script.replace(_COMPILE_LINES, _SPLIT_LINES))
