@@ -6,7 +6,11 @@ repetitions (min and median of each).
 The model is a hand-built BNN (no Keras, no training): binary weights, sign activations,
 8-bit unsigned input, layers ``--sizes`` (default 64-128-128-10), io_parallel, pynq-z2.
 
-    python bench/csim_cache_bench.py [--repeats 3] [--samples 4000] [--only compile|predict]
+    python bench/csim_cache_bench.py [--repeats 3] [--samples 4000] [--only compile|predict] [--one-core]
+
+The cold compile is also measured with the weights' unit as it was before it read the weight
+headers as plain tables (every header included, one ap_fixed constructor call per weight for g++
+to compile), interleaved; ``--one-core`` pins the process and g++ to one core.
 
 The numbers are only as good as the machine is idle: the parallel split cannot gain on cores
 that other work holds (``--only predict`` compiles once, or takes the library from the
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
+import re
 import statistics
 import tempfile
 import time
@@ -66,18 +72,34 @@ def line(name, times):
     return f"  {name:<37} min {min(times):8.3f} s   median {statistics.median(times):8.3f} s   ({len(times)} runs)"
 
 
+def weights_included(project) -> None:
+    """The weights' unit as it was before the tables: every weight header included."""
+    firmware = pathlib.Path(project.path, "firmware")
+    headers = re.findall(r'^#include "(weights/\w+\.h)"$', (firmware / "parameters.h").read_text(), flags=re.M)
+    lines = ['#include "defines.h"'] + [f'#include "{header}"' for header in headers]
+    (firmware / "myproject_weights.cpp").write_text("\n".join(lines) + "\n")
+
+
 def compile_times(graph, tmp, repeats):
     """Prints cold, same-folder and shared compile times; returns the last compiled project."""
-    cold, local, shared = [], [], []
+    cold, before, local, shared = [], [], [], []
+    x_check = np.random.default_rng(2).uniform(-0.2, 1.2, size=(200, graph.nodes[0].shape[-1]))
     for rep in range(repeats):
+        os.environ[csim_cache.CACHE_ENV] = os.path.join(tmp, f"old{rep}")
+        old = export(graph, os.path.join(tmp, f"o{rep}"))
+        weights_included(old)
+        before.append(timed(old.compile)[0])
         os.environ[csim_cache.CACHE_ENV] = os.path.join(tmp, f"cache{rep}")  # empty: the first compile is cold
         first = export(graph, os.path.join(tmp, f"a{rep}"))
         cold.append(timed(first.compile)[0])
+        assert np.array_equal(first.predict(x_check), old.predict(x_check))
         local.append(timed(first.compile)[0])
         twin = export(graph, os.path.join(tmp, f"b{rep}"))  # identical project, another folder
         shared.append(timed(twin.compile)[0])
     print("compile()")
     print(line("cold (g++)", cold))
+    print(line("cold, weight headers included", before))
+    print(f"  included / tables: {min(before) / min(cold):.2f}x (min over min), outputs identical")
     print(line("again, same folder (its library)", local))
     print(line("identical project elsewhere (shared)", shared))
     ratios = f"{min(cold) / min(local):.0f}x (same folder), {min(cold) / min(shared):.0f}x (shared)"
@@ -91,7 +113,10 @@ def main():
     ap.add_argument("--samples", type=int, default=4000)
     ap.add_argument("--sizes", default="64,128,128,10")
     ap.add_argument("--only", choices=["compile", "predict"])
+    ap.add_argument("--one-core", action="store_true", help="pin this process and g++ to one core")
     args = ap.parse_args()
+    if args.one_core:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     sizes = [int(s) for s in args.sizes.split(",")]
     graph = bnn(sizes)
     cores = project_module._usable_cores()
