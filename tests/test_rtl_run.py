@@ -1,7 +1,8 @@
 """A run with ``export: {backend: rtl}``: the configuration's folding, the stages end to end (train,
 freeze, export -> rtl/, csim -> the Verilator simulation, verify with the emulator = RTL leg,
-synth -> Yosys and nextpnr on an ECP5-85F, estimate, report) through ``edgebnn run``, and the
-refusals of what only the other backend takes."""
+synth -> Yosys and nextpnr-ice40 on the iCEBreaker's UP5K, as the example does, estimate, report)
+through ``edgebnn run``, and the refusals of what only the other backend takes. (The ECP5 flow,
+whose nextpnr comes from pip and runs as WebAssembly, is placed in tests/test_rtl_synth.py.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from edgebnn.config import ConfigError, check_config
 RTL_CONFIG = copy.deepcopy(CONFIG)
 RTL_CONFIG.update(
     name="rtl_digits",
-    board="ulx3s-85f",
+    board="icebreaker",
     export={"backend": "rtl", "folding": {"quant_dense": [8, 16], "quant_dense_1": [2, 8]}},
 )
 RTL_CONFIG["train"]["epochs"] = 2
@@ -106,12 +107,12 @@ def test_edgebnn_run_builds_simulates_and_places_the_design(tmp_path):
     assert summary["mismatches"] == {"keras_vs_emulator": 0, "emulator_vs_csim": None, "emulator_vs_rtl": 0}
     assert summary["accuracy_deployed"] == summary["accuracy_emulator"]
     rtl = summary["rtl"]
-    assert rtl["flow"] == "ecp5" and rtl["part"] == "LFE5U-85F-6BG381C"
+    assert rtl["flow"] == "ice40" and rtl["part"] == "iCE40UP5K-SG48I"
     assert rtl["lut"] > 0 and rtl["ff"] > 0 and rtl["fmax_mhz"] > 0
     # quant_dense 64 -> 24 at 8 x 16 takes 3 x 4 = 12 cycles, quant_dense_1 24 -> 10 at 2 x 8 takes 5 x 3 = 15
     assert rtl["cycles_per_sample"] == 15
     assert rtl["samples_per_s"] == pytest.approx(rtl["fmax_mhz"] * 1e6 / 15)
-    for name in ("rtl/project.json", "rtl/synth/ecp5/record.json", "rtl/synth/ecp5/run.sh", "rtlsim.npz", "synth.json"):
+    for name in ("rtl/project.json", "rtl/synth/ice40/record.json", "rtl/synth/ice40/run.sh", "rtlsim.npz", "synth.json"):
         assert (run / name).exists(), name
     assert "VERIFIED bit for bit" in done.stdout and "Fmax" in done.stdout
     estimate = json.loads((run / "estimate.json").read_text())
