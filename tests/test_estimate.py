@@ -634,10 +634,17 @@ def test_softmax_grows_with_classes():
 
 def test_hls_tool_sets_the_timing():
     g = dense_graph(n_in=256, n_out=8, input_type="fixed<16,6>")
-    vivado = estimate(g, "zcu104", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
-    vitis = estimate(g, "zcu104", clock_period=3.33, hls_tool="vitis")
+    # a 7-series part: Vitis HLS keeps each layer a registered pipeline with slower operators
+    vivado = estimate(g, "zc706", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
+    vitis = estimate(g, "zc706", clock_period=3.33, hls_tool="vitis")
     assert vivado.hls_tool == "vivado_hls" and vitis.hls_tool == "vitis_hls"
     assert vitis.latency_cycles > vivado.latency_cycles
+    assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
+    # an UltraScale+ part: Vitis HLS 2022.2 and later chain the layers as Vivado HLS does
+    # (reference rows 103, 108: a dense layer takes its datapath's cycles, a relu none)
+    vivado = estimate(g, "zcu104", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
+    vitis = estimate(g, "zcu104", clock_period=3.33, hls_tool="vitis")
+    assert vitis.latency_cycles == vivado.latency_cycles
     assert estimate(g, "zcu104").hls_tool == "vitis_hls"  # the default
     assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
     with pytest.raises(EdgebnnError, match="hls_tool"):
