@@ -847,6 +847,23 @@ def test_maxpool_costs_comparators_and_no_dsp(io_type):
         assert r.detail["line_buffer_lut"] > 0 and r.ii == 36
 
 
+def test_io_stream_flatten_before_a_dense_is_an_alias():
+    # hls4ml 1.3.0 writes `auto& flat_out = pool_out;` for it (checked on an exported project):
+    # the dense reads the pooled pixel stream, so the flatten has no process, cycles or FIFO
+    from edgebnn.graph import maxpool2d_node
+
+    inp = input_node("input", (6, 6, 3), FixedType.from_string("fixed<8,3>"))
+    pool = maxpool2d_node("pool", inp, (2, 2))
+    flat = flatten_node("flat", pool)
+    dense = dense_node("dense", flat, (np.arange(27 * 4).reshape(27, 4) % 7) + 1, W8)
+    est = estimate(Graph("pool_dense", [inp, pool, flat, dense]), "pynq-z2", io_type="io_stream")
+    r = row(est, "flat")
+    assert (r.lut, r.ff, r.bram18, r.latency, r.ii) == (0, 0, 0, 0, 1) and r.detail["stream_alias"]
+    # a flatten that ends the design is hls4ml's repack: a cycle per pixel and its FIFO
+    end = row(estimate(Graph("pool", [inp, pool, flat]), "pynq-z2", io_type="io_stream"), "flat")
+    assert end.latency > 9 and end.ff > 0 and "stream_alias" not in end.detail
+
+
 def test_a_target_is_the_same_as_its_options():
     from edgebnn.backends.target import Target
 

@@ -32,7 +32,7 @@ MIN_ROWS = 5
 INTERVALS: dict[str, dict[str, tuple[float, float]]] = {
     "all": {
         "lut": (-0.179, 0.41),
-        "ff": (-0.352, 0.414),
+        "ff": (-0.224, 0.515),
         "dsp": (-0.056, 0.558),
         "bram18": (-0.286, 0.623),
         "latency": (-0.187, 0.225),
@@ -46,7 +46,7 @@ INTERVALS: dict[str, dict[str, tuple[float, float]]] = {
     },
     "conv": {
         "lut": (-0.099, 0.359),
-        "ff": (-0.301, 0.707),
+        "ff": (-0.154, 0.862),
         "dsp": (-0.043, 0.529),
         "bram18": (-0.286, 0.643),
         "latency": (-0.019, 0.124),
