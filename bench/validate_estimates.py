@@ -4,11 +4,12 @@
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
 architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, GlobalMaxPool1D, Flatten, relu and a final softmax; :func:`parse_architecture`
-reads both spellings the table uses and checks every size against the chain), the design is
-rebuilt through the public API: a Keras model of that architecture and precision
-(``QuantDense`` / ``QuantConv1D`` / ``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits``
-quantizers, ``MaxPooling2D``, ``GlobalMaxPooling1D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
+pointwise Conv2D, MaxPool2D, GlobalMaxPool1D, Flatten, relu and a final softmax, and the
+ZeroPad hls4ml inserts before a 2-D convolution; :func:`parse_architecture` reads both spellings
+the table uses and checks every size against the chain), the design is rebuilt through the
+public API: a Keras model of that architecture and precision (``QuantDense`` / ``QuantConv1D`` /
+``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits`` quantizers, ``MaxPooling2D``,
+``GlobalMaxPooling1D``, ``ZeroPadding2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
 ``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
 reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
 value that snaps to exactly those), io_type, clock and the types hls4ml built it with
@@ -90,12 +91,15 @@ def parse_architecture(text: str) -> list[tuple]:
     attrs) for the spatial layers (``valid`` padding, as the table's ``out=`` sizes say). Two
     spellings are read: the table's ``Conv2D(in=HxWxC,k=KxK,f=F,s=S,out=HxW)`` /
     ``MaxPool2D(PxP,in=HxWxC)`` and the tutorial's ``Input(HxWxC) -> Conv2D(KxK,f=F)+ReLU ->
-    MaxPool2x2 -> Flatten(N) -> Dense(N)+ReLU``; every size is checked against the chain."""
+    MaxPool2x2 -> Flatten(N) -> Dense(N)+ReLU``; every size is checked against the chain. A
+    ``ZeroPad`` step before a convolution whose ``in=`` is larger than the chain's shape becomes a
+    ("pad2d", in, out, {"pad": ...}) step; one that opens the chain is already in the first ``in=``."""
     steps: list[tuple] = []
     if re.search(r"LSTM|GRU|RNN", text):
         raise NotCovered("recurrent layers have no graph node")
     text = re.split(r";| \(", text)[0]  # a trailing remark: "...; ~50% sparsity", "... (Keras Sequential)"
     shape: tuple[int, ...] | None = None
+    zero_pad = False  # a ZeroPad step: the next convolution's in= includes the padding
 
     def cur() -> tuple[int, ...]:
         if shape is None:
@@ -125,6 +129,9 @@ def parse_architecture(text: str) -> list[tuple]:
             parts = [x.strip() for x in m[2].split(",")]
             args = dict(a.split("=", 1) if "=" in a else ("k", a) for a in parts if "=" in a or re.fullmatch(r"\d+x\d+", a))
             given_in = _shape(args["in"]) if "in" in args else None
+            if zero_pad and given_in is not None and shape is not None and given_in != shape:
+                steps.append(_zero_pad(token, shape, given_in))
+                shape = given_in
             if given_in is not None and shape is not None and given_in != shape:
                 raise NotCovered(f"{token}: the row's in={args['in']} is not what the chain before it gives ({shape})")
             h, w, c = given_in or cur()
@@ -172,18 +179,33 @@ def parse_architecture(text: str) -> list[tuple]:
             steps.append(("softmax", steps[-1][2], steps[-1][2]))
         elif token.lower() == "linear":
             pass
+        elif token == "ZeroPad":
+            zero_pad = True
+            continue
         elif re.fullmatch(r"BN\(\d+\)", token):
             pass  # not estimated (see the module docstring)
         else:
             raise NotCovered(f"layer {token!r} is not modelled")
         if relu:
             steps.append(("relu", steps[-1][2], steps[-1][2]))
+        zero_pad = False
     if not any(s[0] in WEIGHTED for s in steps):
         raise NotCovered("no Dense or convolution layer")
     return steps
 
 
 WEIGHTED = ("dense", "conv1d", "conv2d", "dwconv2d")
+
+
+def _zero_pad(token: str, shape: tuple[int, ...], padded: tuple[int, ...]) -> tuple:
+    """The ("pad2d", in, out, {"pad": ((top, bottom), (left, right))}) step of a ZeroPad that
+    hls4ml inserted before ``token``: the rows before and the columns left of the image get the
+    smaller half, as Keras's ``same`` padding does."""
+    (h, w, c), (hp, wp, cp) = shape, padded
+    if cp != c or hp < h or wp < w:
+        raise NotCovered(f"{token}: a ZeroPad from {shape} cannot give in={padded}")
+    top, left = (hp - h) // 2, (wp - w) // 2
+    return ("pad2d", shape, padded, {"pad": ((top, hp - h - top), (left, wp - w - left))})
 
 
 def n_weights_of(step: tuple) -> int:
@@ -402,6 +424,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{i}_out"))
         elif kind == "maxpool2d":
             layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
+        elif kind == "pad2d":
+            layers.append(keras.layers.ZeroPadding2D(step[3]["pad"], name=f"pad{i}"))
         elif kind == "flatten":
             layers.append(keras.layers.Flatten(name=f"flatten{i}"))
         elif kind == "gmaxpool1d":

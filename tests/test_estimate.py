@@ -634,10 +634,17 @@ def test_softmax_grows_with_classes():
 
 def test_hls_tool_sets_the_timing():
     g = dense_graph(n_in=256, n_out=8, input_type="fixed<16,6>")
-    vivado = estimate(g, "zcu104", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
-    vitis = estimate(g, "zcu104", clock_period=3.33, hls_tool="vitis")
+    # a 7-series part: Vitis HLS keeps each layer a registered pipeline with slower operators
+    vivado = estimate(g, "zc706", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
+    vitis = estimate(g, "zc706", clock_period=3.33, hls_tool="vitis")
     assert vivado.hls_tool == "vivado_hls" and vitis.hls_tool == "vitis_hls"
     assert vitis.latency_cycles > vivado.latency_cycles
+    assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
+    # an UltraScale+ part: Vitis HLS 2022.2 and later chain the layers as Vivado HLS does
+    # (reference rows 103, 108: a dense layer takes its datapath's cycles, a relu none)
+    vivado = estimate(g, "zcu104", clock_period=3.33, hls_tool="Vivado HLS 2019.2")
+    vitis = estimate(g, "zcu104", clock_period=3.33, hls_tool="vitis")
+    assert vitis.latency_cycles == vivado.latency_cycles
     assert estimate(g, "zcu104").hls_tool == "vitis_hls"  # the default
     assert (vivado.totals["lut"], vivado.totals["dsp"]) == (vitis.totals["lut"], vitis.totals["dsp"])
     with pytest.raises(EdgebnnError, match="hls_tool"):
@@ -838,6 +845,23 @@ def test_maxpool_costs_comparators_and_no_dsp(io_type):
     assert r.lut >= comparators * 8 * CONSTANTS.lut_per_compare_bit
     if io_type == "io_stream":
         assert r.detail["line_buffer_lut"] > 0 and r.ii == 36
+
+
+def test_io_stream_flatten_before_a_dense_is_an_alias():
+    # hls4ml 1.3.0 writes `auto& flat_out = pool_out;` for it (checked on an exported project):
+    # the dense reads the pooled pixel stream, so the flatten has no process, cycles or FIFO
+    from edgebnn.graph import maxpool2d_node
+
+    inp = input_node("input", (6, 6, 3), FixedType.from_string("fixed<8,3>"))
+    pool = maxpool2d_node("pool", inp, (2, 2))
+    flat = flatten_node("flat", pool)
+    dense = dense_node("dense", flat, (np.arange(27 * 4).reshape(27, 4) % 7) + 1, W8)
+    est = estimate(Graph("pool_dense", [inp, pool, flat, dense]), "pynq-z2", io_type="io_stream")
+    r = row(est, "flat")
+    assert (r.lut, r.ff, r.bram18, r.latency, r.ii) == (0, 0, 0, 0, 1) and r.detail["stream_alias"]
+    # a flatten that ends the design is hls4ml's repack: a cycle per pixel and its FIFO
+    end = row(estimate(Graph("pool", [inp, pool, flat]), "pynq-z2", io_type="io_stream"), "flat")
+    assert end.latency > 9 and end.ff > 0 and "stream_alias" not in end.detail
 
 
 def test_a_target_is_the_same_as_its_options():

@@ -72,6 +72,18 @@ def test_parsing_helpers():
         v.parse_architecture("Input(8x8x3) -> Conv2D(3x3,f=2) -> Flatten(20) -> Dense(4)")
     with pytest.raises(v.NotCovered, match="in=30x30x3"):  # a size the chain does not give
         v.parse_architecture("Input(32x32x3) -> Conv2D(in=30x30x3,k=3x3,f=3,s=1,out=28x28)")
+    # hls4ml's ZeroPad before a convolution: a pad step where the chain's shape grows, none at the start
+    padded = v.parse_architecture(
+        "ZeroPad -> Conv2D(in=32x32x3,k=3x3,f=8,s=4,out=8x8) -> ZeroPad -> Conv2D(in=10x10x8,k=3x3,f=4,s=1,out=8x8)"
+    )
+    assert [s[0] for s in padded] == ["conv2d", "pad2d", "conv2d"]
+    assert padded[1] == ("pad2d", (8, 8, 8), (10, 10, 8), {"pad": ((1, 1), (1, 1))})
+    uneven = v.parse_architecture("Input(5x5x2) -> ZeroPad -> Conv2D(in=8x8x2,k=3x3,f=1,s=1,out=6x6)")
+    assert uneven[0][3] == {"pad": ((1, 2), (1, 2))}  # the larger half below and right, as Keras's same padding
+    with pytest.raises(v.NotCovered, match="in=10x10x4"):  # no ZeroPad: the sizes must agree
+        v.parse_architecture("Conv2D(in=10x10x3,k=3x3,f=4,s=1,out=8x8) -> Conv2D(in=10x10x4,k=3x3,f=4,s=1,out=8x8)")
+    with pytest.raises(v.NotCovered, match="ZeroPad"):  # a pad cannot shrink or add channels
+        v.parse_architecture("Conv2D(in=10x10x3,k=3x3,f=4,s=1,out=8x8) -> ZeroPad -> Conv2D(in=10x10x5,k=3x3,f=4,s=1,out=8x8)")
     dw = v.parse_architecture("DWConv2D(in=8x8x3,k=3x3,f=3,s=1,out=6x6) -> PWConv2D(in=6x6x3,k=1x1,f=5,s=1,out=6x6)")
     assert [s[0] for s in dw] == ["dwconv2d", "conv2d"] and [v.n_weights_of(s) for s in dw] == [27, 15]
     one_d = v.parse_architecture(

@@ -9,7 +9,16 @@ import dataclasses
 import os
 from collections.abc import Mapping
 
-from edgebnn.backends.hls4ml.cost import COSTS, KNOWN_OPS, LIVE_READS, MULTI_INPUT, REFUSED, STREAMS_WHOLE_VECTOR, WEIGHTED_OPS
+from edgebnn.backends.hls4ml.cost import (
+    COSTS,
+    KNOWN_OPS,
+    LIVE_READS,
+    MULTI_INPUT,
+    REFUSED,
+    STREAM_ALIAS_READERS,
+    STREAMS_WHOLE_VECTOR,
+    WEIGHTED_OPS,
+)
 from edgebnn.backends.hls4ml.cost import softmax as _softmax
 from edgebnn.backends.hls4ml.cost.blocks import (
     _cap_dsp,
@@ -178,6 +187,10 @@ def _estimate(graph: Graph, target: Target, ctx: _Context, widths, utilization_l
             row = COSTS[node.op](node, src, rf, ctx, widths, said, mask)
             if dataflow:
                 row = _channels(row, node, src, ctx, widths, own=node.name in channels)
+            readers = graph.readers(node)
+            if io_type == "io_stream" and readers and all(r.op in STREAM_ALIAS_READERS.get(node.op, ()) for r in readers):
+                # hls4ml writes `auto& out = in;`: its readers take its input's stream
+                return dataclasses.replace(row, latency=0, ii=1, detail={**row.detail, "stream_alias": True}), tuple(said)
             return _stream(row, node, ctx, widths, whole_vector=node.op in STREAMS_WHOLE_VECTOR), tuple(said)
 
         row, said = ctx.memoized(key, row_of)

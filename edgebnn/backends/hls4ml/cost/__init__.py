@@ -86,6 +86,10 @@ COSTS: dict[str, Callable[..., LayerEstimate]] = {op: module.cost for op, module
 # whether io_stream builds it reading its whole input before writing (blocks._stream)
 LIVE_READS: dict[str, Callable] = {op: m.reads_live for op, m in MODULES.items() if hasattr(m, "reads_live")}
 STREAMS_WHOLE_VECTOR = frozenset(op for op, m in MODULES.items() if getattr(m, "STREAM_READS_ALL_FIRST", False))
+# and which readers make io_stream alias its output stream to its input (no process, no FIFO)
+STREAM_ALIAS_READERS: dict[str, tuple[str, ...]] = {
+    op: m.STREAM_ALIAS_READERS for op, m in MODULES.items() if hasattr(m, "STREAM_ALIAS_READERS")
+}
 
 # graph ops that build no logic and get no row, and why
 FREE: dict[str, str] = {

@@ -7,9 +7,10 @@ but ``WRAP``) that drops high bits compares them, ``ceil(dropped / level_mux_inp
 LUTs. A cast that neither applies relu, rounds, saturates nor drops a bit is a wire (0 LUTs).
 Only the elements some later node reads are built (``live``; Vivado removes the rest).
 
-hls4ml runs it as its own activation function: chained into its neighbours by Vivado HLS (0
-cycles, no register), a pipelined function with registered outputs in Vitis HLS (the tool's
-layer boundary in cycles, ``Wo`` FFs per element); II 1. After a convolution it works per
+hls4ml runs it as its own activation function: chained into its neighbours by Vivado HLS and
+by Vitis HLS on UltraScale+ parts (0 cycles, no register), a pipelined function with registered
+outputs in Vitis HLS on 7-series parts (the tool's layer boundary in cycles, ``Wo`` FFs per
+element); II 1. After a convolution it works per
 element in io_parallel (``H*W*C`` units); io_stream processes one pixel per cycle: the units
 are built for ``C`` elements, take ``H*W - 1`` more cycles, and the II is ``H*W``.
 """
@@ -54,8 +55,9 @@ def cost(
     if not (relu or rounds or saturates) and drop_high == 0 and drop_low == 0:
         per = 0  # a plain wire
     lut = math.ceil(n * per)
-    # an hls4ml activation function: chained into its neighbours by Vivado HLS, a pipelined
-    # function with registered outputs (the tool's layer boundary) in Vitis HLS
+    # an hls4ml activation function: chained into its neighbours by Vivado HLS (and Vitis HLS on
+    # UltraScale+), a pipelined function with registered outputs (the tool's layer boundary) in
+    # Vitis HLS on 7-series parts
     latency = ctx.boundary
     ff = n * to.width if latency else 0
     if stream:

@@ -16,11 +16,13 @@ reuse factor, :meth:`_Context.memoized`, which ``fit`` shares across its candida
 * ``hls_tool`` selects the operator timing ``ModelConstants.timing_ns[tool][dsp_type]`` (ns of
   one adder level, a DSP multiply, a LUT multiply, a comparator, an hls4ml layer boundary, and
   the cycles of a table read). Vivado HLS (up to 2020.1) chains hls4ml's layers inside the top
-  pipeline: a layer boundary is 0 cycles. Vitis HLS (2020.2 and later, the default) keeps
-  every layer function a pipeline with registered I/O (:attr:`_Context.boundary` cycles per
-  layer) and assumes slower operators. The ns figures are round numbers chosen so the CSV's
-  Vivado HLS 2019.2/2020.1 (5 and 25 ns) and Vitis HLS 2021.1 (3.33 and 5 ns) designs come out
-  right on average, not fitted per row.
+  pipeline: a layer boundary is 0 cycles. Vitis HLS (2020.2 and later, the default) on 7-series
+  parts (DSP48E1) keeps every layer function a pipeline with registered I/O
+  (:attr:`_Context.boundary` cycles per layer) and assumes slower operators; on UltraScale+
+  parts (DSP48E2) its layers chain as Vivado HLS's do. The ns figures are round numbers chosen
+  so the CSV's Vivado HLS 2019.2/2020.1 (5 and 25 ns), Vitis HLS 2021.1 (3.33 and 5 ns, 7-series)
+  and Vitis HLS 2022.2-2024.1 (5 ns, UltraScale+) designs come out right on average, not fitted
+  per row.
 * A multiply that fits ``T`` chains with the adders after it: ``ceil((mult + L * add) / T)``
   cycles for ``L`` adder levels. A longer one is a multi-cycle operator ending on a register,
   after which the adders chain ``floor(T / add)`` levels per cycle:
@@ -136,8 +138,13 @@ class ModelConstants:
     # chains hls4ml's layers inside the top pipeline (boundary 0); Vitis HLS (2020.2+) keeps each
     # layer a pipelined function with registered I/O and a slower, more conservative operator
     # library (the CSV's Vitis HLS 2021.1 designs, all on a DSP48E1 part, take about 3x the
-    # cycles of Vivado HLS ones). On DSP48E2 parts the Vitis operators are Vivado HLS's: the CSV's
-    # Vitis HLS 2022.2 UltraScale+ build (row 103) has 1-cycle dense layers at 5 ns, as Vivado HLS.
+    # cycles of Vivado HLS ones). On DSP48E2 parts the Vitis operators and layer chaining are
+    # Vivado HLS's: in the CSV's Vitis HLS 2022.2 and 2024.1 UltraScale+ builds (rows 103, 105,
+    # 108, 110, 114) a dense layer's call takes its datapath's cycles (instance latency 1 or 0,
+    # one cycle more in the top), a relu 0 cycles (it chains into its neighbours) and a 64-input
+    # dense layer at 5 ns two cycles, so a layer adds no boundary of its own there. The CSV's
+    # Vitis rows on 7-series parts are all 2021.1, its UltraScale+ ones all 2022.2 or later: the
+    # device and the tool version are not told apart by these rows.
     timing_ns: Mapping = dataclasses.field(
         default_factory=lambda: {
             "vivado_hls": {
@@ -146,7 +153,7 @@ class ModelConstants:
             },
             "vitis_hls": {
                 "DSP48E1": {"add": 2.0, "dsp_mult": 7.0, "lut_mult": 2.5, "compare": 1.5, "layer": 3.5, "rom": 2},
-                "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 2.5, "rom": 2},
+                "DSP48E2": {"add": 0.8, "dsp_mult": 2.0, "lut_mult": 1.8, "compare": 0.8, "layer": 0.0, "rom": 2},
             },
         }
     )

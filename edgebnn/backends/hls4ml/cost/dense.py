@@ -40,8 +40,10 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   ``min(instances, ceil(muls / II))`` are DSPs when both declared widths exceed
   ``lut_mult_max_bits`` (or multipliers are forced to DSP), the others LUT multipliers of
   ``lut_per_mult_bit2 * Wx * Ww`` LUTs (DS255: a speed-optimised 9x9 LUT multiplier takes
-  115 LUTs). Each instance gets an ``II:1`` mux on its data operand, ``Wx * ceil((II-1)/3)``
-  LUTs (a LUT6 is a 4:1 mux, UG474: ``mux_inputs_per_lut``), and, for constant weights, a small
+  115 LUTs). Each instance gets a mux on its data operand over the ``min(II, n_in)`` inputs it
+  can see (hls4ml's reuse loop walks the ``n_in`` inputs again when ``R > n_in``),
+  ``Wx * ceil((min(II, n_in)-1)/3)`` LUTs (a LUT6 is a 4:1 mux, UG474: ``mux_inputs_per_lut``),
+  and, for constant weights, a small
   ROM of ``Ww * ceil(II/64)`` LUTs (one LUT6 holds 64 one-bit entries).
 * Adder tree. Output ``o`` sums ``t_o`` terms (its non-zero products plus a non-zero bias; every
   product plus any bias with weights in memory). With constant weights hls4ml's code is unrolled
@@ -282,7 +284,10 @@ def cost(
         # an ii:1 mux on the data operand; a constant weight operand is a small ROM (one LUT6
         # holds 64 one-bit entries), a weight from memory needs none
         w_mux = 0 if weights_in_memory else wt.width * math.ceil(ii / 64)
-        lut_mux = instances * (wx * math.ceil((ii - 1) / (c.mux_inputs_per_lut - 1)) + w_mux)
+        # the data operand takes one of at most n_in values, however many cycles it is shared over
+        # (hls4ml's reuse loop walks the inputs again when R > n_in)
+        data_sources = min(ii, n_in)
+        lut_mux = instances * (wx * math.ceil((data_sources - 1) / (c.mux_inputs_per_lut - 1)) + w_mux)
         lut_per_dsp = c.lut_per_mult_bit2 * wx * wt.width / slices_each
     else:
         dsp = s.dsp
