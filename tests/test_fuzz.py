@@ -102,6 +102,23 @@ def test_random_targets_are_built_as_given_and_cover_every_option():
     assert line == "seed 3 [io_stream, Vivado, Resource, rf d0=4]: ok"
 
 
+def test_layer_lines_are_the_lines_of_the_model_the_seed_builds():
+    """fuzz.layer_lines draws a seed's layers without building the model: the same lines (the
+    Keras names of a branching model's tensors aside, which count up per process)."""
+    import re
+
+    def unnamed(lines):
+        return [re.sub(r"\b([a-z][a-z0-9_]*?)_\d+\b", r"\1", line) for line in lines]
+
+    kinds = set()
+    for seed in range(12):
+        lines = fuzz.layer_lines(seed)
+        case = fuzz.random_model(seed)
+        assert unnamed(lines) == unnamed(case.layers), seed
+        kinds.add("1-D" if seed % 3 == 2 else "functional" if case.layers[0] == "functional" else "chain")
+    assert kinds == {"1-D", "functional", "chain"}
+
+
 def test_some_models_end_with_a_batchnorm_head_that_freezes_to_an_affine_node():
 
     from edgebnn.freeze import freeze

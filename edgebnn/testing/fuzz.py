@@ -350,6 +350,25 @@ def _input_quantizer(rng) -> str:
     return _fixed_quantizer(rng, (2, 7))
 
 
+_LINES_ONLY = [False]  # layer_lines: draw the layers, build no model
+
+
+def layer_lines(seed: int) -> list[str]:
+    """The layer lines of :func:`random_model`'s model of ``seed``, drawn as it draws them but
+    without building the model, setting its weights (a prediction per BatchNormalization) or
+    compiling it: a cheap look at what a seed holds before building the ones wanted."""
+    _LINES_ONLY[0] = True
+    try:
+        return random_model(seed).layers
+    finally:
+        _LINES_ONLY[0] = False
+
+
+def _jit(model) -> bool:
+    """Whether Keras compiled ``model`` under XLA (it may have declined); False for no model."""
+    return model is not None and bool(model.jit_compile)
+
+
 def random_model(seed: int, n_inputs: int = 64) -> Case:
     """A random model of edgebnn layers (weights and statistics set, not trained) and inputs."""
     import keras
@@ -510,9 +529,7 @@ def random_model(seed: int, n_inputs: int = 64) -> Case:
     if output_quantizer is not None:
         text[-1] += f"  # freeze(output_quantizer={output_quantizer!r})"
     # Keras may have declined XLA
-    return Case(
-        seed, model, x, text, bool(model.jit_compile), strip or output_quantizer is not None, input_type, output_quantizer
-    )
+    return Case(seed, model, x, text, _jit(model), strip or output_quantizer is not None, input_type, output_quantizer)
 
 
 def _output_quantizer(seed: int, text: list) -> str | None:
@@ -624,12 +641,16 @@ def _assemble(seed, rng, shape, layers, text, in_q, n_inputs):
 
     _qkeras_names(seed, layers, text)
     model_shape, input_type, inputs_for = _front_door(seed, shape, layers, text, in_q)
-    if rng.random() < 0.2:  # the same chain as a functional model
+    functional = rng.random() < 0.2  # the same chain as a functional model
+    if functional:
+        text.insert(0, "functional")
+    if _LINES_ONLY[0]:
+        return None, None, input_type
+    if functional:
         inputs = h = keras.Input(model_shape)
         for layer in layers:
             h = layer(h)
         model = keras.Model(inputs, h, name=f"fuzz_{seed}")
-        text.insert(0, "functional")
     else:
         model = keras.Sequential([keras.Input(model_shape)] + layers, name=f"fuzz_{seed}")
     x = inputs_for(_inputs(rng, in_q, shape, n_inputs))
@@ -832,11 +853,13 @@ def _branching_model(seed: int, n_inputs: int) -> Case:
             text,
             f"QuantDense({units}, input_quantizer={iq!r}, kernel_quantizer={kq!r}, use_bias=False)",
         )
+    if _LINES_ONLY[0]:
+        return Case(seed, None, None, text, False)
     model = keras.Model(inputs, h, name=f"fuzz_{seed}")
     x = _inputs(rng, in_q, shape, n_inputs)
     _set_weights(model, rng, x)
     model.compile(jit_compile=bool(rng.random() < 0.2))
-    return Case(seed, model, x, text, bool(model.jit_compile))
+    return Case(seed, model, x, text, _jit(model))
 
 
 def _apply(layer, h, text: list[str], line: str):
@@ -1082,7 +1105,7 @@ def random_model_1d(seed: int, n_inputs: int = 64) -> Case:
                 add(keras.layers.ZeroPadding1D(pad), f"ZeroPadding1D({pad})")
                 cur = (cur[0] + pad[0] + pad[1], cur[1])
     model, x, input_type = _assemble(seed, rng, shape, layers, text, in_q, n_inputs)
-    return Case(seed, model, x, text, bool(model.jit_compile), input_type=input_type)
+    return Case(seed, model, x, text, _jit(model), input_type=input_type)
 
 
 def _conv1d(rng, cur, input_q, common, cls):
