@@ -50,8 +50,8 @@ VERILATOR_FLAGS = (
 CXXFLAGS = ("-Os", "-fPIC", "-std=c++17", "-pthread")  # Verilator's runtime, and the link
 # the code evaluated every cycle (the harness and Verilator's files not named *__Slow.cpp) is
 # compiled -O2, the code run once (construction, the first settling of the logic, as large) -O0,
-# as Verilator's own makefiles do; measured on the unrolled digits BNN: 1.5x the simulation's
-# speed of -Os everywhere, and the -O0 files build in a third of their -Os time
+# as Verilator's own makefiles do; measured on the unrolled digits BNN: 1.3x to 1.5x the
+# simulation's speed of -Os everywhere, and the -O0 files build in a third of their -Os time
 FAST_CXXFLAGS = ("-O2", *CXXFLAGS[1:])
 SLOW_CXXFLAGS = ("-O0", *CXXFLAGS[1:])
 _FORMAT = b"edgebnn RTL simulation library 1"
