@@ -90,6 +90,25 @@ def test_the_project_names_units_after_nodes(mlp, mlp_project):
     assert len(mem) == (16 // 4) * (12 // 3)
 
 
+@pytest.mark.parametrize(
+    "input_type, out_levels, folding",
+    [
+        # signed 8-bit inputs: the top bit plane counts -128 (Verilator sums by bit planes)
+        ("fixed<8,3,RND_CONV,SAT>", None, {"dense0": (3, 4), "dense1": (2, 3), "dense2": (4, 8)}),
+        ("fixed<8,3,RND_CONV,SAT>", "fixed<4,2>", {"dense0": (12, 16), "dense1": (8, 12), "dense2": (4, 8)}),
+        ("ufixed<5,2,RND_CONV,WRAP>", None, {"dense0": (1, 2), "dense1": (8, 12), "dense2": (1, 8)}),
+    ],
+)
+def test_binary_weights_on_multibit_inputs_equal_the_emulator(tmp_path, input_type, out_levels, folding):
+    graph = binary_mlp(input_type=input_type, out_levels=out_levels, seed=4)
+    project = rtl.export(graph, tmp_path / "p", folding=folding)
+    assert "add/subtract" in (project.path / "hdl" / "dense0.v").read_text()
+    x = edge_inputs(graph, n=400, seed=6)
+    x[0] = graph.input.type.min  # every input the most negative code (all of the top plane)
+    x[1] = graph.input.type.max
+    assert np.array_equal(project.predict(x), emulate(graph, x))
+
+
 # ------------------------------------------------------------------ every fixed-point conversion
 def cast_graph() -> Graph:
     """One cast of a wide input to a narrower type per rounding x overflow mode (and WRAP with

@@ -110,6 +110,8 @@ def test_every_op_graph_in_icarus(tmp_path, name):
         ),
         # binary layers, one folded and one unfolded (its weights a constant)
         (lambda: binary_mlp(sizes=(16, 12, 8, 4), out_levels="fixed<4,2>"), {"dense0": (4, 4), "dense1": (1, 12)}),
+        # binary weights on signed 8-bit inputs: the add/subtract trees synthesis builds
+        (lambda: binary_mlp(input_type="fixed<8,3,RND_CONV,SAT>", seed=4), {"dense0": (3, 4)}),
     ],
 )
 def test_fused_units_in_icarus(tmp_path, graph, folding):

@@ -343,6 +343,32 @@ def test_fit_folds_a_binary_cnn_and_reads_open_flow_boards_in_their_units():
         fit(g, "pynq-z2", limit=1.5)
 
 
+def test_on_ice40_the_fit_counts_a_logic_cell_per_comparison_bit():
+    # synth_ice40 builds each >= of a built-in threshold as a carry chain whose SB_CARRY cells
+    # take logic cells of their own (measured: a 10 x 1 last layer of 31 thresholds, 2,471
+    # SB_CARRY, placed in 145% of the UP5K where the LUT4 count said 72%)
+    from graphs import binary_mlp
+
+    from edgebnn.backends.rtl.cost import node_cost
+    from edgebnn.backends.rtl.cost.mvau import features
+    from edgebnn.backends.rtl.fit import fit, on_board
+
+    g = binary_mlp(sizes=(64, 128, 128, 10), seed=11, out_levels="fixed<5,5,RND_CONV,SAT>", out_thresholds=31)
+    found = fit(g, "icebreaker", limit=0.8)
+    assert found.fits and found.cost.lut <= 0.8 * found.capacity["lut"]
+    for name, (pe, simd) in found.folding.items():
+        f = features(g, g[name], (pe, simd))
+        roms = [(f["word_bits"], f["depth"])] if f["block"] else []
+        lut4 = on_board(node_cost(g, g[name], (pe, simd)), "ice40", roms).lut
+        assert found.per_node[name].lut == lut4 + f["cmp"]
+    pe, _ = found.folding["dense2"]
+    assert features(g, g["dense2"], found.folding["dense2"])["cmp"] == pe * 31 * features(g, g["dense2"], (1, 1))["aw"]
+    # the Xilinx flow counts LUTs only: there a comparison is logic the LUT model holds
+    xc7 = fit(g, "pynq-z2", limit=0.8)
+    for name, (pe, simd) in xc7.folding.items():
+        assert xc7.per_node[name].lut == node_cost(g, g[name], (pe, simd)).lut
+
+
 @pytest.mark.rtl
 def test_the_lut_model_is_within_15_percent_of_yosys_on_a_design_it_was_not_fitted_on(tmp_path):
     from graphs import binary_mlp

@@ -71,7 +71,12 @@ class RTLProject:
         lib = self.path / LIBRARY
         harness = [self.path / "sim" / "harness.cpp", self.path / "sim" / "design.h"]
         self.built = build_library(self.path, self.sources, harness, self.top, lib)
-        self._lib = ctypes.CDLL(str(lib.absolute()))
+        return self._load(lib)
+
+    def _load(self, lib) -> RTLProject:
+        """Load the simulation library ``lib`` as it is (bench/rtl_sim.py times a library an
+        earlier edgebnn built this way, beside the current one)."""
+        self._lib = ctypes.CDLL(str(pathlib.Path(lib).absolute()))
         run = self._lib.edgebnn_run
         run.restype = ctypes.c_int64
         run.argtypes = [

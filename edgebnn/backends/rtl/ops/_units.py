@@ -212,6 +212,14 @@ def mvau(
         # sum(w x) = 2 sum(x where w > 0) - sum(x): one shared sum, per PE a sum of selected inputs
         sel = [f"({wsel(s)} ? {xe(s)} : {zero})" for s in range(simd)]
         tree = [f"      psum = ({_sized_tree(sel, iw + 1, True, adders)} <<< 1) - xsum;"]
+        # Verilator: the same sum by bit planes, sum over b of 2**b (-2**b for a signed code's top
+        # bit) times the count of selected inputs whose bit b is set: a few word popcounts per PE
+        # where the tree's selections are SIMD data-dependent branches of the C++ (the unrolled
+        # digits BNN simulated 1.5x faster so, with the unrolled loops); exact: the sum is taken
+        # modulo 2**psum's width, which holds it
+        sign = lambda b: "-" if src_type.signed and b == iw - 1 else "+"
+        planes = [f"{sign(b)} ($countones(b_w[p*SIMD +: SIMD] & xbits[{b}*SIMD +: SIMD]) <<< {b})" for b in range(iw)]
+        counted = [f"      psum = ((0 {' '.join(planes)}) <<< 1) - xsum;"]
         psum = []
     elif mode == "tern":
         pos = [f"({wsel(s)} == 2'b01 ? {xe(s)} : {zero})" for s in range(simd)]
@@ -233,17 +241,28 @@ def mvau(
     ]
     if mode == "addsub":
         comb_b.append(f"  assign xsum = {_sized_tree([xe(s) for s in range(simd)], iw + 1, True, adders)};  // shared by the PEs")
+        comb_b += [
+            "`ifdef VERILATOR",
+            f"  wire [{iw * simd - 1}:0] xbits;  // bit plane b: bit b of each of the fold's inputs, at b*SIMD",
+            "  generate",
+            "    for (gs = 0; gs < SIMD; gs = gs + 1) begin : input_planes",
+            *(f"      assign xbits[{b}*SIMD + gs] = b_x[gs*{iw} + {b}];" for b in range(iw)),
+            "    end",
+            "  endgenerate",
+            "`endif",
+        ]
     if mode == "pm1":
         comb_b.append(f"  assign terms = {_sized_tree([f'nz[{s}]' for s in range(simd)], 1, False, adders)};")
-    # one loop over the PE lanes: Yosys unrolls it, Verilator keeps a long one a loop (the unfolded
-    # digits BNN built in 99 s so; as a generate block per lane its C++ was 21 MB, over 25 minutes)
+    # one loop over the PE lanes: Yosys unrolls it, and so does Verilator up to its --unroll-count
+    # (sim/build.py) while the body stays under its statement limit (as a generate block per lane
+    # the unfolded digits BNN's C++ was 21 MB, over 25 minutes to build; unrolled so, 3.5 MB, 35 s)
     comb_b += [
         "  always @* begin : accumulate  // its own loop variable: two blocks sharing one would wake each other",
         "    integer p;",
         "    for (p = 0; p < PE; p = p + 1) begin",
     ]
-    if mode in ("xnor", "pm1"):
-        # Verilator counts a word's ones in one instruction: the same count, a faster simulation
+    if mode in ("xnor", "pm1", "addsub"):
+        # Verilator counts a word's ones in a few instructions: the same count, a faster simulation
         comb_b += ["`ifdef VERILATOR", *counted, "`else", *tree, "`endif"]
     else:
         comb_b += tree
