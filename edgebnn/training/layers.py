@@ -676,8 +676,8 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         if ds is None and ps is None:
             return self._convolve(x, strides, padding, training), ()
         x = _depthwise(x, dv, self._options(strides, padding))
-        if ds is not None and not _one_value(ds):
-            x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
+        if ds is not None and not _one_value(ds):  # in the sum's type (float64 when the layer sums exactly)
+            x = self.depthwise_quantizer.rescale(x, ops.cast(self._channels("depthwise_quantizer", ds), x.dtype))
         x = ops.conv(x, ops.cast(pv, x.dtype), strides=1, padding="valid", data_format=self.data_format)
         return x, (("pointwise_quantizer", ps), ("depthwise_quantizer", ds if ds is not None and _one_value(ds) else None))
 
