@@ -119,7 +119,7 @@ from keras import ops
 from ..graph import Graph
 from . import kinds
 from .chain import branches, inbound, layer_chain, model_jit, trailing_softmax
-from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, OffGrid, Planning, Step
+from .items import MAX_ENUMERATION, FreezeError, FreezeWarning, Freezing, Layer, Planning, Step
 from .logits import OUTPUT_QUANTIZER, keras_logits, keras_reference, with_output_quantizer
 from .passes import NODE_PASSES, PASSES
 from .passes.float32_exactness import inexact as _inexact
@@ -287,10 +287,10 @@ def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, inp
     import re
 
     from ..fixed import propose_input_type
-    from .calibrate import _split_data, calibrate, twin
+    from .calibrate import _split_data, calibrate, off_grid_tensors, twin
 
     x, _ = _split_data(data)
-    tensors = _off_grid_tensors(model, x, strip_softmax, _input_type(input_type))
+    tensors = off_grid_tensors(model, x, strip_softmax, _input_type(input_type))
     calibration = calibrate(model, data, max_drop, _input_type(input_type), tensors)
     reference = model if calibration is None else twin(model, calibration.layers, calibration.tensors)
     lines = [] if calibration is None else calibration.lines()
@@ -324,37 +324,6 @@ def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, inp
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return graph
-
-
-def _off_grid_tensors(model, x, strip_softmax: bool, input_type) -> list[str]:
-    """The layers whose real-valued outputs the graph needs on a grid (a merge or several layers
-    read them, :class:`OffGrid`), found by planning the model with its float layers and those
-    tensors quantized at the widest widths, one refusal at a time; calibration then chooses
-    their widths. Any other refusal is left to freeze to say."""
-    from ..fixed import propose_input_type
-    from .calibrate import MAX_BITS, _Specs, twin
-
-    specs = _Specs(model, x)
-    layers = specs(specs.widths(MAX_BITS))
-    names = {layer.name for layer in model.layers}
-    found: list[str] = []
-    while True:
-        probe = twin(model, layers, {name: f"quantized_bits({MAX_BITS}, {MAX_BITS // 2})" for name in found})
-        refused = None
-        for given in dict.fromkeys([input_type, input_type or propose_input_type(x)]):  # as given, else the data's
-            try:
-                _plan(probe, strip_softmax, given)
-                return found
-            except OffGrid as err:
-                refused = err
-                break
-            except FreezeError:
-                continue
-        if refused is None:
-            return found
-        if refused.layer.name in found or refused.layer.name not in names:
-            raise refused
-        found.append(refused.layer.name)
 
 
 def calibration_labels(model, data) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 
 from edgebnn import verify
 from edgebnn.data import load_dataset
-from edgebnn.freeze import FreezeError, FreezeWarning, freeze
+from edgebnn.freeze import FreezeError, FreezeWarning, freeze, plan
 from edgebnn.freeze.calibrate import MIN_BITS, _accuracy, calibrate, specs_at, twin
 from edgebnn.layers import QuantConv2D, QuantDense
 
@@ -220,3 +220,18 @@ def test_the_run_pipeline_calibrates_with_its_training_data(tmp_path, capsys):
     assert result["mismatches"]["keras_vs_emulator"] == 0
     assert set(result["calibration"]["layers"]) == {"quant_dense", "quant_dense_2"}
     assert 0 < result["calibration"]["accuracy_float"] <= 1
+
+
+def test_the_run_pipeline_checks_a_real_valued_stream_as_the_twin_calibration_makes(digits):
+    """Before training, a run checks the structure as the freeze stage will calibrate it: a
+    real-valued tensor where the graph needs a grid is what calibration quantizes, so the check
+    passes (it refused such a model before training) and the freeze stage calibrates."""
+    from edgebnn.run.stages import _calibration_helps, _check_structure
+
+    x, _ = digits
+    model = residual()
+    with pytest.raises(FreezeError, match="'stream'"):
+        plan(model)
+    assert _calibration_helps(model, None) and _calibration_helps(model, "fixed<5,2>")
+    _check_structure(model, None, x)
+    _check_structure(model, "fixed<5,2>", x)
