@@ -357,3 +357,28 @@ def test_unequal_strides_sum_exactly(kind):
     report = verify(model, freeze(model), x)
     assert report.keras_vs_emulator == 0, report.describe()
     assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "separable"])
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_strides_with_dilation_sum_exactly(kind, padding):
+    """TensorFlow's convolution takes strides or dilation, not both: the exact sum with strides
+    (1, 2) and dilation (1, 2) pads as the strided convolution would, convolves at stride 1 and
+    subsamples, as Keras's depthwise convolution does (the fuzzer's seed 33537 at raised
+    float32-scale rates crashed in the layer)."""
+    keras.utils.set_random_seed(8)
+    common = dict(strides=(1, 2), dilation_rate=(1, 2), padding=padding)
+    if kind == "depthwise":
+        mid = QuantDepthwiseConv2D(3, depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False, **common)
+    else:
+        mid = QuantSeparableConv2D(3, 3, pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign", **common)
+    model = keras.Sequential(
+        [keras.Input((7, 9, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
+    )
+    randomize_bn(model, np.random.default_rng(8), mean_scale=0.5)
+    assert sums_exactly(mid)
+    x = np.random.default_rng(9).uniform(-2.5, 2.5, (200, 7, 9, 3)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert np.array_equal(np.asarray(model(x)), report.outputs["keras"])
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100

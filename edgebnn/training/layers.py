@@ -343,7 +343,17 @@ def _depthwise(x, kernel, options: dict):
     kh, kw, c, m = kernel.shape
     eye = ops.reshape(ops.eye(c, dtype=x.dtype), (1, 1, c, c, 1))
     full = ops.reshape(ops.expand_dims(kernel, 3) * eye, (kh, kw, c, c * m))
-    return ops.conv(x, full, **options)
+    dilation = options.get("dilation_rate", 1)
+    dilation = tuple(dilation) if isinstance(dilation, tuple | list) else (dilation, dilation)
+    if max(dilation) == 1:
+        return ops.conv(x, full, **options)
+    # TensorFlow's convolution takes strides or dilation, not both: as Keras's depthwise
+    # convolution does, pad as the strided one would, convolve at stride 1 and subsample
+    if options["padding"] == "same":
+        widths = [_same_padding(x.shape[a], k, s, d) for a, k, s, d in zip((1, 2), (kh, kw), strides, dilation)]
+        x = ops.pad(x, [(0, 0), *widths, (0, 0)])
+    out = ops.conv(x, full, strides=1, padding="valid", dilation_rate=dilation, data_format=options.get("data_format"))
+    return out[:, :: strides[0], :: strides[1], :]
 
 
 def _static_shape(layer, inputs, out):
