@@ -498,7 +498,7 @@ def _freeze_calibrated(model, x_tr, result: dict):
     graph = edgebnn.freeze(model, data=x_tr)
     cal = graph.meta.get("calibration")
     if cal:
-        result["calibrated"] = {name: cal["bits"][name] for name in cal["layers"]}
+        result["calibrated"] = dict(cal["bits"])  # float layers' widths, and tensors' ({"output": bits})
         result["accuracy_change"] = cal["accuracy_twin"] - cal["accuracy_float"]
     return graph
 
@@ -568,7 +568,10 @@ def table(results: list[dict]) -> str:
         acc = [f"{100 * r[k]:.1f}%" if k in r else "-" for k in ("keras_accuracy", "deployed_accuracy")]
         cal = r.get("calibrated")
         if cal:
-            widths = "; ".join(f"{name} ({'/'.join(str(b) for b in bits.values())})" for name, bits in cal.items())
+            widths = "; ".join(
+                f"{name}{' outputs' if bits.keys() == {'output'} else ''} ({'/'.join(str(b) for b in bits.values())})"
+                for name, bits in cal.items()
+            )
             cal = f"{widths}; {r['accuracy_change']:+.2f} points on the training data"
         rows.append(
             f"| {r['model']} | {r['source']} | {r['outcome']} | {acc[0]} | {acc[1]} | {cal or '-'} | "

@@ -179,16 +179,22 @@ def _locate_csim(project, graph: Graph, x, i: int, emu, csim, between: str = "em
     return Mismatch(between, i, out.name, out.source, emu[i].tolist(), csim[i].tolist())
 
 
+def _as_keras_holds(keras_value, emulated) -> bool:
+    """Keras's traced value of a node is the emulator's, exactly or as Keras's float32 tensor
+    holds it: a sum that a layer computes exactly in float64 and rounds once to float32
+    (``layers.sums_exactly``) is the node's exact value rounded once. Flat: a requantization
+    folded with a global pool's flattening division is flat in Keras."""
+    k, e = np.reshape(keras_value, -1), np.reshape(emulated, -1)
+    return k.shape == e.shape and (np.array_equal(k, e) or np.array_equal(k, e.astype(np.float32)))
+
+
 def _locate_keras(model, graph: Graph, x, i: int, ker, emu, stripped: bool) -> Mismatch:
     from .freeze import trace  # Keras side only
 
     k_nodes = trace(model, x[i : i + 1], strip_softmax=stripped, input_type=graph.meta.get("input_type"))
     e_nodes = emulate(graph, x[i : i + 1], return_all=True)
     for node in graph.nodes:
-        # a requantization folded with a global pool's flattening division is flat in Keras
-        if node.name in k_nodes and not np.array_equal(
-            np.reshape(k_nodes[node.name], (1, -1)), np.reshape(e_nodes[node.name], (1, -1))
-        ):
+        if node.name in k_nodes and not _as_keras_holds(k_nodes[node.name], e_nodes[node.name]):
             return Mismatch(
                 "keras/emulator",
                 i,

@@ -367,3 +367,36 @@ def test_batchnorm_under_xla_follows_predict_and_the_caveat_says_so(xla_allowed)
     assert bool(caveats) == eager_differs
     for c in caveats:
         assert c["node"] == "q" and "the deployed model follows model.predict under XLA" in c["reason"]
+
+
+def test_verify_locates_an_eager_batchnorm_difference_after_a_float32_scaled_sum(xla_allowed):
+    """The fuzzer's seed 33425 at raised float32-scale rates, smallest: XNOR scales per input
+    (mean |W| of 6 values, float32) before a BatchNormalization with its mean on reached sums,
+    under XLA. model.predict follows the graph at every batch size; where eager Keras differs
+    (Keras's own BatchNormalization, compiled by XLA), verify names the node of the recorded
+    xla_fma caveat, not the sum before it (its trace had summed in float32 where the layer sums
+    exactly and rounds once), so the fuzzer reports it as explained."""
+    from edgebnn.verify import verify
+
+    dense = QuantDense(6, input_quantizer="quantized_bits(4, 3)", kernel_quantizer="xnor_sign(axis=0)", use_bias=False, name="d")
+    model = keras.Sequential(
+        [keras.Input((8,)), dense, keras.layers.BatchNormalization(epsilon=0.1, name="bn"), QuantActivation("ste_sign", name="q")]
+    )
+    rng = np.random.default_rng(5)
+    dense.kernel.assign(rng.normal(size=(8, 6)).astype("float32"))
+    x = rng.integers(-8, 8, size=(2000, 8)).astype("float32")
+    sums = np.asarray(keras.Model(model.inputs[0], dense.output)(x))
+    gamma = np.float32([0.1, 0.3, 0.7, 1.3, 0.37, 3.1])
+    model.layers[1].set_weights([gamma, np.zeros(6, "float32"), sums[:6].diagonal().copy(), np.ones(6, "float32")])
+    model.compile(jit_compile=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FreezeWarning)
+        graph = freeze(model)
+    emu = emulate(graph, x)
+    for batch in (1, 7, 32):
+        assert np.array_equal(np.asarray(model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu), batch
+    eager = np.asarray(model(x), dtype=np.float64)
+    report = verify(model, graph, x, keras_output=eager)
+    recorded = {c["node"] for c in graph.meta["keras_caveats"] if c["kind"] == "xla_fma"}
+    assert bool(recorded) == (report.keras_vs_emulator > 0)
+    assert [m.layer for m in report.first_mismatches] == ["q"] * bool(recorded) and recorded <= {"q"}

@@ -107,9 +107,10 @@ def test_quantizers_serialize():
     ],
     ids=repr,
 )
-def test_tensor_statistics_work_with_an_unknown_batch_dimension(q):
+def test_tensor_statistics_work_with_an_unknown_batch_dimension(q, xla_allowed):
     """Quantizers whose scale or threshold is a statistic of the tensor, used as activations:
-    Keras traces them with a None batch dimension and runs them at any batch size."""
+    Keras traces them with a None batch dimension and runs them at any batch size, under XLA too,
+    to the same numbers (a mean is its exact quotient rounded once, whatever order XLA sums in)."""
     inp = keras.Input((3, 2))
     model = keras.Model(inp, edgebnn.layers.QuantActivation(q)(inp))
     rng = np.random.default_rng(0)
@@ -119,9 +120,34 @@ def test_tensor_statistics_work_with_an_unknown_batch_dimension(q):
         for jit in (True, False):
             model.compile(jit_compile=jit)
             y = model.predict(x, batch_size=batch, verbose=0)
-            if isinstance(q, (qz.Ternary, qz.QuantizedBits)) and q.alpha == "auto":
-                # a float scale mean(x k) / mean(k k): compiled graphs sum and fuse in another order
-                np.testing.assert_array_equal(np.sign(y), np.sign(want))
-                np.testing.assert_allclose(y, want, rtol=2**-22)
-            else:
-                np.testing.assert_array_equal(y, want)
+            np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize(
+    "q",
+    [
+        "xnor_sign",
+        "xnor_sign(axis=0)",
+        "xnor_sign(axis=None)",
+        "magnitude_aware_sign",
+        "quantized_bits(3, 0, alpha='auto')",
+        "quantized_bits(3, 0, alpha='auto', scale_axis=0)",
+        "binary(alpha='auto')",
+        "ternary(alpha='auto')",
+    ],
+)
+def test_a_kernel_scale_is_one_number_eager_and_under_xla(q, xla_allowed):
+    """A scale that is a mean (XNOR's mean |W|, Bi-Real's per channel, QKeras's alphas) over a
+    count that is not a power of two: XLA multiplied by 1/N where eager TensorFlow divided by N
+    (and summed in another order), so a layer's scales, its sums and model.predict under
+    jit_compile differed from eager Keras and from the graph frozen from the eager kernel."""
+    import tensorflow as tf
+
+    quantizer = qz.get(q)
+    compiled = tf.function(lambda w: quantizer(w), jit_compile=True)
+    rng = np.random.default_rng(3)
+    for shape in [(7, 6), (3, 5, 12), (3, 3, 6, 10)]:
+        for _ in range(4):
+            w = rng.normal(size=shape).astype(np.float32)
+            eager = keras.ops.convert_to_numpy(quantizer(w))
+            np.testing.assert_array_equal(np.asarray(compiled(w)), eager)

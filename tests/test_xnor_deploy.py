@@ -14,7 +14,7 @@ from graphs import PYNQ
 
 import edgebnn  # noqa: F401
 from edgebnn.emulate import emulate
-from edgebnn.freeze import FreezeError, freeze
+from edgebnn.freeze import FreezeError, freeze, trace
 from edgebnn.layers import (
     QuantActivation,
     QuantConv1D,
@@ -98,6 +98,43 @@ def test_other_scales_along_the_sum_are_exact(kind, axis, n):
         report = verify(model, graph, x)
         assert report.keras_vs_emulator == 0, (kq, report.describe())
         assert len(np.unique(report.outputs["keras"], axis=0)) > 20, kq
+
+
+@pytest.mark.parametrize("kind,axis,n", SUMMED)
+def test_verify_traces_a_float32_scaled_sum_as_the_layer_computes_it(kind, axis, n):
+    """verify's trace (Keras node by node, where it looks for the first node that differs)
+    computes a sum with float32 scales as the layer does, exact in float64 and rounded once, and
+    that is the node's exact sum rounded once (the trace summed in float32, so the fuzzer's seed
+    33425 was located at such a sum, not at the BatchNormalization whose recorded caveat explained
+    it). A separable layer's depthwise result stays exact (its pointwise sum reads it unrounded)."""
+    model, x = model_of(kind, forms_along(axis, n, po2=False)[0])
+    mid = model.layers[0]
+    own = np.asarray(keras.Model(model.inputs[0], mid.output)(x))
+    traced, nodes = trace(model, x), emulate(freeze(model), x, return_all=True)
+    assert np.array_equal(traced[mid.name], own)
+    assert np.array_equal(nodes[mid.name].astype(np.float32), own)
+    assert not np.array_equal(nodes[mid.name], own)  # the exact sums are finer than float32
+    if kind == "separable":
+        assert np.array_equal(traced[f"{mid.name}_depthwise"], nodes[f"{mid.name}_depthwise"])
+
+
+def test_a_separable_layer_summing_exactly_takes_a_depthwise_scale_per_channel():
+    """Float32 scales along the pointwise sum (the layer sums in float64) and a power-of-two XNOR
+    scale per depthwise channel: the layer multiplied its float64 depthwise result by the float32
+    scales and crashed (the fuzzer's seed 33444 at raised float32-scale rates); the scale is a
+    power of two, so the graph shifts it into the codes and Keras = emulator."""
+    keras.utils.set_random_seed(6)
+    mid = QuantSeparableConv2D(
+        3, 1, depth_multiplier=2, use_bias=False, input_quantizer=IN_Q,
+        depthwise_quantizer="xnor_sign(axis=2, po2=True)", pointwise_quantizer="xnor_sign(axis=2, po2=False)",
+    )  # fmt: skip
+    model = keras.Sequential([keras.Input((4, 4, 3)), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)])
+    randomize_bn(model, np.random.default_rng(6), mean_scale=0.5)
+    assert sums_exactly(mid)
+    x = np.random.default_rng(7).uniform(-2.5, 2.5, (200, 4, 4, 3)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
 
 
 def tie_model(order=(0, 1, 2)):
@@ -319,4 +356,29 @@ def test_unequal_strides_sum_exactly(kind):
     x = np.random.default_rng(5).uniform(-2.5, 2.5, (200, 7, 7, 3)).astype(np.float32)
     report = verify(model, freeze(model), x)
     assert report.keras_vs_emulator == 0, report.describe()
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "separable"])
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_strides_with_dilation_sum_exactly(kind, padding):
+    """TensorFlow's convolution takes strides or dilation, not both: the exact sum with strides
+    (1, 2) and dilation (1, 2) pads as the strided convolution would, convolves at stride 1 and
+    subsamples, as Keras's depthwise convolution does (the fuzzer's seed 33537 at raised
+    float32-scale rates crashed in the layer)."""
+    keras.utils.set_random_seed(8)
+    common = dict(strides=(1, 2), dilation_rate=(1, 2), padding=padding)
+    if kind == "depthwise":
+        mid = QuantDepthwiseConv2D(3, depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False, **common)
+    else:
+        mid = QuantSeparableConv2D(3, 3, pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign", **common)
+    model = keras.Sequential(
+        [keras.Input((7, 9, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
+    )
+    randomize_bn(model, np.random.default_rng(8), mean_scale=0.5)
+    assert sums_exactly(mid)
+    x = np.random.default_rng(9).uniform(-2.5, 2.5, (200, 7, 9, 3)).astype(np.float32)
+    report = verify(model, freeze(model), x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    assert np.array_equal(np.asarray(model(x)), report.outputs["keras"])
     assert len(np.unique(report.outputs["keras"], axis=0)) > 100

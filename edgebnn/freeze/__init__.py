@@ -287,11 +287,12 @@ def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, inp
     import re
 
     from ..fixed import propose_input_type
-    from .calibrate import _split_data, calibrate, twin
+    from .calibrate import _split_data, calibrate, off_grid_tensors, twin
 
     x, _ = _split_data(data)
-    calibration = calibrate(model, data, max_drop, _input_type(input_type))
-    reference = model if calibration is None else twin(model, calibration.layers)
+    tensors = off_grid_tensors(model, x, strip_softmax, _input_type(input_type))
+    calibration = calibrate(model, data, max_drop, _input_type(input_type), tensors)
+    reference = model if calibration is None else twin(model, calibration.layers, calibration.tensors)
     lines = [] if calibration is None else calibration.lines()
     kwargs = {"input_type": input_type, "output_quantizer": output_quantizer}
     while True:

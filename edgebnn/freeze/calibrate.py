@@ -10,6 +10,12 @@ the twin's accuracy drop within a bound (default 0.5 points); without labels the
 own predictions are the labels. The twin is what the graph computes bit for bit; the spec that
 builds it is recorded in ``graph.meta["calibration"]``, so that :func:`twin` rebuilds it from
 the user's model (what :func:`edgebnn.verify` compares with).
+
+A real-valued tensor that the graph needs on a grid (Bi-Real Net's residual stream: a
+BatchNormalization's outputs that a merge reads, a float tensor read by two layers; freeze
+refuses it with :class:`~edgebnn.freeze.items.OffGrid`) is calibrated the same way: the twin
+quantizes it with a ``QuantActivation`` of ``quantized_bits`` right after the layer producing it
+(named ``<layer>_calibrated``), its width chosen with the others (``tensors`` of the calibration).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from ..fixed import FixedType, propose_input_type
 from ..training import quantizers as q
 from ..training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 from .chain import inbound, model_jit
-from .items import FreezeError
+from .items import FreezeError, OffGrid
 
 MAX_BITS = 16
 MIN_BITS = 2
@@ -138,10 +144,12 @@ def _float32_exact(layer, spec: dict, data_type: FixedType) -> bool:
     return float(top.max()) < 2.0**24
 
 
-def twin(model, layers: dict):
+def twin(model, layers: dict, tensors: dict | None = None):
     """``model`` with each layer named in ``layers`` ({name: {argument: quantizer string}})
-    replaced by its edgebnn counterpart with those quantizers, every weight copied: a Keras
-    model compiled as ``model`` (XLA or not)."""
+    replaced by its edgebnn counterpart with those quantizers, and the outputs of each layer
+    named in ``tensors`` ({name: quantizer string}) quantized by a ``QuantActivation`` named
+    ``<name>_calibrated``, every weight copied: a Keras model compiled as ``model`` (XLA or not)."""
+    tensors = tensors or {}
 
     def clone(layer):
         config = layer.get_config()
@@ -150,7 +158,13 @@ def twin(model, layers: dict):
         cls = _COUNTERPART.get(type(layer), type(layer))
         return cls.from_config({**config, **layers[layer.name]})
 
-    copy = keras.models.clone_model(model, clone_function=clone)
+    def call(layer, *args, **kwargs):
+        out = layer(*args, **kwargs)
+        if layer.name in tensors:
+            out = QuantActivation(tensors[layer.name], name=calibrated_name(layer.name))(out)
+        return out
+
+    copy = keras.models.clone_model(model, clone_function=clone, call_function=call if tensors else None)
     for layer in model.layers:
         if layer.weights:
             copy.get_layer(layer.name).set_weights(layer.get_weights())
@@ -158,27 +172,39 @@ def twin(model, layers: dict):
     return copy
 
 
+def calibrated_name(layer_name: str) -> str:
+    """The name of the twin's ``QuantActivation`` quantizing the outputs of ``layer_name``."""
+    return f"{layer_name}_calibrated"
+
+
 @dataclasses.dataclass
 class Calibration:
-    """What :func:`calibrate` chose: per layer its quantizers and widths, and the accuracies."""
+    """What :func:`calibrate` chose: per layer its quantizers and widths, per calibrated tensor
+    its quantizer, and the accuracies."""
 
     layers: dict  # name -> {argument: quantizer string}
-    bits: dict  # name -> {"kernel": bits, "input": bits (where it has an input quantizer)}
+    # name -> {"kernel": bits, "input": bits (where it has an input quantizer)}; a calibrated
+    # tensor's layer -> {"output": bits}
+    bits: dict
     accuracy_float: float
     accuracy_twin: float
     labelled: bool  # accuracies against labels; else against the float model's predictions
+    tensors: dict = dataclasses.field(default_factory=dict)  # layer name -> quantizer string of its outputs
 
     def lines(self) -> list[str]:
-        """One line per calibrated layer, saying what was chosen."""
+        """One line per calibrated layer or tensor, saying what was chosen."""
         out = []
         for name, spec in self.layers.items():
             what = ", ".join(f"{argument.removesuffix('_quantizer')} {q}" for argument, q in spec.items())
             out.append(f"calibrated layer {name!r}: {what}")
+        for name, quantizer in self.tensors.items():
+            out.append(f"calibrated the outputs of {name!r}: {quantizer} (QuantActivation {calibrated_name(name)!r})")
         return out
 
     def to_meta(self) -> dict:
         return {
             "layers": self.layers,
+            "tensors": self.tensors,
             "bits": self.bits,
             "accuracy_float": self.accuracy_float,
             "accuracy_twin": self.accuracy_twin,
@@ -198,23 +224,31 @@ def _accuracy(outputs, labels) -> float:
 
 
 class _Specs:
-    """The quantizers of the model's float layers at given widths, their ranges measured on
-    the inputs ``x`` once."""
+    """The quantizers of the model's float layers, and of the outputs of the layers named in
+    ``tensors``, at given widths, their ranges measured on the inputs ``x`` once."""
 
-    def __init__(self, model, x, input_type: FixedType | None = None):
+    def __init__(self, model, x, input_type: FixedType | None = None, tensors=()):
         self.layers = float_layers(model)
         self.inputs = {}
         for layer in self.layers:
             if not _reads_grid(layer):
                 self.inputs[layer.name] = keras.Model(model.inputs, layer.input).predict(x, verbose=0)
+        self.outputs = {name: keras.Model(model.inputs, model.get_layer(name).output).predict(x, verbose=0) for name in tensors}
         self.data_type = input_type or propose_input_type(x)
 
     def widths(self, bits: int) -> dict:
-        """Every tensor of every layer at ``bits``: {name: {"kernel": b[, "input": b]}}."""
-        return {l.name: {"kernel": bits, **({"input": bits} if l.name in self.inputs else {})} for l in self.layers}
+        """Every tensor of every layer at ``bits``: {name: {"kernel": b[, "input": b][, "output": b]}}."""
+        out = {l.name: {"kernel": bits, **({"input": bits} if l.name in self.inputs else {})} for l in self.layers}
+        for name in self.outputs:
+            out[name] = {**out.get(name, {}), "output": bits}
+        return out
 
     def __call__(self, bits: dict) -> dict:
         return {l.name: _spec(l, bits[l.name], self.inputs.get(l.name), self.data_type) for l in self.layers}
+
+    def tensors(self, bits: dict) -> dict:
+        """The quantizers of the calibrated tensors: {layer name: quantizer string}."""
+        return {name: quantizer_for(values, bits[name]["output"]) for name, values in self.outputs.items()}
 
     def inexact(self, bits: dict) -> list[str]:
         specs = self(bits)
@@ -251,16 +285,17 @@ def _exact_widths(specs: _Specs, bits: dict, name: str, drop, max_drop: float) -
     return best[1]
 
 
-def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None = None) -> Calibration | None:
+def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None = None, tensors=()) -> Calibration | None:
     """Quantizers for ``model``'s float layers (:func:`float_layers`) from ``data`` (inputs, or
     ``(inputs, labels)``): from 16 bits everywhere, each tensor in turn (a layer's kernel, then
     its input) takes the fewest bits (binary search down to 2, the others at their choice so far)
     whose twin stays within ``max_drop`` points of the float model's accuracy. The choice must
     leave each layer's sums within float32's exact integers (Keras then computes them exactly).
-    ``input_type`` is the model input's type when given to freeze (else the data's). None when
-    the model has no float layer."""
+    ``input_type`` is the model input's type when given to freeze (else the data's). ``tensors``
+    names layers whose real-valued outputs get a quantizer too (their width searched the same
+    way). None when the model has no float layer and no such tensor."""
     found = float_layers(model)
-    if not found:
+    if not found and not tensors:
         return None
     x, y = _split_data(data)
     if not len(x):
@@ -269,9 +304,9 @@ def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None =
     labelled = y is not None
     labels = y if labelled else np.argmax(np.asarray(float_out).reshape(len(x), -1), axis=-1)
     acc_float = _accuracy(float_out, labels)
-    specs = _Specs(model, x, input_type)
+    specs = _Specs(model, x, input_type, tensors)
 
-    trying = twin(model, specs(specs.widths(MAX_BITS)))
+    trying = twin(model, specs(specs.widths(MAX_BITS)), specs.tensors(specs.widths(MAX_BITS)))
 
     def drop(bits) -> float:
         # one twin whose quantizers are set per trial, called eagerly: no model to clone and no
@@ -280,28 +315,31 @@ def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None =
             layer = trying.get_layer(name)
             for argument, quantizer in spec.items():
                 setattr(layer, argument, q.get(quantizer))
+        for name, quantizer in specs.tensors(bits).items():
+            trying.get_layer(calibrated_name(name)).quantizer = q.get(quantizer)
         out = [keras.ops.convert_to_numpy(trying(x[i : i + 256], training=False)) for i in range(0, len(x), 256)]
         return acc_float - _accuracy(np.concatenate(out), labels)
 
     bits = specs.widths(MAX_BITS)
     lost = drop(bits)
     if lost > max_drop:
+        names = [l.name for l in found] + [f"the outputs of {name!r}" for name in tensors]
         raise FreezeError(
-            f"calibration of {', '.join(repr(l.name) for l in found)} at {MAX_BITS} bits loses {lost:.2f} accuracy "
-            f"points on the data, more than the bound {max_drop}; allow more (max_accuracy_drop=...) or give those "
-            "layers quantizers and train again"
+            f"calibration of {', '.join(repr(n) if n in bits and 'kernel' in bits[n] else n for n in names)} at "
+            f"{MAX_BITS} bits loses {lost:.2f} accuracy points on the data, more than the bound {max_drop}; allow more "
+            "(max_accuracy_drop=...) or give those layers quantizers and train again"
         )
-    for layer in found:
-        for tensor in bits[layer.name]:
-            lo, hi = MIN_BITS, bits[layer.name][tensor]  # hi keeps the bound
+    for name in list(bits):
+        for tensor in bits[name]:
+            lo, hi = MIN_BITS, bits[name][tensor]  # hi keeps the bound
             while lo < hi:
                 mid = (lo + hi) // 2
-                trial = {**bits, layer.name: {**bits[layer.name], tensor: mid}}
+                trial = {**bits, name: {**bits[name], tensor: mid}}
                 if drop(trial) <= max_drop:
                     hi = mid
                 else:
                     lo = mid + 1
-            bits[layer.name] = {**bits[layer.name], tensor: hi}
+            bits[name] = {**bits[name], tensor: hi}
     for name in specs.inexact(bits):
         bits[name] = _exact_widths(specs, bits, name, drop, max_drop)
     # the search lowered one tensor at a time: lower each by one more bit while the bound holds,
@@ -315,5 +353,36 @@ def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None =
                 if b > MIN_BITS and drop(fewer) <= max_drop:
                     bits, lowered = fewer, True
                     break
-    chosen = twin(model, specs(bits))
-    return Calibration(specs(bits), bits, acc_float, _accuracy(chosen.predict(x, verbose=0), labels), labelled)
+    chosen = twin(model, specs(bits), specs.tensors(bits))
+    accuracy = _accuracy(chosen.predict(x, verbose=0), labels)
+    return Calibration(specs(bits), bits, acc_float, accuracy, labelled, specs.tensors(bits))
+
+
+def off_grid_tensors(model, x, strip_softmax: bool = True, input_type=None) -> list[str]:
+    """The layers whose real-valued outputs the graph needs on a grid (a merge or several layers
+    read them, :class:`OffGrid`), found by planning the model with its float layers and those
+    tensors quantized at the widest widths, one refusal at a time; calibration then chooses
+    their widths. Any other refusal is left to freeze to say."""
+    from . import _plan  # the package's planning (it imports this module)
+
+    specs = _Specs(model, x)
+    layers = specs(specs.widths(MAX_BITS))
+    names = {layer.name for layer in model.layers}
+    found: list[str] = []
+    while True:
+        probe = twin(model, layers, {name: f"quantized_bits({MAX_BITS}, {MAX_BITS // 2})" for name in found})
+        refused = None
+        for given in dict.fromkeys([input_type, input_type or propose_input_type(x)]):  # as given, else the data's
+            try:
+                _plan(probe, strip_softmax, given)
+                return found
+            except OffGrid as err:
+                refused = err
+                break
+            except FreezeError:
+                continue
+        if refused is None:
+            return found
+        if refused.layer.name in found or refused.layer.name not in names:
+            raise refused
+        found.append(refused.layer.name)

@@ -39,6 +39,16 @@ class FreezeError(EdgebnnError):
         super().__init__(brief(message))
 
 
+class OffGrid(FreezeError):
+    """A real-valued tensor where the graph needs one on a grid (several layers or a merge read
+    it): ``layer`` is the layer whose outputs it is, which calibration (``freeze(data=)``) can
+    quantize."""
+
+    def __init__(self, message: str, layer):
+        super().__init__(message)
+        self.layer = layer
+
+
 class FreezeWarning(UserWarning):
     """The frozen graph is exact but not what Keras computes: float32 cannot hold its accumulators
     exactly, Keras's own result depends on the batch layout (``graph.meta["keras_caveats"]``), or

@@ -57,15 +57,15 @@ def with_output_quantizer(model, quantizer):
 
 def keras_reference(model, meta: dict) -> tuple:
     """(the Keras model a graph of ``meta`` computes, whether a softmax is still to strip from
-    it): ``model`` itself, its calibrated twin when freeze calibrated float layers
+    it): ``model`` itself, its calibrated twin when freeze calibrated float layers or tensors
     (``meta["calibration"]``), and with an ``output_quantizer`` recorded the logits through that
     quantizer."""
     stripped = bool(meta.get("stripped_softmax"))
     calibration = meta.get("calibration")
-    if calibration and calibration.get("layers"):
+    if calibration and (calibration.get("layers") or calibration.get("tensors")):
         from .calibrate import twin
 
-        model = twin(model, calibration["layers"])
+        model = twin(model, calibration["layers"], calibration.get("tensors"))
     quantizer = meta.get("output_quantizer")
     if quantizer is None:
         return model, stripped

@@ -182,11 +182,11 @@ def _check_labels(data, model, where) -> None:
 
 def _check_structure(model, input_type, x) -> None:
     """The model's structure freezes: as it is, or as the twin that the freeze stage calibrates
-    on the data ``x`` (float layers at 16 bits, the data's input type) when that is what it is
-    refused for."""
+    on the data ``x`` (float layers and real-valued tensors where a grid is needed at 16 bits,
+    the data's input type) when that is what it is refused for."""
     from ..fixed import propose_input_type
     from ..freeze import FreezeError, plan
-    from ..freeze.calibrate import _Specs, float_layers, twin
+    from ..freeze.calibrate import _Specs, float_layers, off_grid_tensors, twin
 
     try:
         plan(model, input_type=input_type)
@@ -194,9 +194,10 @@ def _check_structure(model, input_type, x) -> None:
     except FreezeError:
         if not _calibration_helps(model, input_type):
             raise
-    if float_layers(model):
-        specs = _Specs(model, x[:256])
-        model = twin(model, specs(specs.widths(16)))
+    tensors = off_grid_tensors(model, x[:256], input_type=input_type)
+    if float_layers(model) or tensors:
+        specs = _Specs(model, x[:256], tensors=tensors)
+        model = twin(model, specs(specs.widths(16)), specs.tensors(specs.widths(16)))
     try:
         plan(model, input_type=input_type)
     except FreezeError as err:
@@ -655,19 +656,21 @@ def freeze_stage(run_dir, log=progress.log):
 
 
 def _calibration_helps(model, input_type) -> bool:
-    """freeze with data would choose what the model is refused for: it has float layers, or its
-    first layer reads floats and no input type is configured."""
+    """freeze with data would choose what the model is refused for: it has float layers, a
+    real-valued tensor where the graph needs a grid, or its first layer reads floats and no
+    input type is configured."""
     from ..freeze import FreezeError, plan
     from ..freeze.calibrate import float_layers
+    from ..freeze.items import OffGrid
 
     if float_layers(model):
         return True
-    if input_type is not None:
-        return False
     try:
-        plan(model)
+        plan(model, input_type=input_type)
+    except OffGrid:
+        return True
     except FreezeError as err:
-        return "input_type" in str(err)
+        return input_type is None and "input_type" in str(err)
     return False
 
 

@@ -343,7 +343,17 @@ def _depthwise(x, kernel, options: dict):
     kh, kw, c, m = kernel.shape
     eye = ops.reshape(ops.eye(c, dtype=x.dtype), (1, 1, c, c, 1))
     full = ops.reshape(ops.expand_dims(kernel, 3) * eye, (kh, kw, c, c * m))
-    return ops.conv(x, full, **options)
+    dilation = options.get("dilation_rate", 1)
+    dilation = tuple(dilation) if isinstance(dilation, tuple | list) else (dilation, dilation)
+    if max(dilation) == 1:
+        return ops.conv(x, full, **options)
+    # TensorFlow's convolution takes strides or dilation, not both: as Keras's depthwise
+    # convolution does, pad as the strided one would, convolve at stride 1 and subsample
+    if options["padding"] == "same":
+        widths = [_same_padding(x.shape[a], k, s, d) for a, k, s, d in zip((1, 2), (kh, kw), strides, dilation)]
+        x = ops.pad(x, [(0, 0), *widths, (0, 0)])
+    out = ops.conv(x, full, strides=1, padding="valid", dilation_rate=dilation, data_format=options.get("data_format"))
+    return out[:, :: strides[0], :: strides[1], :]
 
 
 def _static_shape(layer, inputs, out):
@@ -676,8 +686,8 @@ class QuantSeparableConv2D(_QuantConv, keras.layers.SeparableConv2D):
         if ds is None and ps is None:
             return self._convolve(x, strides, padding, training), ()
         x = _depthwise(x, dv, self._options(strides, padding))
-        if ds is not None and not _one_value(ds):
-            x = self.depthwise_quantizer.rescale(x, self._channels("depthwise_quantizer", ds))
+        if ds is not None and not _one_value(ds):  # in the sum's type (float64 when the layer sums exactly)
+            x = self.depthwise_quantizer.rescale(x, ops.cast(self._channels("depthwise_quantizer", ds), x.dtype))
         x = ops.conv(x, ops.cast(pv, x.dtype), strides=1, padding="valid", data_format=self.data_format)
         return x, (("pointwise_quantizer", ps), ("depthwise_quantizer", ds if ds is not None and _one_value(ds) else None))
 

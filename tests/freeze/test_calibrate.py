@@ -9,7 +9,7 @@ import pytest
 
 from edgebnn import verify
 from edgebnn.data import load_dataset
-from edgebnn.freeze import FreezeError, FreezeWarning, freeze
+from edgebnn.freeze import FreezeError, FreezeWarning, freeze, plan
 from edgebnn.freeze.calibrate import MIN_BITS, _accuracy, calibrate, specs_at, twin
 from edgebnn.layers import QuantConv2D, QuantDense
 
@@ -136,6 +136,47 @@ def test_edgebnn_layer_without_kernel_quantizer_is_calibrated(digits):
     assert verify(model, graph, x).keras_vs_emulator == 0
 
 
+def residual(seed=3):
+    """Bi-Real Net's shape on flat digits: a binary block whose BatchNormalization outputs are
+    added to its real-valued input, that input read by the block and by the add."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((8, 8, 1))
+    x = keras.layers.Flatten()(inputs)
+    x = QuantDense(16, input_quantizer="quantized_bits(5, 1)", kernel_quantizer="ste_sign", use_bias=False, name="d0")(x)
+    x = keras.layers.BatchNormalization(name="stream")(x)
+    y = QuantDense(16, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d1")(x)
+    y = keras.layers.BatchNormalization(name="block")(y)
+    x = keras.layers.Add(name="add")([y, x])
+    x = QuantDense(10, input_quantizer="ste_sign", kernel_quantizer="ste_sign", use_bias=False, name="d2")(x)
+    return keras.Model(inputs, keras.layers.Activation("softmax")(x))
+
+
+def test_a_real_valued_stream_is_calibrated_where_the_graph_needs_a_grid(digits):
+    """Without data the branching real-valued tensor is refused; with data freeze quantizes it
+    (and the BatchNormalization's outputs the add reads) in the twin, widths chosen within the
+    bound, and the graph computes that twin bit for bit (the published Bi-Real-Net row)."""
+    x, _ = digits
+    model = trained(residual(), digits)
+    with pytest.raises(FreezeError, match="layer 'stream' \\(BatchNormalization\\): its real-valued outputs branch"):
+        freeze(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = freeze(model, data=x)
+    cal = graph.meta["calibration"]
+    assert cal["layers"] == {} and set(cal["tensors"]) == {"stream", "block"}
+    assert all(cal["bits"][name].keys() == {"output"} and cal["bits"][name]["output"] < 16 for name in cal["tensors"])
+    assert cal["accuracy_float"] - cal["accuracy_twin"] <= 0.5
+    lines = [str(w.message) for w in caught if issubclass(w.category, FreezeWarning)]
+    for name, quantizer in cal["tensors"].items():
+        assert sum(f"calibrated the outputs of {name!r}: {quantizer}" in line for line in lines) == 1
+    report = verify(model, graph, x)
+    assert report.keras_vs_emulator == 0, report.describe()
+    ref = twin(model, cal["layers"], cal["tensors"])
+    assert [l.name for l in ref.layers if l.name.endswith("_calibrated")] == ["stream_calibrated", "block_calibrated"]
+    logits = keras.Model(ref.inputs, ref.get_layer("d2").output).predict(x, verbose=0)
+    assert np.array_equal(np.asarray(logits, np.float64), report.outputs["emulator"])
+
+
 def test_the_run_pipeline_calibrates_with_its_training_data(tmp_path, capsys):
     """A configuration whose first layer reads floats with float weights and whose last layer
     has float weights: checked before training, calibrated by the freeze stage on the training
@@ -179,3 +220,18 @@ def test_the_run_pipeline_calibrates_with_its_training_data(tmp_path, capsys):
     assert result["mismatches"]["keras_vs_emulator"] == 0
     assert set(result["calibration"]["layers"]) == {"quant_dense", "quant_dense_2"}
     assert 0 < result["calibration"]["accuracy_float"] <= 1
+
+
+def test_the_run_pipeline_checks_a_real_valued_stream_as_the_twin_calibration_makes(digits):
+    """Before training, a run checks the structure as the freeze stage will calibrate it: a
+    real-valued tensor where the graph needs a grid is what calibration quantizes, so the check
+    passes (it refused such a model before training) and the freeze stage calibrates."""
+    from edgebnn.run.stages import _calibration_helps, _check_structure
+
+    x, _ = digits
+    model = residual()
+    with pytest.raises(FreezeError, match="'stream'"):
+        plan(model)
+    assert _calibration_helps(model, None) and _calibration_helps(model, "fixed<5,2>")
+    _check_structure(model, None, x)
+    _check_structure(model, "fixed<5,2>", x)

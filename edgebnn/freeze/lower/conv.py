@@ -67,15 +67,10 @@ def conv_input(layer, x):
 
 
 def keras_eval(step: Step, x):
-    """The accumulator as Keras computes it (:func:`conv_input`)."""
+    """The accumulator as Keras computes it (:func:`conv_input`, :func:`weighted.summed`)."""
     layer = step.layer
     x, padding, strides = conv_input(layer, x)
-    x = ops.conv(
-        x,
-        weighted.deployed_kernel(layer),
-        strides=strides,
-        padding=padding,
-        dilation_rate=layer.dilation_rate,
-        data_format=layer.data_format,
-    )
+    kernel = weighted.deployed_kernel(layer)
+    options = {"strides": strides, "padding": padding, "dilation_rate": layer.dilation_rate, "data_format": layer.data_format}
+    x = weighted.summed(layer, lambda v: ops.conv(v, ops.cast(kernel, v.dtype), **options), x)
     return weighted.add_quantized_bias(layer, x)

@@ -22,8 +22,10 @@ def lower(source: Layer) -> Iterator:
 
 
 def keras_eval(step: Step, x):
-    """The accumulator as Keras computes it."""
-    return weighted.add_quantized_bias(step.layer, ops.matmul(x, weighted.deployed_kernel(step.layer)))
+    """The accumulator as Keras computes it (:func:`weighted.summed`)."""
+    layer = step.layer
+    kernel = weighted.deployed_kernel(layer)
+    return weighted.add_quantized_bias(layer, weighted.summed(layer, lambda v: ops.matmul(v, ops.cast(kernel, v.dtype)), x))
 
 
 def node(step: Step, freezing):

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from keras import ops
-
 from ...graph import depthwise_conv2d_node
 from ...graph.ops._weighted import dilated
-from ...training.layers import QuantSeparableConv2D
+from ...training.layers import QuantSeparableConv2D, _depthwise
 from ..items import Layer, Step
 from . import conv, conv2d, weighted
 
@@ -43,9 +41,8 @@ def keras_eval(step: Step, x):
     layer = step.layer
     x, padding, strides = conv.conv_input(layer, x)
     kernel = weighted.deployed_kernel(layer, "depthwise_quantizer")
-    x = ops.depthwise_conv(
-        x, kernel, strides=strides, padding=padding, dilation_rate=layer.dilation_rate, data_format=layer.data_format
-    )
+    options = {"strides": strides, "padding": padding, "dilation_rate": layer.dilation_rate, "data_format": layer.data_format}
+    x = weighted.summed(layer, lambda v: _depthwise(v, kernel, options), x, rounded=not _separable(layer))
     return x if _separable(layer) else weighted.add_quantized_bias(layer, x)
 
 

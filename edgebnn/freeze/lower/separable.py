@@ -42,8 +42,8 @@ def keras_eval(step: Step, x):
     """The pointwise accumulator as Keras computes it from the depthwise result."""
     layer = step.layer
     kernel = weighted.deployed_kernel(layer, "pointwise_quantizer")
-    x = ops.conv(x, kernel, strides=1, padding="valid", data_format=layer.data_format)
-    return weighted.add_quantized_bias(layer, x)
+    pointwise = lambda v: ops.conv(v, ops.cast(kernel, v.dtype), strides=1, padding="valid", data_format=layer.data_format)
+    return weighted.add_quantized_bias(layer, weighted.summed(layer, pointwise, x))
 
 
 def node(step: Step, freezing):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import keras
+from keras import ops
 
 from ...training.layers import add_bias, sums_exactly
 from .. import forms
@@ -58,6 +59,18 @@ def add_quantized_bias(layer, x):
     if _bias_in_accumulator(layer):
         x = add_bias(x, layer.quantized_bias())
     return x
+
+
+def summed(layer, product, x, rounded: bool = True):
+    """``product(x)`` as the layer sums at inference: for a layer that sums exactly
+    (``layers.sums_exactly``: float32 scales along the sum) in float64, rounded once to float32
+    (``rounded=False``: left in float64, a separable layer's depthwise result, which its
+    pointwise sum reads unrounded), else in ``x``'s type. ``product`` casts its kernel to its
+    input's type."""
+    if not sums_exactly(layer):
+        return product(x)
+    out = product(ops.cast(x, "float64"))
+    return ops.cast(out, "float32") if rounded else out
 
 
 def deployed_kernel(layer, which: str = "kernel_quantizer"):

@@ -23,7 +23,7 @@ import keras
 
 from ... import forms
 from ...training.quantizers import NoHardwareForm
-from ..items import FloatOp, FreezeError, Planning, Quantize, Read, Step, Wrote, where
+from ..items import FloatOp, FreezeError, OffGrid, Planning, Quantize, Read, Step, Wrote, where
 
 
 def run(items: Iterable, planning: Planning) -> Iterator:
@@ -39,10 +39,10 @@ def run(items: Iterable, planning: Planning) -> Iterator:
     for item in items:
         if isinstance(item, Read):
             if pending:  # the stream's real-valued tensor is read by a merge (elsewhere it would have branched)
-                raise FreezeError(_off_grid(last.layer, last.readers[0]))
+                raise OffGrid(_off_grid(last.layer, last.readers[0]), last.layer)
             off = [layer for layer in item.inputs if not tensor.get(id(layer))]
             if off:
-                raise FreezeError(_off_grid(off[0], item.layer))
+                raise OffGrid(_off_grid(off[0], item.layer), off[0])
             coded = [layer for layer in item.inputs if id(layer) in scaled_by]
             if coded:
                 raise FreezeError(_scaled(coded[0], scaled_by[id(coded[0])], [item.layer]))
@@ -51,10 +51,11 @@ def run(items: Iterable, planning: Planning) -> Iterator:
             continue
         if isinstance(item, Wrote):
             if pending and len(item.readers) > 1:
-                raise FreezeError(
+                raise OffGrid(
                     f"{where(item.layer)}: its real-valued outputs branch to {_names(item.readers)} before any "
                     f"quantizer; quantize before the branch (e.g. a QuantActivation after {item.layer.name!r}), as a "
-                    "tensor must be on a grid where it branches"
+                    "tensor must be on a grid where it branches",
+                    item.layer,
                 )
             if scaled is not None and len(item.readers) > 1:
                 raise FreezeError(_scaled(item.layer, scaled, item.readers))

@@ -317,6 +317,16 @@ def _qkeras_axes(ndim: int, scale_axis: int | None):
     return _reduce_axes(ndim, -1 if scale_axis is None else scale_axis)
 
 
+def _mean_once(v, axis, keepdims: bool = False):
+    """The mean of ``v`` over ``axis`` as its exact quotient rounded once to ``v``'s type: summed
+    and divided in float64. Eager TensorFlow and XLA then give the same number (in float32 XLA
+    sums in its own order and multiplies by 1/N where TensorFlow divides by N, an ulp apart for
+    an N not a power of two, so a scale and the model's outputs would depend on jit_compile):
+    float32 values of one tensor sum exactly in float64, and the quotient's one float64 rounding
+    (or two, by 1/N) never crosses a float32 rounding boundary for N below 2**20."""
+    return ops.cast(ops.mean(ops.cast(v, "float64"), axis=axis, keepdims=keepdims), v.dtype)
+
+
 def _qkeras_scale(alpha: str, x, q, axes):
     r"""QKeras ``_get_scale``: :math:`s = \overline{xq} / (\overline{qq} + \epsilon)` over ``axes``
     (elementwise, no mean, when ``axes`` is None: QKeras' 1-D case); ``"auto_po2"`` rounds it
@@ -324,8 +334,8 @@ def _qkeras_scale(alpha: str, x, q, axes):
     if axes is None:
         qx, qq = x * q, q * q
     else:
-        qx = ops.mean(x * q, axis=axes, keepdims=True)
-        qq = ops.mean(q * q, axis=axes, keepdims=True)
+        qx = _mean_once(x * q, axis=axes, keepdims=True)
+        qq = _mean_once(q * q, axis=axes, keepdims=True)
     scale = qx / (qq + _EPS)
     if alpha == "auto_po2":
         scale = _po2(scale)

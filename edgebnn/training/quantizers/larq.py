@@ -13,6 +13,7 @@ from .base import (
     Quantizer,
     _channel_scale,
     _custom,
+    _mean_once,
     _register,
     _round_conv_times,
     _sign,
@@ -130,7 +131,7 @@ class MagnitudeAwareSign(Quantizer):
         """The per-output-channel scale :math:`s_c` of ``x`` (shape: x's last axis)."""
         x = _tensor(x)
         nd = len(x.shape)
-        return ops.abs(x) if nd <= 1 else ops.mean(ops.abs(x), axis=tuple(range(nd - 1)))
+        return ops.abs(x) if nd <= 1 else _mean_once(ops.abs(x), axis=tuple(range(nd - 1)))
 
     def split(self, x, training=None):
         x = _tensor(x)

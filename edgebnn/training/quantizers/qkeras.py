@@ -198,7 +198,9 @@ class QuantizedBits(_Stochastic, Quantizer):
         x = x / m_i
         levels = 2 * (2 ** (self.bits - 1) - 1)  # QKeras forces symmetric with a string alpha
         cap = levels / 2
-        scale = ops.max(ops.abs(x), axis=(0,) if axes is None else axes, keepdims=True) * 2.0 / levels
+        # max * 2 / levels in float64, rounded once: XLA would multiply by 1/levels in float32
+        top = ops.max(ops.abs(x), axis=(0,) if axes is None else axes, keepdims=True)
+        scale = ops.cast(ops.cast(top, "float64") * 2.0 / levels, x.dtype)
 
         def codes(scale):
             a = ops.abs(x) / scale

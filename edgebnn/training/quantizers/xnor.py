@@ -6,7 +6,18 @@ import numpy as np
 from keras import ops
 
 from ... import forms
-from .base import Quantizer, _channel_scale, _custom, _reduce_axes, _register, _sign, _ste_identity, _tensor, _window
+from .base import (
+    Quantizer,
+    _channel_scale,
+    _custom,
+    _mean_once,
+    _reduce_axes,
+    _register,
+    _sign,
+    _ste_identity,
+    _tensor,
+    _window,
+)
 from .larq import _clip_config
 
 
@@ -73,7 +84,7 @@ class XnorSign(Quantizer):
         nd = len(x.shape)
         keep = self._keep(nd)
         # a scale along the last axis is a vector (it broadcasts there); along another axis it keeps its dimensions
-        e = ops.mean(ops.abs(x), axis=_reduce_axes(nd, keep), keepdims=keep is not None and keep != nd - 1)
+        e = _mean_once(ops.abs(x), axis=_reduce_axes(nd, keep), keepdims=keep is not None and keep != nd - 1)
         if self.po2:
             e = _ste_identity(lambda v: ops.power(2.0, ops.round(ops.log2(v))))(e)
         return e
