@@ -281,13 +281,45 @@ def freeze(
     return Graph(name or original.name, nodes, meta)
 
 
+def off_grid_tensors(model, x, strip_softmax: bool = True, input_type=None) -> list[str]:
+    """The layers whose real-valued outputs the graph needs on a grid (a merge or several layers
+    read them, :class:`OffGrid`), found by planning the model with its float layers and those
+    tensors quantized at the widest widths, one refusal at a time; calibration then chooses
+    their widths. Any other refusal is left to freeze to say."""
+    from ..fixed import propose_input_type
+    from .calibrate import MAX_BITS, _Specs, twin
+    from .items import OffGrid
+
+    specs = _Specs(model, x)
+    layers = specs(specs.widths(MAX_BITS))
+    names = {layer.name for layer in model.layers}
+    found: list[str] = []
+    while True:
+        probe = twin(model, layers, {name: f"quantized_bits({MAX_BITS}, {MAX_BITS // 2})" for name in found})
+        refused = None
+        for given in dict.fromkeys([input_type, input_type or propose_input_type(x)]):  # as given, else the data's
+            try:
+                _plan(probe, strip_softmax, given)
+                return found
+            except OffGrid as err:
+                refused = err
+                break
+            except FreezeError:
+                continue
+        if refused is None:
+            return found
+        if refused.layer.name in found or refused.layer.name not in names:
+            raise refused
+        found.append(refused.layer.name)
+
+
 def _freeze_calibrated(model, data, max_drop, name, progress, strip_softmax, input_type, output_quantizer) -> Graph:
     """:func:`freeze` with ``data``: the twin of the calibrated float layers, frozen with the
     input type and output quantizer that its refusals ask for, chosen from the data."""
     import re
 
     from ..fixed import propose_input_type
-    from .calibrate import _split_data, calibrate, off_grid_tensors, twin
+    from .calibrate import _split_data, calibrate, twin
 
     x, _ = _split_data(data)
     tensors = off_grid_tensors(model, x, strip_softmax, _input_type(input_type))

@@ -30,7 +30,7 @@ from ..fixed import FixedType, propose_input_type
 from ..training import quantizers as q
 from ..training.layers import QuantActivation, QuantConv1D, QuantConv2D, QuantDense
 from .chain import inbound, model_jit
-from .items import FreezeError, OffGrid
+from .items import FreezeError
 
 MAX_BITS = 16
 MIN_BITS = 2
@@ -356,33 +356,3 @@ def calibrate(model, data, max_drop: float = 0.5, input_type: FixedType | None =
     chosen = twin(model, specs(bits), specs.tensors(bits))
     accuracy = _accuracy(chosen.predict(x, verbose=0), labels)
     return Calibration(specs(bits), bits, acc_float, accuracy, labelled, specs.tensors(bits))
-
-
-def off_grid_tensors(model, x, strip_softmax: bool = True, input_type=None) -> list[str]:
-    """The layers whose real-valued outputs the graph needs on a grid (a merge or several layers
-    read them, :class:`OffGrid`), found by planning the model with its float layers and those
-    tensors quantized at the widest widths, one refusal at a time; calibration then chooses
-    their widths. Any other refusal is left to freeze to say."""
-    from . import _plan  # the package's planning (it imports this module)
-
-    specs = _Specs(model, x)
-    layers = specs(specs.widths(MAX_BITS))
-    names = {layer.name for layer in model.layers}
-    found: list[str] = []
-    while True:
-        probe = twin(model, layers, {name: f"quantized_bits({MAX_BITS}, {MAX_BITS // 2})" for name in found})
-        refused = None
-        for given in dict.fromkeys([input_type, input_type or propose_input_type(x)]):  # as given, else the data's
-            try:
-                _plan(probe, strip_softmax, given)
-                return found
-            except OffGrid as err:
-                refused = err
-                break
-            except FreezeError:
-                continue
-        if refused is None:
-            return found
-        if refused.layer.name in found or refused.layer.name not in names:
-            raise refused
-        found.append(refused.layer.name)

@@ -185,8 +185,8 @@ def _check_structure(model, input_type, x) -> None:
     on the data ``x`` (float layers and real-valued tensors where a grid is needed at 16 bits,
     the data's input type) when that is what it is refused for."""
     from ..fixed import propose_input_type
-    from ..freeze import FreezeError, plan
-    from ..freeze.calibrate import _Specs, float_layers, off_grid_tensors, twin
+    from ..freeze import FreezeError, off_grid_tensors, plan
+    from ..freeze.calibrate import _Specs, float_layers, twin
 
     try:
         plan(model, input_type=input_type)
