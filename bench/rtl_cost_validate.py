@@ -91,12 +91,11 @@ DESIGNS = {
 }
 
 
-def units(which: str):
-    """Each (design label, node, graph, folding, project) of the set ``which``."""
-    for sizes, seed, folding, *kwargs in DESIGNS[which]:
+def units(which: str, work: pathlib.Path):
+    """Each (design label, node, graph, folding, project) of the set ``which``, exported under ``work``."""
+    for i, (sizes, seed, folding, *kwargs) in enumerate(DESIGNS[which]):
         graph = binary_mlp(sizes=sizes, seed=seed, **(kwargs[0] if kwargs else {}))
-        tmp = tempfile.mkdtemp(prefix="rtl_cost_")
-        project = export(graph, pathlib.Path(tmp) / "p", folding=folding)
+        project = export(graph, work / f"p{i}", folding=folding)
         label = "-".join(map(str, sizes))
         for node in graph.nodes:
             # a threshold built into the MVAU it reads has no unit of its own
@@ -166,21 +165,23 @@ def main(argv=None) -> int:
     cache_path = CACHE_PATH[0] = pathlib.Path(args.cache)
     cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
     rows = []
-    try:
-        for label, node, graph, project in units("fit" if args.refit else args.set):
-            got = measure(project, node, cache)
-            fold = project.folding.get(node.name)
-            rows.append((label, node, graph, fold, got))
-            model = node_cost(graph, node, fold)
-            err = (model.lut - got["lut"]) / max(got["lut"], 1)
-            print(
-                f"{label:<12} {node.name:<8} {node.op:<9} {fold or ''!s:<9} LUT {got['lut']:>6} model {model.lut:>6} "
-                f"({100 * err:+6.1f}%)  FF {got['ff']:>5} model {model.ff:>5}  CARRY {got['carry']:>4} model {model.carry:>4}  "
-                f"DSP {got['dsp']:>3} model {model.dsp:>3}  BRAM18 {got['bram']:>2} model {model.bram:>2}",
-                flush=True,
-            )
-    finally:
-        save(cache)
+    with tempfile.TemporaryDirectory(prefix="rtl_cost_") as work:  # the exported designs, removed at the end
+        try:
+            for label, node, graph, project in units("fit" if args.refit else args.set, pathlib.Path(work)):
+                got = measure(project, node, cache)
+                fold = project.folding.get(node.name)
+                rows.append((label, node, graph, fold, got))
+                model = node_cost(graph, node, fold)
+                err = (model.lut - got["lut"]) / max(got["lut"], 1)
+                print(
+                    f"{label:<12} {node.name:<8} {node.op:<9} {fold or ''!s:<9} LUT {got['lut']:>6} model {model.lut:>6} "
+                    f"({100 * err:+6.1f}%)  FF {got['ff']:>5} model {model.ff:>5}  "
+                    f"CARRY {got['carry']:>4} model {model.carry:>4}  "
+                    f"DSP {got['dsp']:>3} model {model.dsp:>3}  BRAM18 {got['bram']:>2} model {model.bram:>2}",
+                    flush=True,
+                )
+        finally:
+            save(cache)
     if args.refit:
         refit(rows)
         return 0
