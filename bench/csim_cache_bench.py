@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import re
 import statistics
 import tempfile
 import time
@@ -75,8 +74,7 @@ def line(name, times):
 def weights_included(project) -> None:
     """The weights' unit as it was before the tables: every weight header included."""
     firmware = pathlib.Path(project.path, "firmware")
-    headers = re.findall(r'^#include "(weights/\w+\.h)"$', (firmware / "parameters.h").read_text(), flags=re.M)
-    lines = ['#include "defines.h"'] + [f'#include "{header}"' for header in headers]
+    lines = ['#include "defines.h"'] + [f'#include "{header}"' for header in csim_cache.weight_headers(firmware)]
     (firmware / "myproject_weights.cpp").write_text("\n".join(lines) + "\n")
 
 

@@ -251,6 +251,12 @@ def _literal_type(values: str) -> str | None:
     return None
 
 
+def weight_headers(firmware) -> list[str]:
+    """The weight headers ``firmware/parameters.h`` includes (``weights/<name>.h``), in its order."""
+    parameters = (pathlib.Path(firmware) / "parameters.h").read_text()
+    return re.findall(r'^#include "(weights/\w+\.h)"$', parameters, flags=re.M)
+
+
 def split_weights(folder, project_name: str) -> bool:
     """Make the project's ``build_lib.sh`` compile the weights apart from the network (see
     ``_SPLIT_LINES``): write ``firmware/<project>_weights.cpp`` (every weight array of
@@ -269,7 +275,7 @@ def split_weights(folder, project_name: str) -> bool:
     if script.count(_COMPILE_LINES) != 1:
         return False
     defines = (firmware / "defines.h").read_text()
-    headers = re.findall(r'^#include "(weights/\w+\.h)"$', (firmware / "parameters.h").read_text(), flags=re.M)
+    headers = weight_headers(firmware)
     extern = [f"// the weights of {project_name}, defined in {project_name}_weights.cpp", '#include "defines.h"']
     units = [
         f"// the weights of {project_name} for the C-simulation (edgebnn): each array of weights/*.h read",
