@@ -343,20 +343,28 @@ def test_the_chosen_slice_form_with_float32_scales_c_simulates_bit_for_bit_in_ev
 def test_unequal_strides_sum_exactly(kind):
     """TensorFlow's float64 depthwise convolution takes equal strides only; the exact sum with
     strides (1, 2) comes from the full kernel, the same numbers (the fuzzer's seed 33229)."""
-    keras.utils.set_random_seed(4)
+    _, _, report = strided_sum_report(kind, (7, 7, 3), 4, strides=(1, 2))
+    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+
+
+def strided_sum_report(kind: str, shape: tuple, seed: int, **common):
+    """(model, inputs, verify's report) of a depthwise or separable layer with seed-002 scales (an exact sum) built
+    with ``common`` (strides, dilation, padding), between two quantizers and a BatchNormalization,
+    on 200 inputs of ``shape``: Keras = emulator is asserted here."""
+    keras.utils.set_random_seed(seed)
     if kind == "depthwise":
-        mid = QuantDepthwiseConv2D(3, strides=(1, 2), depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False)
+        mid = QuantDepthwiseConv2D(3, depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False, **common)
     else:
-        mid = QuantSeparableConv2D(3, 3, strides=(1, 2), pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign")
+        mid = QuantSeparableConv2D(3, 3, pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign", **common)
     model = keras.Sequential(
-        [keras.Input((7, 7, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
+        [keras.Input(shape), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
     )
-    randomize_bn(model, np.random.default_rng(4), mean_scale=0.5)
+    randomize_bn(model, np.random.default_rng(seed), mean_scale=0.5)
     assert sums_exactly(mid)
-    x = np.random.default_rng(5).uniform(-2.5, 2.5, (200, 7, 7, 3)).astype(np.float32)
+    x = np.random.default_rng(seed + 1).uniform(-2.5, 2.5, (200, *shape)).astype(np.float32)
     report = verify(model, freeze(model), x)
     assert report.keras_vs_emulator == 0, report.describe()
-    assert len(np.unique(report.outputs["keras"], axis=0)) > 100
+    return model, x, report
 
 
 @pytest.mark.parametrize("kind", ["depthwise", "separable"])
@@ -366,19 +374,6 @@ def test_strides_with_dilation_sum_exactly(kind, padding):
     (1, 2) and dilation (1, 2) pads as the strided convolution would, convolves at stride 1 and
     subsamples, as Keras's depthwise convolution does (the fuzzer's seed 33537 at raised
     float32-scale rates crashed in the layer)."""
-    keras.utils.set_random_seed(8)
-    common = dict(strides=(1, 2), dilation_rate=(1, 2), padding=padding)
-    if kind == "depthwise":
-        mid = QuantDepthwiseConv2D(3, depth_multiplier=2, depthwise_quantizer=seed_002(0), use_bias=False, **common)
-    else:
-        mid = QuantSeparableConv2D(3, 3, pointwise_quantizer=seed_002(2), depthwise_quantizer="ste_sign", **common)
-    model = keras.Sequential(
-        [keras.Input((7, 9, 3)), QuantActivation(IN_Q), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)]
-    )
-    randomize_bn(model, np.random.default_rng(8), mean_scale=0.5)
-    assert sums_exactly(mid)
-    x = np.random.default_rng(9).uniform(-2.5, 2.5, (200, 7, 9, 3)).astype(np.float32)
-    report = verify(model, freeze(model), x)
-    assert report.keras_vs_emulator == 0, report.describe()
+    model, x, report = strided_sum_report(kind, (7, 9, 3), 8, strides=(1, 2), dilation_rate=(1, 2), padding=padding)
     assert np.array_equal(np.asarray(model(x)), report.outputs["keras"])
     assert len(np.unique(report.outputs["keras"], axis=0)) > 100
