@@ -336,6 +336,18 @@ def test_first_input_quantizer_that_is_not_a_plain_conversion_is_named():
         freeze(model)
 
 
+def frozen_as_predicted(model, x):
+    """(graph, emulator outputs) of ``model`` frozen (its caveats' warnings aside), after checking
+    that model.predict gives the emulator's outputs at batch sizes 1, 7 and 32."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FreezeWarning)
+        graph = freeze(model)
+    emu = emulate(graph, x)
+    for batch in (1, 7, 32):
+        assert np.array_equal(np.asarray(model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu), batch
+    return graph, emu
+
+
 def test_batchnorm_under_xla_follows_predict_and_the_caveat_says_so(xla_allowed):
     """Keras's own BatchNormalization under XLA is one fused multiply-add, eager model(x) a
     rounded product and sum: at accumulator values on the moving mean the sign after it differs.
@@ -356,12 +368,7 @@ def test_batchnorm_under_xla_follows_predict_and_the_caveat_says_so(xla_allowed)
     model.layers[1].set_weights([gamma, np.zeros(6, "float32"), np.float32([3, -5, 1, 7, -2, 0]), np.float32([1.0] * 6)])
     model.compile(jit_compile=True)
     x = rng.integers(-8, 8, size=(2000, 8)).astype("float32")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FreezeWarning)
-        graph = freeze(model)
-    emu = emulate(graph, x)
-    for batch in (1, 7, 32):
-        assert np.array_equal(np.asarray(model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu), batch
+    graph, emu = frozen_as_predicted(model, x)
     eager_differs = not np.array_equal(np.asarray(model(x), dtype=np.float64), emu)
     caveats = [c for c in graph.meta["keras_caveats"] if c["kind"] == "xla_fma"]
     assert bool(caveats) == eager_differs
@@ -389,12 +396,7 @@ def test_verify_locates_an_eager_batchnorm_difference_after_a_float32_scaled_sum
     gamma = np.float32([0.1, 0.3, 0.7, 1.3, 0.37, 3.1])
     model.layers[1].set_weights([gamma, np.zeros(6, "float32"), sums[:6].diagonal().copy(), np.ones(6, "float32")])
     model.compile(jit_compile=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FreezeWarning)
-        graph = freeze(model)
-    emu = emulate(graph, x)
-    for batch in (1, 7, 32):
-        assert np.array_equal(np.asarray(model.predict(x, batch_size=batch, verbose=0), dtype=np.float64), emu), batch
+    graph, _ = frozen_as_predicted(model, x)
     eager = np.asarray(model(x), dtype=np.float64)
     report = verify(model, graph, x, keras_output=eager)
     recorded = {c["node"] for c in graph.meta["keras_caveats"] if c["kind"] == "xla_fma"}
