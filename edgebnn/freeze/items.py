@@ -128,6 +128,8 @@ class Step:
     # the names of the steps whose outputs it reads (passes/wire): the step before it in a chain,
     # each merged step for a merge, none for the input
     inputs: list[str] = dataclasses.field(default_factory=list)
+    # the Keras models that replay it (freeze/replay.py), built once per shape and part
+    replays: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclasses.dataclass

@@ -52,11 +52,29 @@ def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay)
     n = len(values)
     padded = np.concatenate([values, np.repeat(values[-1:], -n % VECTOR_ROWS, axis=0)]) if n else values
     shaped = padded.reshape((len(padded),) + (1,) * (rank - 1) + values.shape[1:])
-    inp = keras.Input(shape=shaped.shape[1:], dtype="float32")
-    model = keras.Model(inp, _Replay(step, **replay)(inp))
-    model.jit_compile = jit
-    out = model.predict(shaped, batch_size=min(len(padded), 4096), verbose=0)
+    model = _replay_model(step, shaped.shape[1:], jit, replay)
+    out = predict(model, shaped, batch_size=4096)
     return np.asarray(out, dtype=np.float64)[:n].reshape(values.shape)
+
+
+def predict(model: keras.Model, x: np.ndarray, batch_size: int) -> np.ndarray:
+    """``model.predict(x, batch_size=batch_size)``: the same traced predict function on the same
+    batches (the last one partial), each given to it as one tensor (``predict_on_batch``) instead
+    of through a tf.data pipeline, which costs more than the small tensors a replay computes."""
+    batches = [model.predict_on_batch(x[i : i + batch_size]) for i in range(0, len(x), batch_size)]
+    return np.concatenate([np.asarray(b) for b in batches]) if batches else np.asarray(model.predict(x, verbose=0))
+
+
+def _replay_model(step: Step, shape: tuple, jit: bool, replay: dict):
+    """The Keras model that replays ``step`` (the part ``replay`` selects) on tensors of ``shape``,
+    built once per step and kept on it: its ``predict`` function is traced once, not on every
+    :func:`evaluate` (a bisection evaluates the same step a dozen times)."""
+    key = (shape, jit, tuple(sorted(replay.items())))
+    if key not in step.replays:
+        inp = keras.Input(shape=shape, dtype="float32")
+        step.replays[key] = keras.Model(inp, _Replay(step, **replay)(inp))
+        step.replays[key].jit_compile = jit
+    return step.replays[key]
 
 
 def _read_rank(step: Step, rank: int, channels: int) -> int:
@@ -122,7 +140,7 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     inp = keras.Input(shape=(1,), dtype="float32")
     alone = keras.Model(inp, _Apply(op)(inp))
     alone.jit_compile = jit
-    scalar = np.asarray(alone.predict(before[rows, cols].reshape(-1, 1), batch_size=1, verbose=0), dtype=np.float32).reshape(-1)
+    scalar = predict(alone, before[rows, cols].reshape(-1, 1), batch_size=1).astype(np.float32).reshape(-1)
     moved = vector.copy()
     moved[rows, cols] = scalar
     return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
@@ -224,7 +242,7 @@ def batch_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank
     wide = vector[rows]
     seen = wide.copy()
     for b in BATCH_SIZES:  # batch j of b samples holds candidate row j at every position
-        out = np.asarray(alone.predict(np.repeat(one, b, axis=0), batch_size=b, verbose=0), dtype=np.float32)
+        out = predict(alone, np.repeat(one, b, axis=0), batch_size=b).astype(np.float32)
         out = out.reshape((len(rows), b * int(np.prod(sample[:-1]))) + x.shape[1:])
         other = out != wide[:, None, :]
         if other.any():  # one value that TensorFlow computed the other way, per row and channel
