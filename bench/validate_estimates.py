@@ -4,11 +4,11 @@
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
 architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, GlobalMaxPool1D, Flatten, relu and a final softmax, and the
+pointwise Conv2D, MaxPool2D, MaxPool1D, GlobalMaxPool1D, Flatten, relu and a final softmax, and the
 ZeroPad hls4ml inserts before a 2-D convolution; :func:`parse_architecture` reads both spellings
 the table uses and checks every size against the chain), the design is rebuilt through the
 public API: a Keras model of that architecture and precision (``QuantDense`` / ``QuantConv1D`` /
-``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits`` quantizers, ``MaxPooling2D``,
+``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits`` quantizers, ``MaxPooling2D``, ``MaxPooling1D``,
 ``GlobalMaxPooling1D``, ``ZeroPadding2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
 ``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
 reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
@@ -161,6 +161,12 @@ def parse_architecture(text: str) -> list[tuple]:
             _check(token, _shape(m[1]), cur())
             steps.append(("gmaxpool1d", shape, (shape[-1],)))
             shape = (shape[-1],)
+        elif m := re.fullmatch(r"MaxPool1D\((\d+),in=(\d+x\d+)\)", token):
+            _check(token, _shape(m[2]), cur())
+            length, c = cur()
+            pool = int(m[1])
+            steps.append(("maxpool1d", (length, c), (length // pool, c), {"pool": pool}))
+            shape = (length // pool, c)
         elif m := re.fullmatch(r"MaxPool(?:2D)?\(?(\d+)x(\d+)(?:,in=(\d+x\d+x\d+))?\)?", token):
             if m[3]:
                 _check(token, _shape(m[3]), cur())
@@ -321,10 +327,13 @@ def board_for_part(part: str):
     from edgebnn.boards import list_boards
 
     device = part.lower().split("-")[0]
-    for board in list_boards():
-        norm = board.part.lower().replace("-", "")
-        if norm.startswith(device) and not norm[len(device) : len(device) + 1].isdigit():
-            return board
+    # a 7-series "TL" part (e.g. xc7a200tl, the low-voltage -2L grade) is the "T" device's silicon
+    devices = (device, device[:-1]) if device.startswith("xc7") and device.endswith("tl") else (device,)
+    for device in devices:
+        for board in list_boards():
+            norm = board.part.lower().replace("-", "")
+            if norm.startswith(device) and not norm[len(device) : len(device) + 1].isdigit():
+                return board
     raise NotCovered(f"no board profile has the device of part {part}")
 
 
@@ -424,6 +433,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{i}_out"))
         elif kind == "maxpool2d":
             layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
+        elif kind == "maxpool1d":
+            layers.append(keras.layers.MaxPooling1D(step[3]["pool"], name=f"maxpool{i}"))
         elif kind == "pad2d":
             layers.append(keras.layers.ZeroPadding2D(step[3]["pad"], name=f"pad{i}"))
         elif kind == "flatten":
