@@ -286,7 +286,10 @@ def design_of(row: dict) -> dict:
     unsigned_acts = [t for t in acts if not t[0]]
     default = (True, 16, 6)
     data = default if default in acts else signed_acts[0]  # inputs and dense results
-    relu = unsigned_acts[0] if unsigned_acts else data  # relu outputs
+    # relu outputs: an unsigned type, else a saturating signed one (a QKeras quantized
+    # activation hls4ml builds as ap_fixed<W,I,AP_RND,AP_SAT>), else the data type
+    saturating = [parse_types(m[0])[0] for m in _TYPE.finditer(row["activation_precision"]) if not m[1] and "SAT" in m[0]]
+    relu = unsigned_acts[0] if unsigned_acts else next((t for t in saturating if t != data), data)
     # "X (output_dense: Y)": the last dense layer's weights are Y, the others X
     last_weight = weights[1] if len(weights) > 1 and re.search(r"output_dense:", row["weight_precision"]) else weights[0]
     rfs = [int(v) for v in row["reuse_factor"].split(";")]

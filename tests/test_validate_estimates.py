@@ -109,6 +109,10 @@ def test_parsing_helpers():
     assert all(a.min() >= -128 and a.max() <= 127 for a in w)
     assert v.board_for_part("xc7z020-clg400-1").dsp == 220
     assert v.board_for_part("xc7z007s-clg225-2").name == "cora-z7-07s"
+    # a relu's output type: the unsigned one, else a saturating signed one (QKeras quantized
+    # activations), else the data type
+    rows = {r["id"]: r for r in csv.DictReader(REFERENCE.read_text().splitlines())}
+    assert [v.design_of(rows[i])["relu"] for i in ("26", "144", "1")] == [(False, 6, 0), (True, 7, 1), (True, 16, 6)]
     # the low-voltage -2L grade of a 7-series part is the same silicon; a plain T part is not a TL one
     assert v.board_for_part("xc7a200tl-ffg1156-2L").part == v.board_for_part("xc7a200t-sbg484-1").part
     assert v.board_for_part("xcku15p-ffve1517-1-i").dsp == 1968
