@@ -4,7 +4,7 @@
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
 architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, MaxPool1D, GlobalMaxPool1D, Flatten, relu and a final softmax, and the
+pointwise Conv2D, MaxPool2D, MaxPool1D, GlobalMaxPool1D, Flatten, relu and a final softmax or sigmoid, and the
 ZeroPad hls4ml inserts before a 2-D convolution; :func:`parse_architecture` reads both spellings
 the table uses and checks every size against the chain), the design is rebuilt through the
 public API: a Keras model of that architecture and precision (``QuantDense`` / ``QuantConv1D`` /
@@ -22,8 +22,10 @@ with no zero among them, and then the row's count of zero weights (``n_zero_weig
 share such as "~50%" gives that share of the weights) is set to zero at random positions across
 the whole network. Biases are left out (a bias is one more term of an adder tree). A softmax
 that ends the design is stripped by ``freeze(..., strip_softmax=True)`` and its hls4ml cost is
-added by the estimator (``graph.meta["stripped_softmax"]``); BatchNormalization layers of the
-original designs are not part of an edgebnn graph and are not estimated. Latency is estimated
+added by the estimator (``graph.meta["stripped_softmax"]``); a sigmoid that ends the design is
+left out (freeze has no sigmoid; hls4ml's is one lookup per output in a 1,024-entry table, a
+cycle or two and one small ROM, not estimated); BatchNormalization layers of the original
+designs are not part of an edgebnn graph and are not estimated. Latency is estimated
 for the row's HLS tool (``hls_tool`` + ``hls_version``, Vivado HLS vs Vitis HLS operator timing).
 
 After the per-row table: the median errors per source repository, by op family (a design
@@ -183,6 +185,8 @@ def parse_architecture(text: str) -> list[tuple]:
             relu = True
         elif token.lower() == "softmax":
             steps.append(("softmax", steps[-1][2], steps[-1][2]))
+        elif token.lower() == "sigmoid":
+            steps.append(("sigmoid", steps[-1][2], steps[-1][2]))
         elif token.lower() == "linear":
             pass
         elif token == "ZeroPad":
@@ -305,6 +309,8 @@ def design_of(row: dict) -> dict:
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
     if any(kind == "softmax" for kind, *_ in steps[:-1]):
         raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
+    if any(kind == "sigmoid" for kind, *_ in steps[:-1]):
+        raise NotCovered("a sigmoid before the last layer (only a final one is left out)")
     return {
         "steps": steps,
         "weight": weights[0],
@@ -429,6 +435,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             # writes its result type itself (types= below), no activation layer follows it
             if not relu_next and not last:
                 layers.append(QuantActivation(qbits(design["data"]), name=f"result{wi - 1}"))
+        elif kind == "sigmoid":  # a final sigmoid is left out (module docstring)
+            continue
         elif kind == "softmax":  # hls4ml's softmax: stripped by freeze, its cost added by the estimator
             layers.append(keras.layers.Activation("softmax", name="softmax"))
         elif kind == "relu":
@@ -572,7 +580,8 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
     p(
         f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
         "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
-        "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool"
+        "stripped by freeze and estimated as hls4ml's (stable) softmax, a trailing sigmoid left out; latency uses "
+        "the row's HLS tool"
     )
     p(
         "resources vs post-synthesis (vsynth; '-' where the row has none) and vs the HLS estimate (csynth); "

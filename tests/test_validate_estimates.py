@@ -94,6 +94,7 @@ def test_parsing_helpers():
     assert v.parse_architecture("Conv1D(in=130x9,k=3,f=16,s=1,out=128)")[0][2] == (128, 16)  # valid padding
     with pytest.raises(v.NotCovered, match="GlobalMaxPool1D"):
         v.parse_architecture("Conv1D(in=128x9,k=3,f=16,s=1,pad=same,out=128) -> GlobalMaxPool1D(in=128x8)")
+    assert v.parse_architecture("Dense(64->1) -> sigmoid")[-1] == ("sigmoid", 1, 1)  # left out when it ends the chain
     pooled = v.parse_architecture("Conv1D(in=200x1,k=3,f=16,s=2,pad=valid,out=99) -> relu -> MaxPool1D(2,in=99x16)")
     assert pooled[-1] == ("maxpool1d", (99, 16), (49, 16), {"pool": 2})
     with pytest.raises(v.NotCovered, match="MaxPool1D"):
@@ -116,3 +117,4 @@ def test_parsing_helpers():
     # the low-voltage -2L grade of a 7-series part is the same silicon; a plain T part is not a TL one
     assert v.board_for_part("xc7a200tl-ffg1156-2L").part == v.board_for_part("xc7a200t-sbg484-1").part
     assert v.board_for_part("xcku15p-ffve1517-1-i").dsp == 1968
+    assert v.board_for_part("xc7vx690t-ffg1761-2").name == "vc709"
