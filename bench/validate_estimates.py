@@ -4,11 +4,11 @@
 
 For every row of the CSV (default: ``bench/reference/hls4ml_synthesis_results.csv``) whose
 architecture the deployment graph can express (chains of Dense, Conv1D, Conv2D, depthwise and
-pointwise Conv2D, MaxPool2D, GlobalMaxPool1D, Flatten, relu and a final softmax, and the
+pointwise Conv2D, MaxPool2D, MaxPool1D, GlobalMaxPool1D, Flatten, relu and a final softmax or sigmoid, and the
 ZeroPad hls4ml inserts before a 2-D convolution; :func:`parse_architecture` reads both spellings
 the table uses and checks every size against the chain), the design is rebuilt through the
 public API: a Keras model of that architecture and precision (``QuantDense`` / ``QuantConv1D`` /
-``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits`` quantizers, ``MaxPooling2D``,
+``QuantConv2D`` / ``QuantDepthwiseConv2D`` with ``quantized_bits`` quantizers, ``MaxPooling2D``, ``MaxPooling1D``,
 ``GlobalMaxPooling1D``, ``ZeroPadding2D``, ``Flatten``, relu, ``QuantActivation`` casts) ->
 ``edgebnn.freeze`` -> ``edgebnn.estimate`` with the row's board (found by its part), strategy,
 reuse factor (a row listing several, as hls4ml snapped them per layer, gets the one model-wide
@@ -22,8 +22,10 @@ with no zero among them, and then the row's count of zero weights (``n_zero_weig
 share such as "~50%" gives that share of the weights) is set to zero at random positions across
 the whole network. Biases are left out (a bias is one more term of an adder tree). A softmax
 that ends the design is stripped by ``freeze(..., strip_softmax=True)`` and its hls4ml cost is
-added by the estimator (``graph.meta["stripped_softmax"]``); BatchNormalization layers of the
-original designs are not part of an edgebnn graph and are not estimated. Latency is estimated
+added by the estimator (``graph.meta["stripped_softmax"]``); a sigmoid that ends the design is
+left out (freeze has no sigmoid; hls4ml's is one lookup per output in a 1,024-entry table, a
+cycle or two and one small ROM, not estimated); BatchNormalization layers of the original
+designs are not part of an edgebnn graph and are not estimated. Latency is estimated
 for the row's HLS tool (``hls_tool`` + ``hls_version``, Vivado HLS vs Vitis HLS operator timing).
 
 After the per-row table: the median errors per source repository, by op family (a design
@@ -161,6 +163,12 @@ def parse_architecture(text: str) -> list[tuple]:
             _check(token, _shape(m[1]), cur())
             steps.append(("gmaxpool1d", shape, (shape[-1],)))
             shape = (shape[-1],)
+        elif m := re.fullmatch(r"MaxPool1D\((\d+),in=(\d+x\d+)\)", token):
+            _check(token, _shape(m[2]), cur())
+            length, c = cur()
+            pool = int(m[1])
+            steps.append(("maxpool1d", (length, c), (length // pool, c), {"pool": pool}))
+            shape = (length // pool, c)
         elif m := re.fullmatch(r"MaxPool(?:2D)?\(?(\d+)x(\d+)(?:,in=(\d+x\d+x\d+))?\)?", token):
             if m[3]:
                 _check(token, _shape(m[3]), cur())
@@ -177,6 +185,8 @@ def parse_architecture(text: str) -> list[tuple]:
             relu = True
         elif token.lower() == "softmax":
             steps.append(("softmax", steps[-1][2], steps[-1][2]))
+        elif token.lower() == "sigmoid":
+            steps.append(("sigmoid", steps[-1][2], steps[-1][2]))
         elif token.lower() == "linear":
             pass
         elif token == "ZeroPad":
@@ -280,7 +290,10 @@ def design_of(row: dict) -> dict:
     unsigned_acts = [t for t in acts if not t[0]]
     default = (True, 16, 6)
     data = default if default in acts else signed_acts[0]  # inputs and dense results
-    relu = unsigned_acts[0] if unsigned_acts else data  # relu outputs
+    # relu outputs: an unsigned type, else a saturating signed one (a QKeras quantized
+    # activation hls4ml builds as ap_fixed<W,I,AP_RND,AP_SAT>), else the data type
+    saturating = [parse_types(m[0])[0] for m in _TYPE.finditer(row["activation_precision"]) if not m[1] and "SAT" in m[0]]
+    relu = unsigned_acts[0] if unsigned_acts else next((t for t in saturating if t != data), data)
     # "X (output_dense: Y)": the last dense layer's weights are Y, the others X
     last_weight = weights[1] if len(weights) > 1 and re.search(r"output_dense:", row["weight_precision"]) else weights[0]
     rfs = [int(v) for v in row["reuse_factor"].split(";")]
@@ -296,6 +309,8 @@ def design_of(row: dict) -> dict:
     multipliers = "dsp" if "forced to DSP" in notes else "lut" if "forced to fabric" in notes else "auto"
     if any(kind == "softmax" for kind, *_ in steps[:-1]):
         raise NotCovered("a softmax before the last layer (freeze strips only a final softmax)")
+    if any(kind == "sigmoid" for kind, *_ in steps[:-1]):
+        raise NotCovered("a sigmoid before the last layer (only a final one is left out)")
     return {
         "steps": steps,
         "weight": weights[0],
@@ -321,10 +336,13 @@ def board_for_part(part: str):
     from edgebnn.boards import list_boards
 
     device = part.lower().split("-")[0]
-    for board in list_boards():
-        norm = board.part.lower().replace("-", "")
-        if norm.startswith(device) and not norm[len(device) : len(device) + 1].isdigit():
-            return board
+    # a 7-series "TL" part (e.g. xc7a200tl, the low-voltage -2L grade) is the "T" device's silicon
+    devices = (device, device[:-1]) if device.startswith("xc7") and device.endswith("tl") else (device,)
+    for device in devices:
+        for board in list_boards():
+            norm = board.part.lower().replace("-", "")
+            if norm.startswith(device) and not norm[len(device) : len(device) + 1].isdigit():
+                return board
     raise NotCovered(f"no board profile has the device of part {part}")
 
 
@@ -417,6 +435,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             # writes its result type itself (types= below), no activation layer follows it
             if not relu_next and not last:
                 layers.append(QuantActivation(qbits(design["data"]), name=f"result{wi - 1}"))
+        elif kind == "sigmoid":  # a final sigmoid is left out (module docstring)
+            continue
         elif kind == "softmax":  # hls4ml's softmax: stripped by freeze, its cost added by the estimator
             layers.append(keras.layers.Activation("softmax", name="softmax"))
         elif kind == "relu":
@@ -424,6 +444,8 @@ def build_graph(design: dict, weights: list[np.ndarray]):
             layers.append(QuantActivation(qbits(design["relu"]), name=f"relu{i}_out"))
         elif kind == "maxpool2d":
             layers.append(keras.layers.MaxPooling2D(step[3]["pool"], name=f"maxpool{i}"))
+        elif kind == "maxpool1d":
+            layers.append(keras.layers.MaxPooling1D(step[3]["pool"], name=f"maxpool{i}"))
         elif kind == "pad2d":
             layers.append(keras.layers.ZeroPadding2D(step[3]["pad"], name=f"pad{i}"))
         elif kind == "flatten":
@@ -558,7 +580,8 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
     p(
         f"{len(results)} rows estimated; weights are random (seed {SEED}, Glorot-uniform on each row's weight grid, "
         "with the row's count of zero weights set to zero), biases and BatchNorm left out; a trailing softmax is "
-        "stripped by freeze and estimated as hls4ml's (stable) softmax; latency uses the row's HLS tool"
+        "stripped by freeze and estimated as hls4ml's (stable) softmax, a trailing sigmoid left out; latency uses "
+        "the row's HLS tool"
     )
     p(
         "resources vs post-synthesis (vsynth; '-' where the row has none) and vs the HLS estimate (csynth); "

@@ -94,6 +94,11 @@ def test_parsing_helpers():
     assert v.parse_architecture("Conv1D(in=130x9,k=3,f=16,s=1,out=128)")[0][2] == (128, 16)  # valid padding
     with pytest.raises(v.NotCovered, match="GlobalMaxPool1D"):
         v.parse_architecture("Conv1D(in=128x9,k=3,f=16,s=1,pad=same,out=128) -> GlobalMaxPool1D(in=128x8)")
+    assert v.parse_architecture("Dense(64->1) -> sigmoid")[-1] == ("sigmoid", 1, 1)  # left out when it ends the chain
+    pooled = v.parse_architecture("Conv1D(in=200x1,k=3,f=16,s=2,pad=valid,out=99) -> relu -> MaxPool1D(2,in=99x16)")
+    assert pooled[-1] == ("maxpool1d", (99, 16), (49, 16), {"pool": 2})
+    with pytest.raises(v.NotCovered, match="MaxPool1D"):
+        v.parse_architecture("Conv1D(in=200x1,k=3,f=16,s=2,pad=valid,out=99) -> MaxPool1D(2,in=98x16)")
     with pytest.raises(v.NotCovered, match="recurrent"):
         v.parse_architecture("LSTM(16) -> Dense(16->2)")
     conv = {"steps": tut, "weight": (True, 8, 1), "zeros": 5}
@@ -105,3 +110,11 @@ def test_parsing_helpers():
     assert all(a.min() >= -128 and a.max() <= 127 for a in w)
     assert v.board_for_part("xc7z020-clg400-1").dsp == 220
     assert v.board_for_part("xc7z007s-clg225-2").name == "cora-z7-07s"
+    # a relu's output type: the unsigned one, else a saturating signed one (QKeras quantized
+    # activations), else the data type
+    rows = {r["id"]: r for r in csv.DictReader(REFERENCE.read_text().splitlines())}
+    assert [v.design_of(rows[i])["relu"] for i in ("26", "144", "1")] == [(False, 6, 0), (True, 7, 1), (True, 16, 6)]
+    # the low-voltage -2L grade of a 7-series part is the same silicon; a plain T part is not a TL one
+    assert v.board_for_part("xc7a200tl-ffg1156-2L").part == v.board_for_part("xc7a200t-sbg484-1").part
+    assert v.board_for_part("xcku15p-ffve1517-1-i").dsp == 1968
+    assert v.board_for_part("xc7vx690t-ffg1761-2").name == "vc709"
