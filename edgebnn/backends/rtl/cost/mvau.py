@@ -182,6 +182,11 @@ def lut_terms(f: dict) -> dict[str, float]:
     return out
 
 
+def compare_luts(f: dict) -> float:
+    """The LUTs the model gives a built-in threshold's comparators (of a unit's features)."""
+    return LUT_COEF["cmp_table"] * f["cmp_table"] + LUT_COEF["cmp_few"] * f["cmp_few"]
+
+
 def cost(graph, node, fold) -> dict[str, float]:
     f = features(graph, node, fold)
     lut = sum(LUT_COEF[k] * v for k, v in lut_terms(f).items())
