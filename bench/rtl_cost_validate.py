@@ -58,6 +58,10 @@ DESIGNS = {
         ((16, 40, 12), 32, {"dense0": (8, 16), "dense1": (3, 20)}, TWO_BIT),
         # an XNOR layer of sign inputs folded over PE only, its output converted (no threshold after it)
         ((16, 24, 12), 31, {"dense0": (24, 16), "dense1": (4, 24)}),
+        # add/subtract first layers of 8-bit inputs with SIMD unfolded (each PE's tree and the
+        # shared input sum over the whole beat, no accumulator)
+        ((64, 16, 10), 33, {"dense0": (1, 64), "dense1": (2, 16)}),
+        ((32, 24, 8), 34, {"dense0": (3, 32), "dense1": (4, 12)}),
         # XNOR units with a sign built in, and a last layer with 31 thresholds built in
         ((16, 48, 32, 10), 21, {"dense0": (8, 8), "dense1": (4, 16), "dense2": (2, 16)}, {**TWO_BIT, **LEVELS_31}),
         ((32, 64, 64, 10), 22, {"dense0": (4, 8), "dense1": (8, 32), "dense2": (1, 16)}, LEVELS_31),

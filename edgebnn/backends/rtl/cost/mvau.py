@@ -48,8 +48,8 @@ MODE_TERMS = ("prod", "acc")
 # for units shaped like the fit set's (binary MLP layers, with sign or multi-level thresholds
 # built in or none)
 LUT_COEF = {
-    "prod_xnor": 0.880, "prod_addsub": 1.037, "rest": 2.960, "rom": 1.818, "acc_xnor": 1.477, "acc_addsub": 4.461,
-    "cmp_table": 0.899, "cmp_few": 0.582, "table": 1.279, "out": 1.267,
+    "prod_xnor": 0.927, "prod_addsub": 1.228, "rest": 2.666, "rom": 1.793, "acc_xnor": 1.753, "acc_addsub": 4.069,
+    "cmp_table": 0.901, "cmp_few": 0.542, "table": 1.332, "out": 1.148,
 }  # fmt: skip
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
