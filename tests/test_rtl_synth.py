@@ -2,7 +2,9 @@
 (Yosys synth_xilinx; synth_ice40 + nextpnr-ice40; synth_ecp5 + nextpnr-ecp5), their reports
 parsed into one record, the refusals; the cost models against Yosys and the folding search."""
 
+import dataclasses
 import json
+import math
 import os
 import pathlib
 import stat
@@ -350,7 +352,7 @@ def test_on_ice40_the_fit_counts_a_logic_cell_per_comparison_bit():
     from graphs import binary_mlp
 
     from edgebnn.backends.rtl.cost import node_cost
-    from edgebnn.backends.rtl.cost.mvau import features
+    from edgebnn.backends.rtl.cost.mvau import compare_luts, features
     from edgebnn.backends.rtl.fit import fit, on_board
 
     g = binary_mlp(sizes=(64, 128, 128, 10), seed=11, out_levels="fixed<5,5,RND_CONV,SAT>", out_thresholds=31)
@@ -359,14 +361,42 @@ def test_on_ice40_the_fit_counts_a_logic_cell_per_comparison_bit():
     for name, (pe, simd) in found.folding.items():
         f = features(g, g[name], (pe, simd))
         roms = [(f["word_bits"], f["depth"])] if f["block"] else []
-        lut4 = on_board(node_cost(g, g[name], (pe, simd)), "ice40", roms).lut
-        assert found.per_node[name].lut == lut4 + f["cmp"]
+        # the unit without its comparators' xc7 LUTs in LUT4s, then a logic cell per comparison bit
+        xc7 = node_cost(g, g[name], (pe, simd))
+        rest = dataclasses.replace(xc7, lut=xc7.lut - math.ceil(compare_luts(f) - 0.5))
+        assert found.per_node[name].lut == on_board(rest, "ice40", roms).lut + f["cmp"]
+    assert compare_luts(features(g, g["dense2"], found.folding["dense2"])) > 0  # the model has them on xc7
+    # no slower than the 512-cycle folding chosen before the comparisons were counted once (docs/rtl.md)
+    assert found.cycles_per_sample <= 512
     pe, _ = found.folding["dense2"]
     assert features(g, g["dense2"], found.folding["dense2"])["cmp"] == pe * 31 * features(g, g["dense2"], (1, 1))["aw"]
     # the Xilinx flow counts LUTs only: there a comparison is logic the LUT model holds
     xc7 = fit(g, "pynq-z2", limit=0.8)
     for name, (pe, simd) in xc7.folding.items():
         assert xc7.per_node[name].lut == node_cost(g, g[name], (pe, simd)).lut
+
+
+def test_a_built_in_thresholds_table_costs_its_distinct_columns_and_two_folds_compare_cheaper():
+    from graphs import binary_mlp
+
+    from edgebnn.backends.rtl.cost import node_cost
+    from edgebnn.backends.rtl.cost.mvau import LUT_COEF, features, lut_terms
+
+    # a last layer of 10 channels with 31 thresholds each built in: per PE 31 comparators
+    g = binary_mlp(sizes=(32, 16, 10), seed=4, out_levels="fixed<5,5,RND_CONV,SAT>", out_thresholds=31)
+    two, five, ten = (features(g, g["dense1"], (pe, 16)) for pe in (5, 2, 1))  # 2, 5 and 10 PE folds
+    for f in (two, five, ten):
+        assert f["cmp_table"] + f["cmp_few"] == f["cmp"] == f["pe"] * 31 * f["aw"]  # the iCE40 fit's count
+    # over two PE folds each table bit is a constant or the fold's bit: no table LUTs, cheaper compares
+    assert two["table"] == 0 and two["cmp_table"] == 0 and two["cmp_few"] == two["cmp"]
+    # five folds: at most 2**5 different bit columns of the 2 x 31 thresholds; ten: all of them
+    assert five["cmp_few"] == 0 and five["table"] == 32 < five["cmp"]
+    assert ten["table"] == ten["cmp"] == 31 * ten["aw"]
+    # the XNOR unit's accumulator takes the XNOR coefficient, and the LUTs are the terms' sum
+    terms = lut_terms(ten)
+    assert "acc_xnor" in terms and "acc_addsub" not in terms and set(terms) <= set(LUT_COEF)
+    lut = sum(LUT_COEF[k] * v for k, v in terms.items())
+    assert node_cost(g, g["dense1"], (1, 16)).lut == math.ceil(lut - 0.5)  # rounded as node_cost rounds
 
 
 @pytest.mark.rtl

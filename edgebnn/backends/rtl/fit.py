@@ -16,7 +16,7 @@ import math
 from ...boards import load_board
 from ...errors import EdgebnnError
 from .cost import Cost, node_cost
-from .cost.mvau import features, rom_blocks
+from .cost.mvau import compare_luts, features, rom_blocks
 from .folding import divisors
 from .ops import LOWERINGS
 
@@ -85,9 +85,13 @@ def _on_board(graph, node, pe: int, simd: int, flow: str) -> Cost:
     carry chain, an SB_CARRY a bit that nextpnr places in a logic cell of its own, which the
     LUT4 count misses (the 5-epoch digits BNN with its last layer at 10 x 1, 310 comparisons of
     10 bits: 3,900 LUT4, modelled 72% of the UP5K, but 2,471 SB_CARRY and 7,677 logic cells
-    placed, 145%)."""
+    placed, 145%). A comparison bit is counted as that one logic cell, in place of the LUTs the
+    xc7 model gives it (scaled to LUT4s they would count it twice)."""
     f = features(graph, node, (pe, simd))
-    cost = on_board(node_cost(graph, node, (pe, simd)), flow, [(f["word_bits"], f["depth"])] if f["block"] else [])
+    cost = node_cost(graph, node, (pe, simd))
+    if flow == "ice40":  # the comparisons in logic cells, not as their xc7 LUTs scaled to LUT4s
+        cost = dataclasses.replace(cost, lut=max(cost.lut - math.ceil(compare_luts(f) - 0.5), 0))
+    cost = on_board(cost, flow, [(f["word_bits"], f["depth"])] if f["block"] else [])
     if flow == "ice40":
         cost = dataclasses.replace(cost, lut=cost.lut + f["cmp"])
     return cost

@@ -11,9 +11,11 @@ beats, and the fold counters. A sign's codes (-1, +1) count one bit: in a whole 
 drops their constant low bit. LUTs: per product a share of a popcount (XNOR modes) or of an
 adder tree per input bit (add/subtract modes), the accumulators, the input's select over the
 SIMD folds, the weight ROM in LUTs when it is small (block RAM above ``BLOCK_ROM_BITS``, a
-constant when it is one word), per PE the output's conversion or, fused, its comparators
-against a threshold table chosen by the PE fold, and the skid buffer's select; each term's LUTs
-per unit is a coefficient fitted to Yosys (``bench/rtl_cost_validate.py --refit``).
+constant when it is one word), per PE, fused, its comparators against a threshold table chosen
+by the PE fold (the table's distinct bit columns, and the comparators cheaper where there are at
+most two PE folds), and the skid buffer's select; each term's LUTs per unit is a coefficient
+fitted to Yosys (``bench/rtl_cost_validate.py --refit``), the popcount's or tree's and the
+accumulator's one per weight mode.
 """
 
 from __future__ import annotations
@@ -28,20 +30,26 @@ from ..hdl import signed_bits
 from ..ops import fused_reader
 from ..ops._units import BLOCK_ROM_BITS, weight_mode
 
-LUT_TERMS = ("prod", "rest", "rom", "psum", "acc", "cast", "cmp", "table", "pick", "out")
+LUT_TERMS = ("prod", "rest", "rom", "acc", "cmp_table", "cmp_few", "table", "out")
+# the terms whose LUTs per unit differ by weight mode: an XNOR unit's (one bit per product, its
+# accumulate ``acc + SIMD - 2 * hits`` an adder with a constant) or the add/subtract modes' (adder
+# trees of multi-bit inputs, each PE subtracting the shared input sum before it accumulates)
+MODE_TERMS = ("prod", "acc")
 # LUTs per unit of each term (fitted by bench/rtl_cost_validate.py --refit: non-negative least
-# squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9): per product of
-# an XNOR popcount, per product and input bit of an adder tree (the ternary and multiplier modes,
-# with no unit in the fit set, take the add/subtract figure), per input bit selected, per
-# distinct ROM column, per bit of each PE's sum at the accumulator's width, per accumulator bit,
-# per bit of each PE's output conversion, per comparator bit of a built-in threshold, per bit of
-# its table and fold-index level, per level bit picked, per bit of the output skid buffer. The
-# terms the fit set cannot tell apart from the others come out 0 and their LUTs ride on the
-# terms that grow with them: the sums hold for units shaped like the fit set's (binary MLP
-# layers, with sign or multi-level thresholds built in or none)
+# squares of the relative error on its fit set, Yosys 0.23 synth_xilinx -abc9), ``<term>_xnor``
+# and ``<term>_addsub`` for the terms of MODE_TERMS (the pm1 mode takes the XNOR figure; the
+# ternary and multiplier modes, with no unit in the fit set, the add/subtract figure): per
+# product of an XNOR popcount, per product and input bit of an adder tree, per input bit
+# selected, per distinct ROM column, per accumulator bit, per comparator bit of a built-in
+# threshold against its table's registers (more than two PE folds) or against constants or
+# one of two rows (at most two), per distinct bit column of that table, per bit of the output
+# skid buffer. The rest of the unit (each PE's output conversion, a built-in threshold's level
+# pick, the fold counters) grows with these terms in the fit set and rides on them: the sums hold
+# for units shaped like the fit set's (binary MLP layers, with sign or multi-level thresholds
+# built in or none)
 LUT_COEF = {
-    "prod_xnor": 1.072, "prod_addsub": 1.304, "rest": 2.539, "rom": 1.505, "psum": 0.0, "acc": 3.374, "cast": 0.0,
-    "cmp": 0.0, "table": 0.428, "pick": 0.0, "out": 1.024,
+    "prod_xnor": 0.927, "prod_addsub": 1.228, "rest": 2.666, "rom": 1.793, "acc_xnor": 1.753, "acc_addsub": 4.069,
+    "cmp_table": 0.901, "cmp_few": 0.542, "table": 1.332, "out": 1.148,
 }  # fmt: skip
 # block RAM shapes (depth, width) by flow: RAMB18 and DP16KD (18 Kb), SB_RAM40_4K (4 Kb)
 BRAM_SHAPES = {
@@ -84,7 +92,7 @@ def features(graph, node, fold) -> dict:
     word_bits, depth = pe * simd * wb, nf * sf
     block = depth > 1 and word_bits * depth > BLOCK_ROM_BITS  # one word is a constant, never a ROM
     then = fused_reader(graph, node)
-    k, pick, thr_regs = 0, 0, 0
+    k, thr_regs = 0, 0
     if then is not None:
         k = then.params["thresholds"].shape[1]
         ow = then.type.width
@@ -92,10 +100,6 @@ def features(graph, node, fold) -> dict:
         same = bool(np.all(levels == levels[:1]))
         if np.isin(levels, (-1, 1)).all():
             ow = 1  # a sign's codes (-1, +1) have a constant low bit
-        if k > 1 or not same:
-            # per PE a one-hot select of k + 1 levels, from a table read per PE fold when the
-            # channels' levels differ
-            pick = pe * (k + 1) * ow * (1 + (0 if same else _clog2(nf) * (nf > 1)))
         # registers: the PE fold's thresholds and, when per channel, levels (loaded from
         # constants: at most 2**NF different bit columns, synthesis keeps each once) and the
         # comparisons twice
@@ -120,17 +124,19 @@ def features(graph, node, fold) -> dict:
         # the weight ROM in LUTs: a LUT6 holds 64 words of a bit, and a shallow ROM has at most
         # 2**depth different bit columns (synthesis builds each once)
         "rom": 0 if block or depth == 1 else min(word_bits, 1 << min(depth, 30)) * math.ceil(depth / 64),
-        # per PE the fold's sum brought to the accumulator's width (a subtraction: SIMD - 2 * hits,
-        # or 2 * sum(x where w = +1) - sum(x))
-        "psum": pe * aw,
-        # the accumulators and their first-fold select (only when SIMD is folded)
+        # the accumulators and their first-fold select (only when SIMD is folded), with the fold's
+        # sum brought to their width before it (SIMD - 2 * hits, or 2 * sum(x where w = +1) - sum(x))
         "acc": pe * aw if sf > 1 else 0,
-        "cast": pe * ow if then is None else 0,
         # per PE k comparators of the accumulator, against constants (one PE fold) or registers
-        # loaded from a table read per PE fold
+        # loaded from a table read per PE fold; with at most two PE folds each table bit is a
+        # constant or the fold's bit (or its inverse), and the comparison is cheaper
         "cmp": pe * k * aw,
-        "table": pe * k * aw * _clog2(nf) if nf > 1 else 0,
-        "pick": pick,
+        "cmp_table": pe * k * aw if nf > 2 else 0,
+        "cmp_few": pe * k * aw if nf <= 2 else 0,
+        # the table's registers loaded from a constant row per PE fold: a LUT per distinct
+        # nontrivial bit column (a function of the fold index; at most 2**NF of them, and none
+        # over two folds, where every column is a constant or the fold's bit)
+        "table": min(pe * k * aw, 1 << min(nf, 30)) * math.ceil(nf / 64) if nf > 2 else 0,
         # the output skid buffer's select
         "out": m * ow,
         "k": k, "fused": then is not None, "thr_regs": thr_regs,
@@ -166,10 +172,24 @@ def window_cost(graph, node) -> dict[str, float]:
     }
 
 
+def lut_terms(f: dict) -> dict[str, float]:
+    """The value of each coefficient's term (the keys of :data:`LUT_COEF`) for a unit's features."""
+    kind = "xnor" if f["mode"] in ("xnor", "pm1") else "addsub"
+    out = {}
+    for term in LUT_TERMS:
+        name = f"{term}_{kind}" if term in MODE_TERMS else term
+        out[name] = f[term]
+    return out
+
+
+def compare_luts(f: dict) -> float:
+    """The LUTs the model gives a built-in threshold's comparators (of a unit's features)."""
+    return LUT_COEF["cmp_table"] * f["cmp_table"] + LUT_COEF["cmp_few"] * f["cmp_few"]
+
+
 def cost(graph, node, fold) -> dict[str, float]:
     f = features(graph, node, fold)
-    per_product = LUT_COEF["prod_xnor" if f["mode"] in ("xnor", "pm1") else "prod_addsub"]
-    lut = per_product * f["prod"] + sum(LUT_COEF[k] * f[k] for k in LUT_TERMS[1:])
+    lut = sum(LUT_COEF[k] * v for k, v in lut_terms(f).items())
     counters = 2 * _clog2(f["nf"]) + 2 * _clog2(f["sf"]) + _clog2(f["depth"]) + 8
     # a sign's codes (-1, +1) have a constant low bit, which synthesis drops from every register
     iw = 1 if f["mode"] == "xnor" else f["iw"]
