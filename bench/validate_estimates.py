@@ -506,6 +506,24 @@ def cycles_ok(est, true):
     return abs(est - true) <= max(3, 0.2 * true)
 
 
+def cycles_tight(est, true):
+    """Within issue 34's bound: 10% or 2 cycles (``cycles_ok`` is the looser 20% or 3)."""
+    return abs(est - true) <= max(2, 0.1 * true)
+
+
+def tight_summary(rs: list[dict]) -> str:
+    """A group against issue 34's bounds: latency and II within 10% or 2 cycles of the HLS
+    report, and the DSP median against the HLS estimate over the rows that give one (most
+    held-back rows have no post-synthesis figure)."""
+    lat = sum(r["hls"]["latency"] is not None and cycles_tight(r["est"]["latency"], r["hls"]["latency"]) for r in rs)
+    ii = sum(r["hls"]["II"] is not None and cycles_tight(r["est"]["II"], r["hls"]["II"]) for r in rs)
+    dsp = [r["err_c"]["DSP"] for r in rs if r["err_c"]["DSP"] is not None]
+    return (
+        f"{len(rs)} rows: latency within 10% or 2 cycles {lat}/{len(rs)}, II {ii}/{len(rs)}; "
+        f"DSP vs csynth {_median(dsp):.1f}% ({len(dsp)} rows)"
+    )
+
+
 def compare(row: dict, est) -> dict:
     tot = est.totals
     mine = {
@@ -622,6 +640,12 @@ def print_report(results: list[dict], skipped: list[tuple[str, str, str]], out=s
             if rs:
                 p(f"  held back, {label:<15} {_medians(rs)}")
         p(f"  held back, inside the shipped intervals: {coverage(held_back)}")
+        p("  held back, against issue 34's bounds (latency and II within 10% or 2 cycles; DSP vs the HLS estimate):")
+        p(f"    all             {tight_summary(held_back)}")
+        for lo, hi, label in SIZES:
+            rs = [r for r in held_back if r["n_weights"] >= lo and (hi is None or r["n_weights"] < hi)]
+            if rs:
+                p(f"    {label:<15} {tight_summary(rs)}")
         results = [r for r in results if not r["held_back"]]
         p(f"the summaries below are over the {len(results)} rows not held back")
     n_v = sum(r["vsynth"]["LUT"] is not None for r in results)

@@ -162,6 +162,36 @@ def test_latency_strategy_dsp_is_hls4ml_multiplier_limit_for_single_slice_produc
         assert r.dsp == min(limit, math.ceil(real / r.ii))  # shared 16x16 multipliers are DSPs
 
 
+@pytest.mark.parametrize(
+    ("weight_bits", "input_type", "in_dsp"),
+    [
+        (4, "fixed<16,6>", True),
+        (6, "fixed<16,6>", True),
+        (7, "fixed<7,1>", False),
+        (8, "fixed<8,3>", False),
+        (8, "fixed<9,3>", True),
+    ],
+)
+def test_general_multipliers_follow_the_wider_operand(weight_bits, input_type, in_dsp):
+    # Resource with R > 1: the weight comes from memory, so each shared multiplier is a general
+    # one, in DSPs when its wider operand has more than general_mult_lut_max_bits (8) bits,
+    # whatever the narrower one (CSV rows 143/144: 6 x 16 and 7 x 16 in DSPs, 7 x 7 in LUTs;
+    # row 135: 8 x 8 in LUTs)
+    g = dense_graph(weight_type=FixedType(weight_bits, 1), input_type=input_type)
+    r = row(estimate(g, "zcu104", strategy="Resource", reuse_factor=8))
+    n, wx = 64 * 32, FixedType.from_string(input_type).width
+    instances = r.detail["multiplier_instances"]
+    assert instances == n // 8
+    assert r.detail["products"]["dsp" if in_dsp else "lut"] == n
+    assert r.dsp == (instances if in_dsp else 0)
+    lut_mult = math.ceil(CONSTANTS.lut_per_mult_bit2 * wx * weight_bits * instances)
+    assert r.detail["lut_split"]["multipliers"] == (0 if in_dsp else lut_mult)
+    # constant weights shared under the Latency strategy keep the constant rule: a 4- or 6-bit
+    # weight is built in LUTs whatever the input's width (CSV rows 26/27)
+    if weight_bits <= CONSTANTS.lut_mult_max_bits:
+        assert row(estimate(g, "zcu104", strategy="Latency", reuse_factor=8)).dsp == 0
+
+
 def test_latency_strategy_sharing_keeps_the_whole_adder_tree_and_holds_the_products():
     # the Latency strategy's code is unrolled whatever the reuse factor: only the multipliers are
     # shared, each output's tree is built whole and the products wait for the last one in
@@ -252,9 +282,9 @@ def test_zero_weights_cost_nothing():
 def test_zeros_save_nothing_when_weights_are_in_memory():
     w = dense_graph()["dense"].params["weight"].copy()
     w[: w.shape[0] // 2] = 0
-    a = row(estimate(dense_graph(), "zcu104", strategy="Resource", reuse_factor=4))
-    b = row(estimate(dense_graph(weight=w), "zcu104", strategy="Resource", reuse_factor=4))
-    assert (a.dsp, a.bram18) == (b.dsp, b.bram18)
+    a = row(estimate(dense_graph(input_type="fixed<16,6>"), "zcu104", strategy="Resource", reuse_factor=4))
+    b = row(estimate(dense_graph(weight=w, input_type="fixed<16,6>"), "zcu104", strategy="Resource", reuse_factor=4))
+    assert a.dsp > 0 and (a.dsp, a.bram18) == (b.dsp, b.bram18)
 
 
 def test_power_of_two_weights_need_no_multiplier():
@@ -490,7 +520,7 @@ def test_not_a_graph_is_refused():
 
 
 def test_constants_live_in_one_table():
-    assert CONSTANTS.lut_mult_max_bits == 6 and CONSTANTS.clock_uncertainty == 0.125
+    assert CONSTANTS.lut_mult_max_bits == 6 and CONSTANTS.general_mult_lut_max_bits == 8 and CONSTANTS.clock_uncertainty == 0.125
     cheap = type(CONSTANTS)(lut_per_adder_bit=0.5)
     g = binary_mlp()
     assert estimate(g, "pynq-z2", constants=cheap).totals["lut"] < estimate(g, "pynq-z2").totals["lut"]

@@ -42,7 +42,9 @@ GRAPHS = {
     # under Resource on zcu104 at 10 %: only reuse factor 40 fits (not 30, not 60); the DSPs fit from 30 on
     "lonely_fit": lambda: dense_graph(n_in=120, n_out=36, input_type="fixed<16,4>", weight_type=FixedType(7, 2)),
     # under Resource on zcu102: 1 fits, 2 does not, 3 and the rest do
-    "dense8": lambda: dense_graph(n_in=120, n_out=36, input_type="fixed<8,3>", weight_type=FixedType(8, 2)),
+    # 9-bit inputs: shared multipliers with weights in memory (Resource, R > 1) go to DSPs only when
+    # their wider operand has more than 8 bits (general_mult_lut_max_bits)
+    "dense8": lambda: dense_graph(n_in=120, n_out=36, input_type="fixed<9,3>", weight_type=FixedType(8, 2)),
     "conv": lambda: conv_graph(c=8, f=16, weight_type=FixedType(8, 2), input_type="fixed<10,4>")[0],
     "every_op": G.every_op_graph,
     "depthwise": G.depthwise_graph,

@@ -118,3 +118,19 @@ def test_parsing_helpers():
     assert v.board_for_part("xc7a200tl-ffg1156-2L").part == v.board_for_part("xc7a200t-sbg484-1").part
     assert v.board_for_part("xcku15p-ffve1517-1-i").dsp == 1968
     assert v.board_for_part("xc7vx690t-ffg1761-2").name == "vc709"
+
+
+def test_issue_34_bounds_count_latency_within_10_percent_or_2_cycles():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import validate_estimates as v
+
+    def result(lat, true_lat, ii, true_ii, dsp_err):
+        return {"est": {"latency": lat, "II": ii}, "hls": {"latency": true_lat, "II": true_ii}, "err_c": {"DSP": dsp_err}}
+
+    # 2 cycles off 10 is inside (the 2-cycle floor), 3 off 10 is not; 9 off 100 is inside, 11 off 100 is not
+    assert v.cycles_tight(12, 10) and not v.cycles_tight(13, 10)
+    assert v.cycles_tight(109, 100) and not v.cycles_tight(111, 100)
+    assert v.cycles_ok(13, 10) and v.cycles_ok(111, 100)  # the looser 20%-or-3 bound takes both
+    rs = [result(12, 10, 1, 1, 0.0), result(111, 100, 5, 4, None), result(50, None, 70, 100, 30.0)]
+    # a row without a latency figure counts as missed; the DSP median is over rows with a csynth figure
+    assert v.tight_summary(rs) == "3 rows: latency within 10% or 2 cycles 1/3, II 2/3; DSP vs csynth 15.0% (2 rows)"

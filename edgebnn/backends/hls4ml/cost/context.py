@@ -54,6 +54,13 @@ class ModelConstants:
     free_operand_bits: int = 2
     # a product is built in LUTs when either operand has at most this many bits (CSV rows 26/27, 71-73)
     lut_mult_max_bits: int = 6
+    # a general multiplier (Resource, R > 1: the weight comes from a memory, so HLS sees no
+    # constant to strength-reduce) goes to DSP slices when its wider operand has more than this
+    # many bits, else to LUTs, whatever the narrower one: CSV row 135 (8-bit x 8-bit, weights in
+    # memory) has no DSP, rows 14-20 (16 x 16) one slice per shared multiplier; 8 is the smallest
+    # value row 135 allows (8 to 15 bind every held-back row alike; bench/validate_estimates.py
+    # rebuilds row 135 with 9-bit inputs, so only 9 and above empty its 4 estimated DSPs)
+    general_mult_lut_max_bits: int = 8
     # LUTs of a LUT multiplier per bit-product Wx*we (DS255 9x9: 115 LUTs speed-optimised)
     lut_per_mult_bit2: float = 1.0
     # LUTs per bit of a two-input adder (one LUT + carry per bit, UG474/UG574)

@@ -37,10 +37,16 @@ accumulator as hls4ml casts them to ``accum_t``); ``R`` the reuse factor. The so
   ``II = min(R, ceil(muls / limit))`` (the CSV's II is often below ``R``; ``II = R`` with weights
   in memory) and, when the muls exceed the limit (always with weights in memory),
   ``min(muls, limit)`` shared general multipliers of the declared widths are built: of those,
-  ``min(instances, ceil(muls / II))`` are DSPs when both declared widths exceed
-  ``lut_mult_max_bits`` (or multipliers are forced to DSP), the others LUT multipliers of
-  ``lut_per_mult_bit2 * Wx * Ww`` LUTs (DS255: a speed-optimised 9x9 LUT multiplier takes
-  115 LUTs). Each instance gets a mux on its data operand over the ``min(II, n_in)`` inputs it
+  ``min(instances, ceil(muls / II))`` are DSPs when bound to DSPs (or multipliers are forced
+  to DSP), the others LUT multipliers of ``lut_per_mult_bit2 * Wx * Ww`` LUTs (DS255: a
+  speed-optimised 9x9 LUT multiplier takes 115 LUTs). The binding of a shared multiplier: with
+  constant weights (Latency strategy) HLS still sees the constants behind the mux, so the
+  constant rule above holds (DSP when both declared widths exceed ``lut_mult_max_bits``); with
+  weights in memory (Resource, ``R > 1``) it is a general multiplier (HLS sees no constant to
+  strength-reduce), in DSPs when its wider operand exceeds ``general_mult_lut_max_bits`` (8)
+  bits, whatever the narrower one (CSV row 135: 8 x 8 in LUTs; rows 14-20: 16 x 16 in DSPs;
+  the held-back rows 143-145 that showed the rule: 6 x 16 and 7 x 16 in DSPs, 7 x 7 in
+  LUTs). Each instance gets a mux on its data operand over the ``min(II, n_in)`` inputs it
   can see (hls4ml's reuse loop walks the ``n_in`` inputs again when ``R > n_in``),
   ``Wx * ceil((min(II, n_in)-1)/3)`` LUTs (a LUT6 is a 4:1 mux, UG474: ``mux_inputs_per_lut``),
   and, for constant weights, a small
@@ -160,7 +166,7 @@ def _products(node: Node, wx: int, wt, ctx: _Context, live, trim: bool, weights_
         # all of them (no per-weight arrays needed)
         n = n_in * n_out
         real = not small  # "mul" operations
-        wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
+        wide = max(wt.width, wx) > c.general_mult_lut_max_bits
         dsp_prod = real if ctx.multipliers == "dsp" else False if ctx.multipliers == "lut" else real and wide
         lut_prod = real and not dsp_prod
         terms = np.full(n_out, n_in, dtype=np.int64) + (1 if bias is not None else 0)
@@ -275,7 +281,12 @@ def cost(
     if shared:
         # a shared multiplier sees a different weight every cycle: general multipliers of the
         # declared width, split between DSP and LUT in the proportion of the products
-        general_wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
+        if weights_in_memory:
+            # a weight from memory: a general multiplier, bound by its wider operand
+            general_wide = max(wt.width, wx) > c.general_mult_lut_max_bits
+        else:
+            # constant weights behind a mux: the constants stay visible to HLS
+            general_wide = wt.width > c.lut_mult_max_bits and wx > c.lut_mult_max_bits
         use_dsp = ctx.multipliers == "dsp" or (ctx.multipliers == "auto" and general_wide)
         n_dsp_inst = min(instances, math.ceil(n_real / ii)) if use_dsp else 0
         slices_each = int(_dsp_slices(np.array([wx]), np.array([wt.width]), ctx.board.dsp_ports)[0])
