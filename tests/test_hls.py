@@ -184,8 +184,9 @@ def small():
 
 
 def test_csim_library_is_built_at_o1(small, tmp_path):
-    """hls4ml's build script compiles at -O3; the export sets -O1 (as fast a simulation, a much
-    faster build) and changes nothing else in it."""
+    """hls4ml's build script compiles at -O3 and in C++23 where g++ has it; the export sets -O1 (as
+    fast a simulation, a much faster build) and C++14 (Vitis HLS's standard, parsed faster) and
+    changes nothing else in it."""
     from edgebnn.backends.hls4ml.exporter import CSIM_CFLAGS
 
     project = export_quietly(small, tmp_path / "prj", board=PYNQ)
@@ -196,11 +197,15 @@ def test_csim_library_is_built_at_o1(small, tmp_path):
     import hls4ml
 
     from edgebnn.backends.hls4ml.csim_cache import _COMPILE_LINES, _SPLIT_LINES
+    from edgebnn.backends.hls4ml.exporter import _STANDARD_BLOCK
 
     original = (pathlib.Path(hls4ml.__file__).parent / "templates" / "vivado" / "build_lib.sh").read_text()
     # besides the flags, the only change is the weights compiled apart from the network (csim_cache.split_weights)
     assert original.count(_COMPILE_LINES) == 1 and script.count(_SPLIT_LINES) == 1
     original = original.replace(_COMPILE_LINES, _SPLIT_LINES)
+    # and the C++ standard in the flags, in place of the script's choice of C++23 or C++11
+    assert "-std=c++14" in CSIM_CFLAGS and "-std=c++23" in original and "-std=" not in script.replace(CSIM_CFLAGS, "")
+    original = _STANDARD_BLOCK.sub("", original)
     differ = [(a, b) for a, b in zip(original.splitlines(), script.splitlines()) if a != b]
     assert [a for a, _ in differ if not a.startswith(("PROJECT=", "LIB_STAMP="))] == ['CFLAGS="-O3 -fPIC"'], differ
     assert project.path == str(tmp_path / "prj")

@@ -151,13 +151,22 @@ def _hls_layers(graph: Graph, target: Target):
     return chain, names, layer_list(chain, names)
 
 
+# hls4ml 1.3.0's build_lib.sh picks the C++ standard (C++23 where g++ has it, else C++11)
+_STANDARD_BLOCK = re.compile(r"^# Include -std=c\+\+23 .*?\n(?:.*\n)*?fi\n\n?", flags=re.M)
+
+
 def _build_at_o1(script: pathlib.Path) -> None:
-    """Give hls4ml's ``build_lib.sh`` the flags :data:`~.csim_cache.CSIM_CFLAGS`."""
+    """Give hls4ml's ``build_lib.sh`` the flags :data:`~.csim_cache.CSIM_CFLAGS` (its standard
+    among them, in place of the script's own choice)."""
     text = script.read_text()
     line = re.search(r'^CFLAGS="[^"]*"$', text, flags=re.M)
-    if line is None:
-        raise RuntimeError(f"hls4ml's {script.name} has no CFLAGS line to set (an hls4ml other than the pinned 1.3.0?)")
-    script.write_text(text[: line.start()] + f'CFLAGS="{CSIM_CFLAGS}"' + text[line.end() :])
+    block = _STANDARD_BLOCK.search(text)
+    if line is None or block is None or block.start() < line.end():
+        raise RuntimeError(
+            f"hls4ml's {script.name} has no CFLAGS line or C++ standard choice to set (an hls4ml other than the pinned 1.3.0?)"
+        )
+    text = text[: line.start()] + f'CFLAGS="{CSIM_CFLAGS}"' + text[line.end() : block.start()] + text[block.end() :]
+    script.write_text(text)
 
 
 def check_output_path(output_dir) -> pathlib.Path:
