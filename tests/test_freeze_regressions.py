@@ -205,6 +205,28 @@ def test_activation_fused_into_the_matmul_near_a_step_is_recorded_and_warned():
     assert np.array_equal(emulate(graph, x), keras.ops.convert_to_numpy(model(x.astype(np.float32), training=False)))
 
 
+def test_mish_that_predict_computes_otherwise_than_eager_keras_is_recorded_and_warned():
+    """Fuzz seed 36003: model.predict runs mish as oneDNN's fused kernel, -0.0 at an accumulator
+    of -26, where eager mish gives -2e-12 (x * tanh(softplus(x))); a quantizer that rounds down
+    makes that code -1 instead of 0. freeze says so by node; the graph follows model.predict."""
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            QuantDense(2, input_quantizer="quantized_bits(6, 5)", kernel_quantizer="ste_sign", use_bias=False, name="d"),
+            keras.layers.Activation("mish", name="mish"),
+            QuantActivation("quantized_bits(6, 0, keep_negative=True, rounding='TRN')", name="q"),
+        ]
+    )
+    model.get_layer("d").set_weights([np.float32([[1, -1], [1, 1], [1, 1]])])
+    with pytest.warns(FreezeWarning, match=r"mish in 'mish' gives other float32 results in model.predict"):
+        graph = freeze(model)
+    assert ("q", "eager") in [(c["node"], c["kind"]) for c in graph.meta["keras_caveats"]]
+    x = np.float32([[-9, -9, -8], [1, 2, 3]])
+    emu = emulate(graph, x)
+    assert np.array_equal(emu, model.predict(x, batch_size=2, verbose=0))  # the graph follows model.predict
+    assert not np.array_equal(emu, keras.ops.convert_to_numpy(model(x, training=False)))  # eager Keras differs, as recorded
+
+
 def test_piecewise_linear_activation_after_the_matmul_records_nothing():
     model = keras.Sequential(
         [

@@ -137,6 +137,30 @@ def test_a_separable_layer_summing_exactly_takes_a_depthwise_scale_per_channel()
     assert len(np.unique(report.outputs["keras"], axis=0)) > 100
 
 
+def _separable_scaled(depthwise_q: str, pointwise_q: str):
+    keras.utils.set_random_seed(6)
+    mid = QuantSeparableConv2D(
+        3, 2, depth_multiplier=2, use_bias=False, input_quantizer="quantized_bits(4, 2)",
+        depthwise_quantizer=depthwise_q, pointwise_quantizer=pointwise_q, name="sep",
+    )  # fmt: skip
+    model = keras.Sequential([keras.Input((4, 4, 3)), mid, keras.layers.BatchNormalization(), QuantActivation(IN_Q)])
+    randomize_bn(model, np.random.default_rng(6), mean_scale=0.5)
+    return model
+
+
+def test_a_separable_layer_with_float32_scales_summed_in_both_kernels_is_refused_in_one_sentence():
+    """XNOR scales along a summed axis in both kernels: the depthwise sums reach 30 significant bits,
+    each pointwise product adds a 24-bit scale, and the pointwise sum needs 56 bits, past float64's
+    53, so Keras rounds in TensorFlow's order (it was refused as an accumulator too wide to
+    enumerate, at the next quantizer). The refusal names the layer and what to change (a power-of-two
+    depthwise scale with float32 pointwise scales deploys: the test before this one)."""
+    with pytest.raises(FreezeError) as err:
+        freeze(_separable_scaled("xnor_sign(axis=0)", "xnor_sign(axis=2)"))
+    msg = str(err.value)
+    assert msg.startswith("layer 'sep' (QuantSeparableConv2D): its depthwise_quantizer xnor_sign(axis=0)") and "\n" not in msg
+    assert "needs 56 significant bits" in msg and "xnor_sign(po2=True, axis=2)" in msg and "axis=-1" in msg
+
+
 def tie_model(order=(0, 1, 2)):
     """QuantDense(1) on integer inputs whose kernel is (1, 2**-24, 2**-30) (XNOR with one scale per
     input: each weight is its own scale), float bias -(1 + 2**-23), then a sign: the output is +1

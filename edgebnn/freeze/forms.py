@@ -178,14 +178,14 @@ def _is_scaled(quantizer) -> bool:
     return quantizer is not None and isinstance(quantizer.hardware(), forms.Scaled)
 
 
-def _po2_spelling(quantizer) -> str | None:
+def po2_spelling(quantizer) -> str | None:
     """The quantizer with power-of-two scales, as the user would write it (None when unknown)."""
     if isinstance(quantizer, qz.XnorSign):
         return repr(qz.XnorSign(**{**quantizer.get_config(), "po2": True}))
     if getattr(quantizer, "alpha", None) == "auto":
         return repr(type(quantizer).from_config({**quantizer.get_config(), "alpha": "auto_po2"}))
     if isinstance(quantizer, qz.PartialQuantizer):
-        parts = [(p, _po2_spelling(p) if _is_scaled(p) else None) for p in (quantizer.quantizer, quantizer.other)]
+        parts = [(p, po2_spelling(p) if _is_scaled(p) else None) for p in (quantizer.quantizer, quantizer.other)]
         if any(_is_scaled(p) and fix is None for p, fix in parts):
             return None
         (q, fq), (o, fo) = parts
@@ -212,7 +212,7 @@ def _shifted_product(layer, which: str):
         axis = (
             f"along axis {hw.axis}" if isinstance(hw, forms.Scaled) else f"on the channels {list(hw.channels)} of axis {hw.axis}"
         )
-        fix = _po2_spelling(quantizer) or "power-of-two scales (po2=True, alpha='auto_po2')"
+        fix = po2_spelling(quantizer) or "power-of-two scales (po2=True, alpha='auto_po2')"
         raise FreezeError(
             f"{where(layer)}: its {which} {quantizer!r} scales the weights {axis}, which the layer sums over, by "
             f"{_values_text(off)}: not powers of two, so the products round in float32 and no fixed-point sum "

@@ -146,6 +146,26 @@ def layout_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, ran
     return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
 
 
+def eager_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank: int) -> int:
+    """How many accumulator values' quantized outputs change when the float op ``i`` of
+    ``step`` is computed eagerly (as ``model(x)`` does, one TensorFlow kernel per op) instead of
+    in ``model.predict``'s compiled graph, where TensorFlow may rewrite it (oneDNN runs mish as
+    one fused kernel: -0.0 where eager mish gives -1.6e-10 at x = -25.8, fuzz seed 36003).
+
+    Only values whose quantized output changes when the op's result moves by
+    :data:`LAYOUT_ULPS` ulps are compared (-0.0 is next to every negative value)."""
+    op = step.float_ops[i]
+    vector, risky = _near_steps(step, i, values, out_codes, out_type, jit, rank)
+    if not risky.any():
+        return 0
+    before = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
+    n = len(before)  # padded as evaluate pads: the vectorized body, whose layout is compared elsewhere
+    padded = np.concatenate([before, np.repeat(before[-1:], -n % VECTOR_ROWS, axis=0)])
+    eager = np.asarray(keras.ops.convert_to_numpy(op.fn(keras.ops.convert_to_tensor(padded))), dtype=np.float32)[:n]
+    moved = np.where(risky, eager, vector)
+    return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
+
+
 def _bn_forms(bn, x: np.ndarray):
     """The two float32 forms of ``x * inv + (beta - mean * inv)`` (TensorFlow's batch
     normalization at inference) of the BatchNormalization ``bn``: one fused multiply-add (the

@@ -19,6 +19,7 @@ from . import (
     build_node,
     cast_or_threshold,
     caveats,
+    check_float64_sum,
     check_on_grid,
     check_pool_move,
     check_requantizers,
@@ -47,5 +48,6 @@ PASSES = [
 NODE_PASSES = [
     check_pool_move.run,  # a moved pool is exact
     build_node.run,  # the step's node (thresholds derived by replaying Keras)
+    check_float64_sum.run,  # a separable layer's float64 pointwise sum is exact
     caveats.run,  # where Keras's own result depends on the layout
 ]

@@ -1,7 +1,8 @@
 """Caveats of a threshold step where Keras's own result is not one number: an activation that
 TensorFlow computes differently at different tensor positions near a quantization step (the
 ``layout`` caveat), a transcendental activation that TensorFlow may fuse into the convolution or
-matmul before it near a quantization step (``fused``), a scale after integer codes that XLA may
+matmul before it near a quantization step (``fused``), one that ``model.predict``'s compiled graph
+computes otherwise than eager ``model(x)`` (``eager``), a scale after integer codes that XLA may
 combine with the dot product or the float ops after it (``xla_scale``), a BatchNormalization that
 XLA computes as a fused multiply-add (``xla_fma``), and one that TensorFlow computes fused or
 rounded by the element's position in the tensor without XLA (``layout`` too). A float bias of
@@ -26,7 +27,7 @@ def run(step: Step, freezing) -> None:
         return
     if step.kind == "requant":  # the ones that replay the step's thresholds
         normalization = _xla_fma(step, freezing) if freezing.jit else _batch(step, freezing)
-        found = [_layout(step, freezing) or _fused(step, freezing), normalization]
+        found = [_layout(step, freezing) or _fused(step, freezing), _eager(step, freezing), normalization]
         freezing.caveats.extend(c for c in found if c)
     if freezing.jit:
         freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
@@ -48,6 +49,27 @@ def _layout(step: Step, freezing) -> dict | None:
             "those few ulps of a quantization step, so Keras's own output there depends on the batch layout "
             "(e.g. batch size 1 vs 32); the deployed model follows the vectorized result. A layout-stable "
             "activation (relu, tanh, hard_sigmoid, softsign) avoids this"
+        ),
+    )
+
+
+def _eager(step: Step, freezing) -> dict | None:
+    """An activation that TensorFlow computes one way in ``model.predict``'s compiled graph
+    (rewritten or fused there: oneDNN's fused mish gives -0.0 where eager mish gives a tiny
+    negative value) and another in eager ``model(x)``; where that moves an accumulator value's
+    quantized output, Keras's two paths differ (fuzz seed 36003)."""
+    return _first(
+        step,
+        freezing,
+        "eager",
+        lambda i, op, src: op.layout_sensitive is not None,
+        replay.eager_flips,
+        lambda op, n, src: (
+            f"{op.layout_sensitive} in {op.label!r} gives other float32 results in model.predict (TensorFlow's "
+            f"compiled graph, which may rewrite or fuse it) than in eager model(x), and {n} accumulator value(s) of "
+            f"{src.name!r} get different quantized outputs the two ways, so Keras's own output depends on the path; "
+            "the deployed model follows model.predict, which verify compares against. A piecewise-linear activation "
+            "(relu, relu6, leaky_relu, hard_sigmoid) avoids this"
         ),
     )
 

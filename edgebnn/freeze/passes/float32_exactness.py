@@ -23,6 +23,12 @@ def float32_exact(node, nodes: list, float64: bool = False) -> bool:
     multiple of its grid below 2**24 in magnitude (2**53 when Keras sums in ``float64``), so
     float32 (float64) accumulates it without rounding, in any order. A conv2d window may hold
     the padding value."""
+    return sum_bound(node, nodes) < (2.0**53 if float64 else 2.0**24)
+
+
+def sum_bound(node, nodes: list) -> float:
+    """The largest magnitude of any partial sum of the dense, conv2d or conv1d node's products
+    (with its bias), in units of the node's grid: the integers Keras's float arithmetic must hold."""
     src = next(n for n in nodes if n.name == node.inputs[0])
     x_max = np.maximum(np.abs(src.lo), np.abs(src.hi))
     weight = node.params["weight"]
@@ -37,7 +43,7 @@ def float32_exact(node, nodes: list, float64: bool = False) -> bool:
     bound = float((x_max @ w).max(initial=0.0))
     if "bias" in node.params:
         bound += float(np.abs(node.fixed_attr("bias_type").from_codes(node.params["bias"])).max(initial=0.0))
-    return math.ldexp(bound, -node.type.lsb_exp) < (2.0**53 if float64 else 2.0**24)
+    return math.ldexp(bound, -node.type.lsb_exp)
 
 
 def unreplayed_roundings(nodes: list, float64_sums) -> list:
