@@ -219,8 +219,30 @@ def test_the_weights_build_apart_from_the_network(mlp):
     # every array of this network is read as a plain int or double table and filled at load
     assert units.count("namespace { namespace values {") == len(headers)
     script = (root / "build_lib.sh").read_text()
-    assert "-Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp" in script
+    assert '-Og -fno-inline "${WEIGHTS_PCH[@]}" ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp' in script
     assert "-include firmware/${PROJECT}_weights_extern.h" in script
+
+
+def test_the_shared_cache_precompiles_the_headers_every_unit_parses(mlp, cache, tmp_path, monkeypatch):
+    """With a shared cache each unit of build_lib.sh first includes a header precompiled there
+    (g++ takes it: -H marks it with '!'), and the library built so (the mlp fixture's) predicts
+    as one built without a shared cache, which parses the headers itself."""
+    graph, project, _, x, y = mlp
+    assert len(list(cache.glob("pch-*/edgebnn_csim.h.gch"))) == 2  # the network's and bridge's, the weights'
+    root = pathlib.Path(project.path)
+    with csim_cache.precompiled_headers(cache, root):
+        network, weights = os.environ[csim_cache.PCH_ENV], os.environ[csim_cache.PCH_WEIGHTS_ENV]
+    assert csim_cache.PCH_ENV not in os.environ and csim_cache.PCH_WEIGHTS_ENV not in os.environ
+    flags = [*csim_cache.CSIM_CFLAGS.split(), "-Ifirmware/ap_types/", '-DWEIGHTS_DIR="w"', "-Winvalid-pch", "-H", "-fsyntax-only"]
+    units = [(network, (), "firmware/myproject.cpp"), (network, (), "myproject_bridge.cpp")]
+    units.append((weights, csim_cache._WEIGHTS_FLAGS, "firmware/myproject_weights.cpp"))
+    for header, extra, source in units:
+        done = subprocess.run(["g++", *flags, *extra, "-include", header, source], cwd=root, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stderr.startswith(f"! {header}.gch\n"), (source, done.stderr[:300])
+    monkeypatch.delenv(csim_cache.CACHE_ENV)
+    plain = export_quietly(graph, tmp_path / "plain", board=PYNQ)
+    calls, _ = timed_compile(plain)
+    assert calls == [plain.path] and np.array_equal(plain.predict(x), y)
 
 
 @pytest.mark.quick  # no compile

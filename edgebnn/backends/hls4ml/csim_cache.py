@@ -22,7 +22,10 @@ library is never loaded (it is built again instead):
   ``<key>.sha256``, and a project with the same content in any folder gets a copy of it instead
   of a build. Entries are written to a temporary name and renamed into place (the ``.so`` before
   its ``.sha256``); nothing there is ever deleted, so remove the folder to empty the cache.
-  Without the variable nothing is written outside the project folder.
+  Without the variable nothing is written outside the project folder. With it, the cache also
+  holds precompiled headers (``pch-<key>/``, :func:`precompiled_headers`): the C++ and
+  ``ap_types`` headers every unit of a library parses first, parsed once per compiler, flags
+  and ``ap_types`` instead of once per unit.
 
 Imports neither hls4ml, TensorFlow nor Keras.
 """
@@ -215,6 +218,81 @@ def store_shared(folder: pathlib.Path, key: str, lib: pathlib.Path, sha: str) ->
         ) from None
 
 
+# ------------------------------------------------------------- precompiled headers
+PCH_ENV = "EDGEBNN_CSIM_PCH"  # the network's and the bridge's precompiled header (build_lib.sh reads it)
+PCH_WEIGHTS_ENV = "EDGEBNN_CSIM_PCH_WEIGHTS"  # the weights unit's, compiled with its own flags
+# the extra flags of the weights unit (_SPLIT_LINES): -fno-inline defines a macro the C++ headers
+# test, so its units need a header precompiled with them
+_WEIGHTS_FLAGS = ("-Og", "-fno-inline")
+# what every unit of a library includes first, in some order (myproject.h, defines.h, the bridge)
+_PCH_HEADER = b"""// edgebnn: the C++ and ap_types headers every unit of a C-simulation library parses
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <tuple>
+#include "ap_fixed.h"
+#include "ap_int.h"
+#include "hls_stream.h"
+"""
+_PCH_FORMAT = b"edgebnn precompiled header 1"
+
+
+def _precompiled(cache: pathlib.Path, ap_types: pathlib.Path, extra: tuple[str, ...]) -> pathlib.Path | None:
+    """The header ``pch-<key>/edgebnn_csim.h`` in ``cache`` with its ``.gch`` beside it, built
+    (once, renamed into place) for the flags :data:`CSIM_CFLAGS` plus ``extra`` and the headers
+    in ``ap_types``; None where g++ cannot build it (the build then parses the headers)."""
+    h = hashlib.sha256(_PCH_FORMAT + b"\0" + compiler_identity() + b"\0" + " ".join((CSIM_CFLAGS, *extra)).encode())
+    h.update(_PCH_HEADER)
+    for path in sorted(p for p in ap_types.rglob("*") if p.is_file()):
+        h.update(path.relative_to(ap_types).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    folder = cache / f"pch-{h.hexdigest()[:32]}"
+    header, gch = folder / "edgebnn_csim.h", folder / "edgebnn_csim.h.gch"
+    if gch.is_file() and header.is_file():
+        return header
+    folder.mkdir(exist_ok=True)
+    _write_atomically(header, _PCH_HEADER)
+    fd, tmp = tempfile.mkstemp(prefix=".edgebnn-tmp-", suffix=".gch", dir=folder)
+    os.close(fd)
+    command = ["g++", *CSIM_CFLAGS.split(), *extra, f"-I{ap_types}", "-x", "c++-header", str(header), "-o", tmp]
+    if subprocess.run(command, capture_output=True, check=False).returncode != 0:
+        os.unlink(tmp)
+        return None
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, gch)
+    return header
+
+
+@contextlib.contextmanager
+def precompiled_headers(cache: pathlib.Path | None, folder):
+    """Within the block the environment names the shared cache's precompiled headers for the
+    project in ``folder`` (:data:`PCH_ENV`, :data:`PCH_WEIGHTS_ENV`, which ``build_lib.sh``
+    reads), built first where missing; without a shared cache, or a project without
+    ``firmware/ap_types``, nothing changes. A library built with them is the library built
+    without: the same sources, the declarations parsed once."""
+    ap_types = pathlib.Path(folder) / "firmware" / "ap_types"
+    if cache is None or not ap_types.is_dir():
+        yield
+        return
+    headers = {PCH_ENV: _precompiled(cache, ap_types, ()), PCH_WEIGHTS_ENV: _precompiled(cache, ap_types, _WEIGHTS_FLAGS)}
+    before = {name: os.environ.get(name) for name in headers}
+    try:
+        for name, header in headers.items():
+            if header is not None:
+                os.environ[name] = str(header)
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 # ---------------------------------------------------------------- the build itself
 # hls4ml's compile lines in build_lib.sh: the network, the bridge, the link
 _COMPILE_LINES = (
@@ -228,12 +306,20 @@ _SPLIT_LINES = """\
 # once, at load; firmware/${PROJECT}_weights.cpp fills each array from a table of its header's
 # values), the network sees them as extern, and the three units build in parallel. The same
 # arrays, values and arithmetic.
-${CC} ${CFLAGS} ${INCFLAGS} -include firmware/${PROJECT}_weights_extern.h -D WEIGHTS_DIR="${WEIGHTS_DIR}" \\
+# With EDGEBNN_CSIM_PCH and EDGEBNN_CSIM_PCH_WEIGHTS set (edgebnn's shared build cache sets them)
+# each unit first includes a precompiled header of the C++ and ap_types headers it parses anyway:
+# the same declarations, parsed once per cache. g++ parses the headers themselves where a
+# precompiled one does not match the unit's flags.
+PCH=()
+WEIGHTS_PCH=()
+if [ -n "${EDGEBNN_CSIM_PCH:-}" ]; then PCH=(-include "${EDGEBNN_CSIM_PCH}"); fi
+if [ -n "${EDGEBNN_CSIM_PCH_WEIGHTS:-}" ]; then WEIGHTS_PCH=(-include "${EDGEBNN_CSIM_PCH_WEIGHTS}"); fi
+${CC} ${CFLAGS} "${PCH[@]}" ${INCFLAGS} -include firmware/${PROJECT}_weights_extern.h -D WEIGHTS_DIR="${WEIGHTS_DIR}" \\
   -c firmware/${PROJECT}.cpp -o ${PROJECT}.o &
 NETWORK=$!
-${CC} ${CFLAGS} -Og -fno-inline ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp -o ${PROJECT}_weights.o &
+${CC} ${CFLAGS} -Og -fno-inline "${WEIGHTS_PCH[@]}" ${INCFLAGS} -c firmware/${PROJECT}_weights.cpp -o ${PROJECT}_weights.o &
 WEIGHTS=$!
-${CC} ${CFLAGS} ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o
+${CC} ${CFLAGS} "${PCH[@]}" ${INCFLAGS} -D WEIGHTS_DIR="${WEIGHTS_DIR}" -c ${PROJECT}_bridge.cpp -o ${PROJECT}_bridge.o
 wait ${NETWORK}
 wait ${WEIGHTS}
 ${CC} ${CFLAGS} ${INCFLAGS} -shared ${PROJECT}.o ${PROJECT}_weights.o ${PROJECT}_bridge.o -o firmware/${PROJECT}-${LIB_STAMP}.so

@@ -112,7 +112,7 @@ class HLSProject:
                 on_build()
             out = io.StringIO()
             try:
-                with contextlib.redirect_stdout(out):
+                with contextlib.redirect_stdout(out), csim_cache.precompiled_headers(shared, self.path):
                     self.model._compile()  # ModelGraph.compile() would first rewrite the whole project
             except Exception as err:
                 raise RuntimeError(
