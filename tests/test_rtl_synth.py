@@ -149,7 +149,8 @@ def test_a_verilog_error_stops_synthesis_naming_the_yosys_log(tmp_path):
 def test_every_board_names_its_flow_and_device():
     for board in list_boards():
         if board.flow == "xilinx":
-            assert xilinx_family(board.part, board.family) == ("xc7" if board.part.startswith("xc7") else "xcup")
+            family = "xc7" if board.part.startswith("xc7") else "xcup" if "ultrascale+" in board.family else "xcu"
+            assert xilinx_family(board.part, board.family) == family, board.name
         else:
             assert nextpnr_device_args(board.flow, board.part)
     assert xilinx_family("xcku040-ffva1156-2-e") == "xcu"
