@@ -1,5 +1,6 @@
 """Refusals that need no Keras come before TensorFlow's seconds of start-up: a missing
-configuration or run folder, an existing output folder, a missing data file, ``train CONFIG``
+configuration or run folder, an existing output folder, a missing data file, an unknown board or
+an open-flow board for hls4ml, ``train CONFIG``
 without ``-o``, ``--resume`` of nothing. Each is one line and exit code 2, and the process never
 imported TensorFlow."""
 
@@ -33,6 +34,8 @@ def test_refusals_that_need_no_keras_come_before_tensorflow(tmp_path):
     missing_data = yaml.safe_load(cfg.read_text())
     missing_data["data"] = {"dataset": "npz", "path": "nothere.npz"}
     (tmp_path / "missing_data.yaml").write_text(yaml.safe_dump(missing_data))
+    for name, board in (("open_flow", "icebreaker"), ("no_board", "pynq-z3")):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({**yaml.safe_load(cfg.read_text()), "board": board}))
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / MARKER).write_text("written by edgebnn\n")
     nope, run = str(tmp_path / "nope.yaml"), str(tmp_path / "run")
@@ -46,6 +49,8 @@ def test_refusals_that_need_no_keras_come_before_tensorflow(tmp_path):
         ("run", str(cfg), "-o", str(tmp_path / "taken")): "already exists",
         ("train", str(cfg), "-o", str(tmp_path / "taken")): "already exists",
         ("run", str(tmp_path / "missing_data.yaml"), "-o", run): "nothere.npz: no such file",
+        ("run", str(tmp_path / "open_flow.yaml"), "-o", run): "key 'board': board 'icebreaker' (iCE40UP5K-SG48I) is an ice40",
+        ("train", str(tmp_path / "no_board.yaml"), "-o", run): "key 'board': unknown board 'pynq-z3' (did you mean",
         ("freeze", run): "does not exist",
         ("export", run): "does not exist",
         ("csim", run): "does not exist",
@@ -63,4 +68,6 @@ def test_refusals_that_need_no_keras_come_before_tensorflow(tmp_path):
         assert code == EXIT_USER_ERROR, (argv, err)
         assert len(err.splitlines()) == 1 and err.startswith("edgebnn: error: ") and expected in err, (argv, err)
     assert imported == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["missing_data.yaml", "quick.yaml", "taken"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "missing_data.yaml", "no_board.yaml", "open_flow.yaml", "quick.yaml", "taken"
+    ]  # fmt: skip

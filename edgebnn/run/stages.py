@@ -396,8 +396,9 @@ def _check_config_source(source, output, resume: bool) -> None:
 def check_train_first(source, output=None, force: bool = False, resume: bool = False) -> None:
     """What ``edgebnn train`` (and ``run``) refuse without Keras, in a fraction of a second before
     TensorFlow's start-up: a missing configuration or run folder, a configuration's keys (not its
-    layers' arguments), a missing data file, an existing output folder, a checkpoint that would
-    be discarded or that is missing for ``resume``. :func:`train_stage` checks all of it again."""
+    layers' arguments), a missing data file, an unknown board or one the export's backend does not
+    build for, an existing output folder, a checkpoint that would be discarded or that is missing
+    for ``resume``. :func:`train_stage` checks all of it again."""
     from ..outputs import check_output
 
     if os.path.isdir(os.fspath(source)) and output is None:
@@ -415,6 +416,9 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
     _check_config_source(source, output, resume)
     config = load_config(source, layers=False)
     check_data_files(config, source)
+    board, _ = _board_and_target(config, source)  # it exists, and the export's backend builds for it
+    if not is_rtl(config):
+        _check_hls4ml_board(board, source)
     if config["train"].get("distribute") == "multi_worker":
         return  # only the chief writes the run folder; which task this is, the stage finds out
     check_unfinished_output(output, force)
