@@ -118,6 +118,14 @@ def test_edgebnn_run_builds_simulates_and_places_the_design(tmp_path):
     assert "VERIFIED bit for bit" in done.stdout and "Fmax" in done.stdout
     estimate = json.loads((run / "estimate.json").read_text())
     assert estimate["backend"] == "rtl" and estimate["rtl"]["total"]["lut"] > 0
+    from edgebnn.backends.rtl.cost import Cost
+    from edgebnn.backends.rtl.fit import unit_on_board
+    from edgebnn.graph import Graph
+
+    graph = Graph.load(run / "graph.npz")  # the design's units counted in logic cells as the fit counts them
+    folding = {name: tuple(f) for name, f in estimate["rtl"]["folding"].items()}
+    units = [unit_on_board(graph, node, folding.get(node.name), "ice40") for node in graph.compute_nodes()]
+    assert estimate["rtl"]["total"] == sum(units, Cost()).to_dict()
     assert estimate["hls4ml_board"] == "pynq-z2" and "pynq-z2" in estimate["estimates"]
 
     # the stages read the run's own outputs: synth again is refused for an hls4ml run only

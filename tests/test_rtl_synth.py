@@ -367,6 +367,12 @@ def test_on_ice40_the_fit_counts_a_logic_cell_per_comparison_bit():
         rest = dataclasses.replace(xc7, lut=xc7.lut - math.ceil(compare_luts(f) - 0.5))
         assert found.per_node[name].lut == on_board(rest, "ice40", roms).lut + f["cmp"]
     assert compare_luts(features(g, g["dense2"], found.folding["dense2"])) > 0  # the model has them on xc7
+    # an rtl run's estimate counts its design's units as the fit does (it converted the xc7 LUTs before)
+    from edgebnn.backends.rtl.cost import Cost
+    from edgebnn.backends.rtl.fit import unit_on_board
+
+    units = [unit_on_board(g, n, found.folding.get(n.name), "ice40") for n in g.compute_nodes()]
+    assert sum(units, Cost()) == found.cost
     # no slower than the 512-cycle folding chosen before the comparisons were counted once (docs/rtl.md)
     assert found.cycles_per_sample <= 512
     pe, _ = found.folding["dense2"]

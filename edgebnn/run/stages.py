@@ -1034,19 +1034,14 @@ def _estimate_rtl(run: RunFolder, config, graph, board, target, limit: float, st
     """An rtl run's estimate: its design's cost model on the run's board (estimate.txt), beside
     hls4ml's estimate of the same graph on every board hls4ml builds for, with the export
     section's hls4ml options (estimate.json, estimate.csv)."""
-    from ..backends.rtl.cost import Cost, node_cost
-    from ..backends.rtl.cost.mvau import features
-    from ..backends.rtl.fit import on_board
+    from ..backends.rtl.cost import Cost
+    from ..backends.rtl.fit import unit_on_board
     from ..boards import list_boards
     from ..estimate import estimate
 
     project = _rtl_project(run, config)
-    per = {}
-    for node in graph.compute_nodes():  # each unit in the board's units (LUT4s and EBRs on iCE40 and ECP5)
-        fold = project.folding.get(node.name)
-        f = features(graph, node, fold) if fold is not None else None
-        roms = [(f["word_bits"], f["depth"])] if f is not None and f["block"] else []
-        per[node.name] = on_board(node_cost(graph, node, fold), board.flow, roms)
+    # each unit in the board's units (LUT4s and EBRs on iCE40 and ECP5), as the fit counts it
+    per = {node.name: unit_on_board(graph, node, project.folding.get(node.name), board.flow) for node in graph.compute_nodes()}
     total = sum(per.values(), Cost())
     capacity = {"lut": board.lut, "ff": board.ff, "dsp": board.dsp, "bram": board.bram18}
     used = total.to_dict()

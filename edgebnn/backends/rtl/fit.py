@@ -97,6 +97,15 @@ def _on_board(graph, node, pe: int, simd: int, flow: str) -> Cost:
     return cost
 
 
+def unit_on_board(graph, node, fold, flow: str) -> Cost:
+    """A node's unit in ``flow``'s units as the fit counts it: a weighted node folded ``fold`` =
+    (PE, SIMD) as :func:`_on_board` does, any other node's unit as its cost model gives it
+    (``fold`` None). The estimate of an rtl run counts its design the same way."""
+    if fold is None:
+        return on_board(node_cost(graph, node), flow, [])
+    return _on_board(graph, node, *fold, flow)
+
+
 def fit(graph, board, limit: float = 0.8, flow: str | None = None) -> RTLFit:
     """The highest-throughput folding of ``graph`` whose modelled cost fits ``limit`` of each of
     ``board``'s resources (LUT, FF, DSP, block RAM); see the module docstring."""
@@ -112,7 +121,7 @@ def fit(graph, board, limit: float = 0.8, flow: str | None = None) -> RTLFit:
     names = {n.name for n in weighted}
     for node in graph.compute_nodes():
         if node.name not in names:
-            fixed = fixed + on_board(node_cost(graph, node), flow, [])
+            fixed = fixed + unit_on_board(graph, node, None, flow)
     floor = max((math.prod(n.shape[:-1]) if n.shape else 1) for n in graph.compute_nodes())
     # per weighted node every folding: (cycles, cost on the board, normalized size, (pe, simd))
     options = {}
