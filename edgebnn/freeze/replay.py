@@ -50,11 +50,17 @@ def evaluate(step: Step, values: np.ndarray, jit: bool, rank: int = 1, **replay)
     tensor: that is the one layout :func:`layout_flips` compares the scalar path with."""
     rank = _read_rank(step, rank, values.shape[-1])
     n = len(values)
-    padded = np.concatenate([values, np.repeat(values[-1:], -n % VECTOR_ROWS, axis=0)]) if n else values
+    padded = _pad_rows(values)
     shaped = padded.reshape((len(padded),) + (1,) * (rank - 1) + values.shape[1:])
     model = _replay_model(step, shaped.shape[1:], jit, replay)
     out = predict(model, shaped, batch_size=4096)
     return np.asarray(out, dtype=np.float64)[:n].reshape(values.shape)
+
+
+def _pad_rows(values: np.ndarray) -> np.ndarray:
+    """``values`` with its last row repeated to a multiple of :data:`VECTOR_ROWS` rows."""
+    n = len(values)
+    return np.concatenate([values, np.repeat(values[-1:], -n % VECTOR_ROWS, axis=0)]) if n else values
 
 
 def predict(model: keras.Model, x: np.ndarray, batch_size: int) -> np.ndarray:
@@ -159,9 +165,8 @@ def eager_flips(step: Step, i: int, values, out_codes, out_type, jit: bool, rank
     if not risky.any():
         return 0
     before = evaluate(step, values, jit, rank, stop=i, quantize=False).astype(np.float32)
-    n = len(before)  # padded as evaluate pads: the vectorized body, whose layout is compared elsewhere
-    padded = np.concatenate([before, np.repeat(before[-1:], -n % VECTOR_ROWS, axis=0)])
-    eager = np.asarray(keras.ops.convert_to_numpy(op.fn(keras.ops.convert_to_tensor(padded))), dtype=np.float32)[:n]
+    padded = _pad_rows(before)  # as evaluate pads: the vectorized body, whose layout is compared elsewhere
+    eager = np.asarray(keras.ops.convert_to_numpy(op.fn(keras.ops.convert_to_tensor(padded))), dtype=np.float32)[: len(before)]
     moved = np.where(risky, eager, vector)
     return int(_flipped(step, i, vector, moved, out_codes, out_type, jit, rank).sum())
 

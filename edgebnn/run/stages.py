@@ -113,14 +113,18 @@ def _check_export_untrained(model, input_type, target, where) -> None:
         ) from None
 
 
-def _check_hls4ml_board(board, where) -> None:
-    """An open-flow board (iCE40, ECP5) is refused for an hls4ml export, naming the configuration."""
+def _export_board(config, where):
+    """The configuration's board and target (:func:`_board_and_target`); an open-flow board (iCE40,
+    ECP5) is refused for an hls4ml export, naming the configuration ``where``."""
     from ..boards import BoardError, require_hls4ml
 
-    try:
-        require_hls4ml(board)
-    except BoardError as err:
-        raise ConfigError(f"{os.fspath(where)}: key 'board': {err}") from None
+    board, target = _board_and_target(config, where)
+    if not is_rtl(config):
+        try:
+            require_hls4ml(board)
+        except BoardError as err:
+            raise ConfigError(f"{os.fspath(where)}: key 'board': {err}") from None
+    return board, target
 
 
 def _check_rtl_tools(board) -> None:
@@ -218,10 +222,8 @@ def prepare(config: dict[str, Any], where, check_compile: bool = False):
 
         # before any TensorFlow work (it configures collective ops); names a bad TF_CONFIG
         strategy("multi_worker", config["train"]["worker_timeout"])
-    board, target = _board_and_target(config, where)
+    board, target = _export_board(config, where)
     rtl = is_rtl(config)
-    if not rtl:
-        _check_hls4ml_board(board, where)
     if check_compile:
         _check_rtl_tools(board) if rtl else check_compiler()
     data = load_data(config, where)
@@ -416,9 +418,7 @@ def check_train_first(source, output=None, force: bool = False, resume: bool = F
     _check_config_source(source, output, resume)
     config = load_config(source, layers=False)
     check_data_files(config, source)
-    board, _ = _board_and_target(config, source)  # it exists, and the export's backend builds for it
-    if not is_rtl(config):
-        _check_hls4ml_board(board, source)
+    _export_board(config, source)  # it exists, and the export's backend builds for it
     if config["train"].get("distribute") == "multi_worker":
         return  # only the chief writes the run folder; which task this is, the stage finds out
     check_unfinished_output(output, force)
@@ -708,10 +708,9 @@ def export_stage(run_dir, log=progress.log):
     run = RunFolder.open(run_dir)
     config = run_config(run)
     graph = load_graph(run, config)
-    board, target = _board_and_target(config, run / FILES["config"])
+    board, target = _export_board(config, run / FILES["config"])
     if is_rtl(config):
         return _export_rtl(run, config, graph, board, start, log)
-    _check_hls4ml_board(board, run / FILES["config"])
     log(f"exporting the HLS project for {board.name} ({board.part}), {target.io_type}, {target.strategy}")
     with warnings.catch_warnings(), progress.working("exporting"):  # shown once, below, as log lines
         warnings.simplefilter("ignore", HLSExportWarning)

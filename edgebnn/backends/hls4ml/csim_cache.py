@@ -125,6 +125,13 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _chmod_less_umask(path, mode: int) -> None:
+    """Give ``path`` the permissions ``mode`` less the umask (a temporary file's are 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, mode & ~umask)
+
+
 def _write_atomically(path: pathlib.Path, data: bytes, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` through a temporary file beside it and a rename, so that a
     reader sees the old file, the whole new one, or none (``mode`` less the umask)."""
@@ -132,9 +139,7 @@ def _write_atomically(path: pathlib.Path, data: bytes, mode: int = 0o666) -> Non
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, mode & ~umask)
+        _chmod_less_umask(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -260,9 +265,7 @@ def _precompiled(cache: pathlib.Path, ap_types: pathlib.Path, extra: tuple[str, 
     if subprocess.run(command, capture_output=True, check=False).returncode != 0:
         os.unlink(tmp)
         return None
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    _chmod_less_umask(tmp, 0o666)
     os.replace(tmp, gch)
     return header
 

@@ -33,6 +33,11 @@ def run(step: Step, freezing) -> None:
         freezing.caveats.extend(_xla_scale(step, op) for op in step.float_ops if op.scale)
 
 
+def _layout_sensitive(i, op, src) -> bool:
+    """The float op is an activation whose float32 results TensorFlow computes otherwise by path."""
+    return op.layout_sensitive is not None
+
+
 def _layout(step: Step, freezing) -> dict | None:
     """The thresholds follow the vectorized result (the accumulator values were evaluated in
     one large tensor); where a value's quantized output differs when evaluated alone, Keras
@@ -41,7 +46,7 @@ def _layout(step: Step, freezing) -> dict | None:
         step,
         freezing,
         "layout",
-        lambda i, op, src: op.layout_sensitive is not None,
+        _layout_sensitive,
         replay.layout_flips,
         lambda op, n, src: (
             f"{op.layout_sensitive} in {op.label!r} gives float32 results in TensorFlow that depend on the "
@@ -62,7 +67,7 @@ def _eager(step: Step, freezing) -> dict | None:
         step,
         freezing,
         "eager",
-        lambda i, op, src: op.layout_sensitive is not None,
+        _layout_sensitive,
         replay.eager_flips,
         lambda op, n, src: (
             f"{op.layout_sensitive} in {op.label!r} gives other float32 results in model.predict (TensorFlow's "
